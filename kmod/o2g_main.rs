@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! o2g: MPI receive processing inside the TCP protocol handler.
+//!
+//! This is the crate root of `o2g.ko`. Loading the module creates the misc
+//! device `/dev/o2g`; each open file is one endpoint (one MPI process). The
+//! ioctl ABI lives in `libo2g/src/abi.rs`, shared verbatim with user space.
+//!
+//! Device node: the misc core creates `/dev/o2g` owned by root with mode 0600;
+//! a site that wants unprivileged MPI jobs grants access with a udev rule (for
+//! example `KERNEL=="o2g", GROUP="mpi", MODE="0660"`).
+//!
+//! A user-space check, with `libo2g`:
+//!
+//! ```ignore
+//! let dev = libo2g::Device::open()?;          // fails clearly if the module is absent
+//! let v = dev.version()?;
+//! assert_eq!(v.major, libo2g::abi::O2G_ABI_MAJOR);
+//! ```
+
+#[path = "../libo2g/src/abi.rs"]
+pub mod abi;
+mod endpoint;
+mod misc_registration;
+mod shim;
+
+use kernel::{
+    ioctl::_IOR,
+    miscdevice::MiscDeviceOptions,
+    prelude::*,
+};
+
+use endpoint::Endpoint;
+use misc_registration::OwnedMiscRegistration;
+
+// The shared ABI file encodes opcodes itself; check it against the kernel's.
+const _: () = assert!(abi::O2G_IOC_VERSION == _IOR::<abi::VersionInfo>(abi::O2G_IOC_TYPE, 0x00));
+
+module! {
+    type: O2gModule,
+    name: "o2g",
+    authors: ["The o2g developers"],
+    description: "MPI receive processing in the TCP protocol handler",
+    license: "GPL",
+}
+
+#[pin_data]
+struct O2gModule {
+    #[pin]
+    _misc: OwnedMiscRegistration<Endpoint>,
+}
+
+impl kernel::InPlaceModule for O2gModule {
+    /// Context: process context (`init_module(2)`), may sleep.
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        pr_info!(
+            "loading: ABI {}.{}, struct sock {} bytes\n",
+            abi::O2G_ABI_MAJOR,
+            abi::O2G_ABI_MINOR,
+            shim::sizeof_sock()
+        );
+        try_pin_init!(Self {
+            _misc <- OwnedMiscRegistration::register(MiscDeviceOptions { name: c"o2g" }, module),
+        })
+    }
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Install everything a fresh machine of this kind lacks. Idempotent: a second
+# run checks, finds everything present, and returns in seconds.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+
+DEB_PACKAGES=(
+    # kernel build
+    bc bison flex cpio libelf-dev libssl-dev make gcc xz-utils
+    # Rust-enabled KASAN needs the kernel built with clang, so the whole
+    # kernel (C and Rust) is built with one LLVM toolchain.
+    "clang-$LLVM_VERSION" "libclang-$LLVM_VERSION-dev" "lld-$LLVM_VERSION" "llvm-$LLVM_VERSION"
+    # private apt fetch of the kernel source
+    debian-archive-keyring
+    # VMs
+    qemu-system-x86 busybox-static
+)
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt_log="$(mktemp)"
+    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1; then
+        cat "$apt_log" >&2
+        die "apt-get failed"
+    fi
+    rm -f "$apt_log"
+fi
+
+if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+    log "adding rust-src"
+    rustup component add rust-src
+fi
+
+if ! bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
+    log "installing bindgen-cli $BINDGEN_VERSION"
+    cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
+fi
+
+"$O2G_ROOT/scripts/fetch-kernel-source.sh"
+log "setup complete"
