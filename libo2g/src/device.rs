@@ -22,14 +22,18 @@ impl Device {
 
     /// Opens the device node at `path` and checks that the module's ABI matches.
     pub fn open_path(path: &Path) -> Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| {
-            let path = PathBuf::from(path);
-            match e.kind() {
-                io::ErrorKind::NotFound => Error::NotLoaded { path },
-                io::ErrorKind::PermissionDenied => Error::PermissionDenied { path },
-                _ => Error::io("open", e),
-            }
-        })?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| {
+                let path = PathBuf::from(path);
+                match e.kind() {
+                    io::ErrorKind::NotFound => Error::NotLoaded { path },
+                    io::ErrorKind::PermissionDenied => Error::PermissionDenied { path },
+                    _ => Error::io("open", e),
+                }
+            })?;
         let dev = Device { fd: file.into() };
         let v = dev.version()?;
         check_abi(v)?;
@@ -68,7 +72,10 @@ mod tests {
 
     #[test]
     fn abi_check_accepts_same_major_any_minor() {
-        let mut v = abi::VersionInfo { major: abi::O2G_ABI_MAJOR, ..Default::default() };
+        let mut v = abi::VersionInfo {
+            major: abi::O2G_ABI_MAJOR,
+            ..Default::default()
+        };
         assert!(check_abi(v).is_ok());
         v.minor = abi::O2G_ABI_MINOR + 7;
         assert!(check_abi(v).is_ok());

@@ -3,11 +3,12 @@
 use std::mem::{align_of, size_of};
 
 use libo2g::abi;
+use nix::sys::ioctl::ioctl_num_type;
 
 #[test]
 fn version_opcode_matches_ior_encoding() {
     let expected = nix::request_code_read!(abi::O2G_IOC_TYPE, 0x00, size_of::<abi::VersionInfo>());
-    assert_eq!(u64::from(abi::O2G_IOC_VERSION), expected as u64);
+    assert_eq!(abi::O2G_IOC_VERSION as ioctl_num_type, expected);
 }
 
 #[test]
@@ -19,7 +20,7 @@ fn encoder_fields_land_where_the_kernel_reads_them() {
     assert_eq!((op >> 16) & 0x3fff, 0x123);
     assert_eq!(op >> 30, abi::IOC_READ | abi::IOC_WRITE);
     let rw = nix::request_code_readwrite!(abi::O2G_IOC_TYPE, 0x2a, 0x123);
-    assert_eq!(u64::from(op), rw as u64);
+    assert_eq!(op as ioctl_num_type, rw);
 }
 
 #[test]

@@ -2,8 +2,11 @@
 //! test scripts (qemu/tests/*.sh). Exit status 0 means the check passed; on
 //! failure the reason goes to stderr, which the harness shows.
 
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device};
 
@@ -15,7 +18,8 @@ fn main() -> ExitCode {
         Some("version") => version(),
         Some("bad-ioctls") => bad_ioctls(),
         Some("hold-open") => hold_open(&args[1..]),
-        _ => Err("usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS".into()),
+        Some("tcp-mesh") => tcp_mesh(),
+        _ => Err("usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -31,7 +35,11 @@ fn version() -> CheckResult {
     let dev = Device::open().map_err(|e| e.to_string())?;
     let v = dev.version().map_err(|e| e.to_string())?;
     if (v.major, v.minor) != (abi::O2G_ABI_MAJOR, abi::O2G_ABI_MINOR) || v.reserved != 0 {
-        return Err(format!("module reports {v:?}, library has {}.{}", abi::O2G_ABI_MAJOR, abi::O2G_ABI_MINOR));
+        return Err(format!(
+            "module reports {v:?}, library has {}.{}",
+            abi::O2G_ABI_MAJOR,
+            abi::O2G_ABI_MINOR
+        ));
     }
     println!("o2g ABI {}.{}", v.major, v.minor);
     Ok(())
@@ -59,16 +67,20 @@ fn bad_ioctls() -> CheckResult {
         let r = unsafe { raw::ioctl(fd, abi::O2G_IOC_VERSION, ptr) };
         expect_errno(r, libc::EFAULT, &format!("version ioctl at {ptr:#x}"))?;
     }
-    dev.version().map_err(|e| format!("device broken after bad ioctls: {e}"))?;
+    dev.version()
+        .map_err(|e| format!("device broken after bad ioctls: {e}"))?;
     Ok(())
 }
 
 /// Keeps /dev/o2g open for the given number of seconds (for rmmod-while-open).
 fn hold_open(args: &[String]) -> CheckResult {
-    let secs: u64 = args.first().and_then(|s| s.parse().ok()).ok_or("hold-open needs SECONDS")?;
+    let secs: u64 = args
+        .first()
+        .and_then(|s| s.parse().ok())
+        .ok_or("hold-open needs SECONDS")?;
     let _dev = Device::open().map_err(|e| e.to_string())?;
     println!("holding /dev/o2g");
-    std::thread::sleep(std::time::Duration::from_secs(secs));
+    std::thread::sleep(Duration::from_secs(secs));
     Ok(())
 }
 
@@ -78,4 +90,83 @@ fn expect_errno(r: std::io::Result<i32>, want: i32, what: &str) -> CheckResult {
         Err(e) => Err(format!("{what}: got {e}, want errno {want}")),
         Ok(v) => Err(format!("{what}: succeeded with {v}, want errno {want}")),
     }
+}
+
+/// Port node 0 listens on for [`tcp_mesh`].
+const MESH_PORT: u16 = 7000;
+/// Bound on every wait in [`tcp_mesh`]: the other guests may still be booting.
+const MESH_WAIT: Duration = Duration::from_secs(90);
+
+/// Cluster check: node 0 accepts one connection from every other node and
+/// echoes what it receives; each other node connects (retrying while node 0
+/// boots), sends its node number, and checks the echo.
+fn tcp_mesh() -> CheckResult {
+    let node: u32 = env_number("O2G_NODE")?;
+    let nodes: u32 = env_number("O2G_NODES")?;
+    let prefix = std::env::var("O2G_PEER_PREFIX").map_err(|_| "O2G_PEER_PREFIX unset")?;
+    if nodes < 2 {
+        return Err("tcp-mesh needs at least two nodes".into());
+    }
+    let deadline = Instant::now() + MESH_WAIT;
+    if node == 0 {
+        let listener =
+            TcpListener::bind(("0.0.0.0", MESH_PORT)).map_err(|e| format!("bind: {e}"))?;
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let mut seen = Vec::new();
+        while seen.len() + 1 < nodes as usize {
+            match listener.accept() {
+                Ok((mut conn, peer)) => {
+                    conn.set_nonblocking(false).map_err(|e| e.to_string())?;
+                    conn.set_read_timeout(Some(MESH_WAIT))
+                        .map_err(|e| e.to_string())?;
+                    let mut buf = [0u8; 4];
+                    conn.read_exact(&mut buf)
+                        .map_err(|e| format!("read from {peer}: {e}"))?;
+                    conn.write_all(&buf)
+                        .map_err(|e| format!("echo to {peer}: {e}"))?;
+                    let from = u32::from_le_bytes(buf);
+                    println!("node 0: hello from node {from} at {peer}");
+                    seen.push(from);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if Instant::now() > deadline {
+                        return Err(format!("only heard from nodes {seen:?} of {nodes}"));
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => return Err(format!("accept: {e}")),
+            }
+        }
+        Ok(())
+    } else {
+        let addr: SocketAddr = format!("{prefix}1:{MESH_PORT}")
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        let mut conn = loop {
+            match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+                Ok(c) => break c,
+                Err(e) if Instant::now() > deadline => return Err(format!("connect {addr}: {e}")),
+                Err(_) => std::thread::sleep(Duration::from_millis(300)),
+            }
+        };
+        conn.set_read_timeout(Some(MESH_WAIT))
+            .map_err(|e| e.to_string())?;
+        conn.write_all(&node.to_le_bytes())
+            .map_err(|e| format!("send: {e}"))?;
+        let mut buf = [0u8; 4];
+        conn.read_exact(&mut buf)
+            .map_err(|e| format!("echo: {e}"))?;
+        if u32::from_le_bytes(buf) != node {
+            return Err(format!("echo was {buf:?}"));
+        }
+        println!("node {node}: reached node 0 at {addr}");
+        Ok(())
+    }
+}
+
+fn env_number(name: &str) -> Result<u32, String> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("{name} unset or not a number"))
 }

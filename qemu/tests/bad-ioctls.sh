@@ -1,0 +1,2 @@
+# Unknown opcodes get ENOTTY, bad pointers EFAULT, and the device survives.
+o2g-vmtest bad-ioctls

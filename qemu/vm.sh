@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Boot the o2g guest kernel in QEMU, run in-guest tests, report per test.
+#
+# usage: qemu/vm.sh [--flavour debug|release] [--nodes N] [--timeout SECS] [--verbose] TEST|SUITE...
+#
+#   TEST names qemu/tests/TEST.sh; SUITE names qemu/suites/SUITE.suite (one
+#   test per line). With --nodes N > 1, N VMs boot on a private bridge inside
+#   a network namespace made for this run (no route out of it), each running
+#   the same tests with O2G_NODE=0..N-1; node i has address 198.18.0.(i+1).
+#   A test's output is shown when it fails, or always with --verbose.
+#
+# Prints "ok N - node/test" or "not ok N - node/test" per test, then a line
+# "vm: P passed, F failed, S skipped". Exit status 0 only if nothing failed,
+# every guest finished, and no guest kernel log has a WARNING/BUG/lockdep/KASAN
+# report (qemu/splat-patterns.txt). Console and dmesg of each node are kept in
+# target/vm/<run>/. Every wait is bounded and no QEMU process outlives the run.
+#
+# Environment (defaults): O2G_ACCEL=auto|tcg|kvm (auto: KVM only if a short
+# smoke boot works on this machine), O2G_VM_MEM=1024 (MiB per VM),
+# O2G_VM_SMP=2 (1 per VM in cluster mode), O2G_BOOT_TIMEOUT=240,
+# O2G_GUEST_BINS (extra host programs to copy into the guest).
+set -euo pipefail
+source "$(dirname "$0")/../scripts/env.sh"
+
+flavour=debug nodes=1 timeout=120 verbose=0
+tests=()
+while (($#)); do
+    case "$1" in
+        --flavour) flavour="$2"; shift 2 ;;
+        --nodes) nodes="$2"; shift 2 ;;
+        --timeout) timeout="$2"; shift 2 ;;
+        --verbose) verbose=1; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -*) die "unknown option $1" ;;
+        *)
+            if [[ -f "$O2G_ROOT/qemu/suites/$1.suite" ]]; then
+                while read -r t; do [[ -z "$t" || "$t" == \#* ]] || tests+=("$t"); done \
+                    <"$O2G_ROOT/qemu/suites/$1.suite"
+            else
+                tests+=("$1")
+            fi
+            shift ;;
+    esac
+done
+((${#tests[@]})) || die "no tests given (see --help)"
+[[ "$nodes" =~ ^[1-9][0-9]?$ ]] || die "--nodes must be 1..99"
+
+: "${O2G_ACCEL:=auto}"
+: "${O2G_VM_MEM:=1024}"
+: "${O2G_BOOT_TIMEOUT:=240}"
+if ((nodes > 1)); then : "${O2G_VM_SMP:=1}"; else : "${O2G_VM_SMP:=2}"; fi
+
+run="$O2G_ROOT/target/vm/$(date +%Y%m%d-%H%M%S)-$$"
+mkdir -p "$run"
+
+kdir="$("$O2G_ROOT/qemu/build-kernel.sh" "$flavour")"
+module="$("$O2G_ROOT/qemu/build-module.sh" "$flavour")"
+log "building guest test programs"
+cargo build --quiet --release -p o2g-guest-tests --manifest-path "$O2G_ROOT/Cargo.toml"
+guest_bins="$O2G_ROOT/target/release/o2g-vmtest ${O2G_GUEST_BINS:-}"
+O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
+
+qemu_pids=()
+netns=""
+cleanup() {
+    local pid
+    for pid in "${qemu_pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    sleep 0.5
+    for pid in "${qemu_pids[@]}"; do
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    [[ -z "$netns" ]] || ip netns del "$netns" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# qemu_cmd NODE ACCEL CONSOLE EXTRA_APPEND: the QEMU command line for one node.
+qemu_cmd() {
+    local node="$1" accel="$2" console="$3" extra="$4"
+    local cpu=max
+    [[ "$accel" == kvm ]] && cpu=host
+    printf '%s\0' qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp "$O2G_VM_SMP" \
+        -m "$O2G_VM_MEM" -nodefaults -display none -no-reboot \
+        -serial "file:$console" -device virtio-rng-pci \
+        -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$run/initramfs.cpio" \
+        -append "console=ttyS0 loglevel=5 panic=-1 o2g.node=$node o2g.nodes=$nodes o2g.timeout=$timeout o2g.verbose=$verbose $extra"
+    if ((nodes > 1)); then
+        printf '%s\0' -netdev "tap,id=net0,ifname=tap$node,script=no,downscript=no" \
+            -device "virtio-net-pci,netdev=net0,mac=52:54:00:00:01:$(printf %02x "$node")"
+    fi
+}
+
+# Under nested virtualisation KVM guests can hang at boot: use KVM only after
+# a short smoke boot succeeds, and remember the answer until the host reboots.
+pick_accel() {
+    case "$O2G_ACCEL" in tcg|kvm) echo "$O2G_ACCEL"; return ;; esac
+    [[ -r /dev/kvm && -w /dev/kvm ]] || { echo tcg; return; }
+    local memo
+    memo="$O2G_CACHE/accel-$(cat /proc/sys/kernel/random/boot_id)"
+    [[ -f "$memo" ]] && { cat "$memo"; return; }
+    log "checking whether KVM guests boot here (once per host boot)"
+    local console="$run/kvm-smoke.log" pid args=()
+    mapfile -d '' args < <(qemu_cmd 0 kvm "$console" o2g.smoke=1)
+    "${args[@]}" >/dev/null 2>&1 &
+    pid=$!
+    qemu_pids+=("$pid")
+    local t
+    for ((t = 0; t < 30; t++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    if grep -q "o2g-guest: done" "$console" 2>/dev/null; then echo kvm; else echo tcg; fi | tee "$memo"
+}
+accel="$(pick_accel)"
+
+if ((nodes > 1)); then
+    netns="o2g-vm-$$"
+    ip netns add "$netns"
+    ip -n "$netns" link set lo up
+    ip -n "$netns" link add br0 type bridge
+    ip -n "$netns" link set br0 up
+    for ((i = 0; i < nodes; i++)); do
+        ip -n "$netns" tuntap add dev "tap$i" mode tap
+        ip -n "$netns" link set "tap$i" master br0
+        ip -n "$netns" link set "tap$i" up
+    done
+fi
+
+log "booting $nodes VM(s): $flavour kernel, $accel, ${#tests[@]} test(s), ${timeout}s each; logs in $run"
+for ((i = 0; i < nodes; i++)); do
+    args=()
+    mapfile -d '' args < <(qemu_cmd "$i" "$accel" "$run/console-$i.log" "")
+    if [[ -n "$netns" ]]; then
+        ip netns exec "$netns" "${args[@]}" >"$run/qemu-$i.log" 2>&1 &
+    else
+        "${args[@]}" >"$run/qemu-$i.log" 2>&1 &
+    fi
+    qemu_pids+=("$!")
+done
+
+# Stream results while the guests run; give up at the deadline.
+deadline=$((SECONDS + O2G_BOOT_TIMEOUT + ${#tests[@]} * timeout + 30))
+declare -A shown
+show_new_results() {
+    local i total
+    for ((i = 0; i < nodes; i++)); do
+        [[ -f "$run/console-$i.log" ]] || continue
+        total="$(wc -l <"$run/console-$i.log")"
+        ((total > ${shown[$i]:-0})) || continue
+        sed -n "$((${shown[$i]:-0} + 1)),${total}p" "$run/console-$i.log" |
+            grep -aE '^(not )?ok [0-9]+ - |^# ' |
+            sed -E "s/^((not )?ok [0-9]+ - )/\1node$i\//; s/^# /# node$i: /" || true
+        shown[$i]="$total"
+    done
+}
+while :; do
+    alive=0
+    for pid in "${qemu_pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    show_new_results
+    ((alive)) || break
+    if ((SECONDS > deadline)); then
+        log "deadline passed: stopping the guests"
+        break
+    fi
+    sleep 1
+done
+cleanup
+qemu_pids=()
+
+passed=0 failed=0 skipped=0
+patterns="$(grep -v '^#' "$O2G_ROOT/qemu/splat-patterns.txt")"
+for ((i = 0; i < nodes; i++)); do
+    console="$run/console-$i.log"
+    sed -n '/^o2g-guest: dmesg begin/,/^o2g-guest: dmesg end/p' "$console" >"$run/dmesg-$i.log" 2>/dev/null || true
+    skipped=$((skipped + $(grep -acE '^ok [0-9]+ - .*# SKIP' "$console" || true)))
+    passed=$((passed + $(grep -aE '^ok [0-9]+ - ' "$console" | grep -vc '# SKIP' || true)))
+    failed=$((failed + $(grep -acE '^not ok [0-9]+ - ' "$console" || true)))
+    if ! grep -aq '^o2g-guest: done' "$console"; then
+        echo "not ok - node$i/finished: guest did not finish (hang, panic or timeout); last console lines:"
+        tail -n 30 "$console" | sed 's/^/# /'
+        failed=$((failed + 1))
+    elif grep -aEq -e "$patterns" "$console"; then
+        # Backstop: the guest checks after each test, but a report can also
+        # land between tests or on the way down.
+        echo "not ok - node$i/kernel-log-clean"
+        grep -aE -e "$patterns" "$console" | head -20 | sed 's/^/# /'
+        failed=$((failed + 1))
+    fi
+done
+echo "vm: $passed passed, $failed failed, $skipped skipped ($run)"
+((failed == 0))

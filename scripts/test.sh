@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The test command: set up what is missing, then run every test.
+#   1. host: cargo fmt --check, clippy, cargo test --workspace (no VM, no kernel)
+#   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here)
+#   3. one VM: the module suite (qemu/suites/module.suite)
+#   4. three VMs on a private network: the cluster suite
+# Ends with one line "N passed, N failed" over all of it.
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$O2G_ROOT"
+
+"$O2G_ROOT/scripts/setup.sh" || die "setup failed"
+
+passed=0 failed=0
+logdir="$O2G_ROOT/target/test-logs"
+mkdir -p "$logdir"
+
+# step NAME CMD...: a check that counts as one test.
+step() {
+    local name="$1"; shift
+    if "$@"; then
+        echo "ok - $name"; passed=$((passed + 1))
+    else
+        echo "not ok - $name"; failed=$((failed + 1))
+    fi
+}
+
+step "cargo fmt --check" cargo fmt --all --check
+step "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+# Host unit, property and integration tests: count each test.
+cargo test --workspace 2>&1 | tee "$logdir/cargo-test.log"
+cargo_rc=${PIPESTATUS[0]}
+read -r p f < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$logdir/cargo-test.log")
+passed=$((passed + p)); failed=$((failed + f))
+if ((cargo_rc != 0 && f == 0)); then
+    echo "not ok - cargo test (exit $cargo_rc before any test failed: build error?)"
+    failed=$((failed + 1))
+fi
+
+# In-guest suites: count each in-guest test.
+vm_suite() {
+    local out="$logdir/vm-$1.log"; shift
+    "$O2G_ROOT/qemu/vm.sh" "$@" 2>&1 | tee "$out"
+    local rc=${PIPESTATUS[0]} line p f
+    line="$(grep -E '^vm: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)"
+    if [[ -z "$line" ]]; then
+        echo "not ok - vm $* (harness failed before running tests)"
+        failed=$((failed + 1)); return
+    fi
+    read -r p f < <(sed -E 's/^vm: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/' <<<"$line")
+    passed=$((passed + p)); failed=$((failed + f))
+    if ((rc != 0 && f == 0)); then failed=$((failed + 1)); fi
+}
+vm_suite module module
+vm_suite cluster --nodes 3 cluster
+
+echo "$passed passed, $failed failed"
+((failed == 0))
