@@ -35,7 +35,7 @@ impl MiscDevice for Endpoint {
     ///
     /// Context: process context (`open(2)`), may sleep; no locks held.
     fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
-        KBox::new(Endpoint, GFP_KERNEL)
+        Ok(KBox::new(Endpoint, GFP_KERNEL)?)
     }
 
     /// Dispatches an ioctl. Unknown opcodes get `ENOTTY`; a bad argument
