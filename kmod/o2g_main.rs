@@ -20,6 +20,10 @@
 
 #[path = "../libo2g/src/abi.rs"]
 pub mod abi;
+/// The pure core (wire format, stream reassembly, MPI matching), shared
+/// verbatim with user space: `core/src/proto.rs`.
+#[path = "../core/src/proto.rs"]
+pub mod proto;
 mod endpoint;
 mod misc_registration;
 mod shim;

@@ -1,0 +1,380 @@
+//! The o2g message header: 32 bytes, little-endian, in front of every
+//! message on a connection.
+//!
+//! ```text
+//! byte    0       1       2       3       4       5       6       7
+//!     +-------+-------+-------+-------+-------+-------+-------+-------+
+//!   0 |  'O'  |  '2'  |version| kind  |      source rank (u32)        |
+//!     +-------+-------+-------+-------+-------+-------+-------+-------+
+//!   8 |           tag (u32)           |       context id (u32)        |
+//!     +-------+-------+-------+-------+-------+-------+-------+-------+
+//!  16 |                  payload length in bytes (u64)                |
+//!     +-------+-------+-------+-------+-------+-------+-------+-------+
+//!  24 |    sequence number (u32)      |    flags (u32, zero in v1)    |
+//!     +-------+-------+-------+-------+-------+-------+-------+-------+
+//!  32   payload: exactly `length` bytes, then the next header
+//! ```
+//!
+//! - The magic `"O2"`, the version, the kind and the zero flags catch a
+//!   stream that lost framing (or a peer that is not o2g) at the first
+//!   header.
+//! - `kind` is [`Kind::Eager`] (the payload follows the header) in version 1.
+//!   Values 2 to 4 are reserved for a rendezvous request, a rendezvous
+//!   clear-to-send and control messages, so they can be added without
+//!   moving any field.
+//! - The sequence number counts messages per connection and direction,
+//!   starting at 0 and wrapping at 2^32. TCP cannot reorder or lose bytes,
+//!   so a gap means the sender or the framing is broken, and the receiver
+//!   stops trusting the connection.
+//! - The length is checked against a maximum the receiver configures
+//!   ([`Limits`]), so a corrupt length cannot make a receiver wait for (or
+//!   reserve room for) exabytes.
+
+use super::envelope::Envelope;
+
+/// Size of the header in bytes.
+pub const HEADER_LEN: usize = 32;
+
+/// The first two bytes of every header.
+pub const MAGIC: [u8; 2] = *b"O2";
+
+/// The header version this code speaks.
+pub const VERSION: u8 = 1;
+
+/// What a message is; only eager data exists in version 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Eager data: `length` payload bytes follow the header at once.
+    Eager,
+}
+
+impl Kind {
+    /// The byte that stands for this kind on the wire.
+    pub const fn to_wire(self) -> u8 {
+        match self {
+            Kind::Eager => 1,
+        }
+    }
+
+    /// The kind a wire byte stands for, if it is one this version knows.
+    pub const fn from_wire(byte: u8) -> Option<Self> {
+        match byte {
+            1 => Some(Kind::Eager),
+            _ => None,
+        }
+    }
+}
+
+/// A decoded header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Header {
+    /// What the message is.
+    pub kind: Kind,
+    /// Source, tag and context of the message.
+    pub envelope: Envelope,
+    /// Number of payload bytes after the header.
+    pub len: u64,
+    /// Per-connection message sequence number.
+    pub seq: u32,
+}
+
+/// Why a header was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WireError {
+    /// The first two bytes are not [`MAGIC`].
+    BadMagic([u8; 2]),
+    /// The version byte is not [`VERSION`].
+    BadVersion(u8),
+    /// The kind byte names no kind this version knows.
+    UnknownKind(u8),
+    /// Flag bits are set that this version does not define.
+    UnknownFlags(u32),
+    /// The payload length exceeds the configured maximum.
+    TooLong {
+        /// Length announced by the header.
+        len: u64,
+        /// The receiver's maximum.
+        max: u64,
+    },
+    /// The sequence number is not the next one on this connection.
+    SequenceGap {
+        /// The number the receiver expected.
+        expected: u32,
+        /// The number the header carried.
+        found: u32,
+    },
+}
+
+impl core::fmt::Display for WireError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            WireError::BadMagic(m) => write!(f, "bad magic {:02x}{:02x}", m[0], m[1]),
+            WireError::BadVersion(v) => write!(f, "unsupported header version {v}"),
+            WireError::UnknownKind(k) => write!(f, "unknown message kind {k}"),
+            WireError::UnknownFlags(x) => write!(f, "unknown header flags {x:#x}"),
+            WireError::TooLong { len, max } => {
+                write!(f, "payload length {len} exceeds maximum {max}")
+            }
+            WireError::SequenceGap { expected, found } => {
+                write!(f, "sequence gap: expected {expected}, found {found}")
+            }
+        }
+    }
+}
+
+impl Header {
+    /// The header as it goes on the wire.
+    pub const fn encode(&self) -> [u8; HEADER_LEN] {
+        let [m0, m1] = MAGIC;
+        let [s0, s1, s2, s3] = self.envelope.source.to_le_bytes();
+        let [t0, t1, t2, t3] = self.envelope.tag.to_le_bytes();
+        let [c0, c1, c2, c3] = self.envelope.context.to_le_bytes();
+        let [l0, l1, l2, l3, l4, l5, l6, l7] = self.len.to_le_bytes();
+        let [q0, q1, q2, q3] = self.seq.to_le_bytes();
+        [
+            m0,
+            m1,
+            VERSION,
+            self.kind.to_wire(),
+            s0,
+            s1,
+            s2,
+            s3,
+            t0,
+            t1,
+            t2,
+            t3,
+            c0,
+            c1,
+            c2,
+            c3,
+            l0,
+            l1,
+            l2,
+            l3,
+            l4,
+            l5,
+            l6,
+            l7,
+            q0,
+            q1,
+            q2,
+            q3,
+            0,
+            0,
+            0,
+            0,
+        ]
+    }
+
+    /// Decodes the fields of a header and checks what a header alone can
+    /// show: magic, version, kind and flags. The length limit and the
+    /// sequence number need connection state; [`Decoder`] checks them.
+    pub const fn decode(bytes: &[u8; HEADER_LEN]) -> Result<Self, WireError> {
+        let [m0, m1, version, kind, s0, s1, s2, s3, t0, t1, t2, t3, c0, c1, c2, c3, l0, l1, l2, l3, l4, l5, l6, l7, q0, q1, q2, q3, f0, f1, f2, f3] =
+            *bytes;
+        if m0 != MAGIC[0] || m1 != MAGIC[1] {
+            return Err(WireError::BadMagic([m0, m1]));
+        }
+        if version != VERSION {
+            return Err(WireError::BadVersion(version));
+        }
+        let Some(kind) = Kind::from_wire(kind) else {
+            return Err(WireError::UnknownKind(kind));
+        };
+        let flags = u32::from_le_bytes([f0, f1, f2, f3]);
+        if flags != 0 {
+            return Err(WireError::UnknownFlags(flags));
+        }
+        Ok(Self {
+            kind,
+            envelope: Envelope {
+                source: u32::from_le_bytes([s0, s1, s2, s3]),
+                tag: u32::from_le_bytes([t0, t1, t2, t3]),
+                context: u32::from_le_bytes([c0, c1, c2, c3]),
+            },
+            len: u64::from_le_bytes([l0, l1, l2, l3, l4, l5, l6, l7]),
+            seq: u32::from_le_bytes([q0, q1, q2, q3]),
+        })
+    }
+}
+
+/// What a receiver accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// Largest payload length accepted in one message.
+    pub max_payload: u64,
+}
+
+/// The sending half of one connection: numbers the headers it encodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Encoder {
+    next_seq: u32,
+}
+
+impl Encoder {
+    /// An encoder for a fresh connection (first sequence number 0).
+    pub const fn new() -> Self {
+        Self { next_seq: 0 }
+    }
+
+    /// The header for the next message on this connection.
+    pub fn encode(&mut self, kind: Kind, envelope: Envelope, len: u64) -> [u8; HEADER_LEN] {
+        let seq = self.next_seq;
+        self.next_seq = seq.wrapping_add(1);
+        Header {
+            kind,
+            envelope,
+            len,
+            seq,
+        }
+        .encode()
+    }
+}
+
+/// The receiving half of one connection: decodes and checks each header
+/// against the limits and the expected sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decoder {
+    limits: Limits,
+    next_seq: u32,
+}
+
+impl Decoder {
+    /// A decoder for a fresh connection (first sequence number 0).
+    pub const fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            next_seq: 0,
+        }
+    }
+
+    /// Decodes and checks one header. On success the next header must carry
+    /// the following sequence number; on error nothing changes.
+    pub fn decode(&mut self, bytes: &[u8; HEADER_LEN]) -> Result<Header, WireError> {
+        let header = Header::decode(bytes)?;
+        if header.len > self.limits.max_payload {
+            return Err(WireError::TooLong {
+                len: header.len,
+                max: self.limits.max_payload,
+            });
+        }
+        if header.seq != self.next_seq {
+            return Err(WireError::SequenceGap {
+                expected: self.next_seq,
+                found: header.seq,
+            });
+        }
+        self.next_seq = self.next_seq.wrapping_add(1);
+        Ok(header)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENV: Envelope = Envelope {
+        source: 0x0102_0304,
+        tag: 0x0a0b_0c0d,
+        context: 0x1122_3344,
+    };
+    const LIMITS: Limits = Limits {
+        max_payload: 1 << 20,
+    };
+
+    #[test]
+    fn layout_matches_the_diagram() {
+        let h = Header {
+            kind: Kind::Eager,
+            envelope: ENV,
+            len: 0x0807_0605_0403_0201,
+            seq: 0xdead_beef,
+        };
+        let b = h.encode();
+        assert_eq!(&b[0..4], &[b'O', b'2', 1, 1]);
+        assert_eq!(&b[4..8], &[4, 3, 2, 1]);
+        assert_eq!(&b[8..12], &[0x0d, 0x0c, 0x0b, 0x0a]);
+        assert_eq!(&b[12..16], &[0x44, 0x33, 0x22, 0x11]);
+        assert_eq!(&b[16..24], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(&b[24..28], &[0xef, 0xbe, 0xad, 0xde]);
+        assert_eq!(&b[28..32], &[0, 0, 0, 0]);
+        assert_eq!(Header::decode(&b), Ok(h));
+    }
+
+    #[test]
+    fn each_malformation_has_its_error() {
+        let good = Encoder::new().encode(Kind::Eager, ENV, 5);
+        let mut b = good;
+        b[1] = b'3';
+        assert_eq!(Header::decode(&b), Err(WireError::BadMagic(*b"O3")));
+        let mut b = good;
+        b[2] = 2;
+        assert_eq!(Header::decode(&b), Err(WireError::BadVersion(2)));
+        let mut b = good;
+        b[3] = 2;
+        assert_eq!(Header::decode(&b), Err(WireError::UnknownKind(2)));
+        let mut b = good;
+        b[31] = 0x80;
+        assert_eq!(
+            Header::decode(&b),
+            Err(WireError::UnknownFlags(0x8000_0000))
+        );
+    }
+
+    #[test]
+    fn decoder_checks_length_and_sequence() {
+        let mut enc = Encoder::new();
+        let mut dec = Decoder::new(LIMITS);
+        let first = enc.encode(Kind::Eager, ENV, LIMITS.max_payload);
+        assert_eq!(dec.decode(&first).map(|h| h.seq), Ok(0));
+        let too_long = enc.encode(Kind::Eager, ENV, LIMITS.max_payload + 1);
+        assert_eq!(
+            dec.decode(&too_long),
+            Err(WireError::TooLong {
+                len: LIMITS.max_payload + 1,
+                max: LIMITS.max_payload
+            })
+        );
+        // seq 1 was refused, so seq 2 is a gap.
+        let skipped = enc.encode(Kind::Eager, ENV, 0);
+        assert_eq!(
+            dec.decode(&skipped),
+            Err(WireError::SequenceGap {
+                expected: 1,
+                found: 2
+            })
+        );
+        // A replay of the accepted header is a gap too.
+        assert_eq!(
+            dec.decode(&first),
+            Err(WireError::SequenceGap {
+                expected: 1,
+                found: 0
+            })
+        );
+    }
+
+    #[test]
+    fn sequence_wraps() {
+        let mut enc = Encoder { next_seq: u32::MAX };
+        let mut dec = Decoder {
+            limits: LIMITS,
+            next_seq: u32::MAX,
+        };
+        for want in [u32::MAX, 0, 1] {
+            let b = enc.encode(Kind::Eager, ENV, 0);
+            assert_eq!(dec.decode(&b).map(|h| h.seq), Ok(want));
+        }
+    }
+
+    #[test]
+    fn errors_display() {
+        use std::string::ToString;
+        let e = WireError::SequenceGap {
+            expected: 1,
+            found: 3,
+        };
+        assert_eq!(e.to_string(), "sequence gap: expected 1, found 3");
+    }
+}
