@@ -24,12 +24,17 @@ pub mod abi;
 /// verbatim with user space: `core/src/proto.rs`.
 #[path = "../core/src/proto.rs"]
 pub mod proto;
+mod conn;
 mod endpoint;
 mod misc_registration;
 mod shim;
+mod sock;
 
 use kernel::{
-    ioctl::_IOR,
+    ioctl::{
+        _IOR,
+        _IOW, //
+    },
     miscdevice::MiscDeviceOptions,
     prelude::*,
 };
@@ -38,7 +43,13 @@ use endpoint::Endpoint;
 use misc_registration::OwnedMiscRegistration;
 
 // The shared ABI file encodes opcodes itself; check it against the kernel's.
-const _: () = assert!(abi::O2G_IOC_VERSION == _IOR::<abi::VersionInfo>(abi::O2G_IOC_TYPE, 0x00));
+const _: () = {
+    use abi::*;
+    assert!(O2G_IOC_VERSION == _IOR::<VersionInfo>(O2G_IOC_TYPE, 0x00));
+    assert!(O2G_IOC_REGISTER_SOCKET == _IOW::<SocketRegistration>(O2G_IOC_TYPE, 0x01));
+    assert!(O2G_IOC_UNREGISTER_SOCKET == _IOW::<RankArg>(O2G_IOC_TYPE, 0x02));
+    assert!(O2G_IOC_STATS == _IOR::<EndpointStats>(O2G_IOC_TYPE, 0x03));
+};
 
 module! {
     type: O2gModule,

@@ -1,13 +1,40 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * C helpers for what the 7.2 Rust kernel crate cannot reach. Declared again on
- * the Rust side in shim.rs; keep the two in step. No logic lives here.
+ * C helpers for what the 7.2 Rust kernel crate cannot reach: struct sock is
+ * opaque to Rust (net/sock.h is not in bindings_helper.h), and lock_sock(),
+ * release_sock() and the sk_callback_lock rwlock have no bindings. Each helper
+ * is one statement; all decisions are made on the Rust side (sock.rs,
+ * conn.rs). Declared again in shim.rs; keep the two in step.
  */
 #ifndef O2G_SHIM_H
 #define O2G_SHIM_H
 
 #include <linux/types.h>
 
+struct sock;
+typedef void (*o2g_ready_fn)(struct sock *sk);
+
 size_t o2g_shim_sizeof_sock(void);
+
+/* Identity and state, read under lock_sock(). */
+bool o2g_sk_is_tcp(const struct sock *sk);
+bool o2g_sk_is_established(const struct sock *sk);
+bool o2g_sk_has_ulp(const struct sock *sk);
+
+/* The socket owner lock (may sleep). */
+void o2g_lock_sock(struct sock *sk);
+void o2g_release_sock(struct sock *sk);
+
+/* sk_callback_lock, always with bottom halves off. */
+void o2g_sk_callback_write_lock(struct sock *sk);
+void o2g_sk_callback_write_unlock(struct sock *sk);
+void o2g_sk_callback_read_lock(struct sock *sk);
+void o2g_sk_callback_read_unlock(struct sock *sk);
+
+/* Fields guarded by sk_callback_lock. */
+void *o2g_sk_user_data(const struct sock *sk);
+void o2g_sk_set_user_data(struct sock *sk, void *data);
+o2g_ready_fn o2g_sk_data_ready(const struct sock *sk);
+void o2g_sk_set_data_ready(struct sock *sk, o2g_ready_fn fn);
 
 #endif /* O2G_SHIM_H */

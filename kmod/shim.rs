@@ -2,12 +2,33 @@
 
 //! Declarations of the C helpers in `o2g_shim.c`, in one place.
 //!
-//! Keep in step with `o2g_shim.h`. Each helper exists only because the 7.2
-//! Rust kernel crate has no binding for what it touches.
+//! Keep in step with `o2g_shim.h`. The safe wrappers live in `sock.rs`; this
+//! file only declares.
+
+use kernel::bindings;
+
+/// A socket's `sk_data_ready` callback.
+pub(crate) type ReadyFn = unsafe extern "C" fn(sk: *mut bindings::sock);
 
 extern "C" {
-    /// `sizeof(struct sock)` for the kernel this module was built against.
     pub(crate) fn o2g_shim_sizeof_sock() -> usize;
+
+    pub(crate) fn o2g_sk_is_tcp(sk: *const bindings::sock) -> bool;
+    pub(crate) fn o2g_sk_is_established(sk: *const bindings::sock) -> bool;
+    pub(crate) fn o2g_sk_has_ulp(sk: *const bindings::sock) -> bool;
+
+    pub(crate) fn o2g_lock_sock(sk: *mut bindings::sock);
+    pub(crate) fn o2g_release_sock(sk: *mut bindings::sock);
+
+    pub(crate) fn o2g_sk_callback_write_lock(sk: *mut bindings::sock);
+    pub(crate) fn o2g_sk_callback_write_unlock(sk: *mut bindings::sock);
+    pub(crate) fn o2g_sk_callback_read_lock(sk: *mut bindings::sock);
+    pub(crate) fn o2g_sk_callback_read_unlock(sk: *mut bindings::sock);
+
+    pub(crate) fn o2g_sk_user_data(sk: *const bindings::sock) -> *mut core::ffi::c_void;
+    pub(crate) fn o2g_sk_set_user_data(sk: *mut bindings::sock, data: *mut core::ffi::c_void);
+    pub(crate) fn o2g_sk_data_ready(sk: *const bindings::sock) -> Option<ReadyFn>;
+    pub(crate) fn o2g_sk_set_data_ready(sk: *mut bindings::sock, f: Option<ReadyFn>);
 }
 
 /// Size of the kernel's `struct sock`, from the C shim.

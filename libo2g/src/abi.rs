@@ -56,3 +56,58 @@ const _: () = assert!(core::mem::align_of::<VersionInfo>() == 8);
 
 /// Reads the module's ABI version into a [`VersionInfo`].
 pub const O2G_IOC_VERSION: u32 = ioc(IOC_READ, 0x00, core::mem::size_of::<VersionInfo>());
+
+/// Ranks are `0..O2G_MAX_RANK`; larger values are refused with `EINVAL`.
+pub const O2G_MAX_RANK: u32 = 1 << 24;
+/// Sockets one endpoint may register; more are refused with `ENOSPC`.
+pub const O2G_MAX_SOCKETS: u32 = 16384;
+
+/// Argument of [`O2G_IOC_REGISTER_SOCKET`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketRegistration {
+    /// A connected TCP socket in the caller's fd table.
+    pub fd: i32,
+    /// The peer rank this socket leads to, below [`O2G_MAX_RANK`].
+    pub rank: u32,
+    /// No flags are defined yet; must be zero.
+    pub flags: u32,
+    /// Explicit padding; must be zero.
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<SocketRegistration>() == 16);
+
+/// Argument naming one peer rank.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RankArg {
+    /// The peer rank.
+    pub rank: u32,
+    /// Explicit padding; must be zero.
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<RankArg>() == 8);
+
+/// Argument of [`O2G_IOC_STATS`]: the endpoint's counters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Sockets currently registered.
+    pub sockets: u32,
+    /// Explicit padding; always zero.
+    pub reserved: u32,
+    /// Times a registered socket signalled readable data.
+    pub data_ready_events: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<EndpointStats>() == 16);
+
+/// Attaches a connected TCP socket to a peer rank ([`SocketRegistration`]).
+pub const O2G_IOC_REGISTER_SOCKET: u32 =
+    ioc(IOC_WRITE, 0x01, core::mem::size_of::<SocketRegistration>());
+/// Detaches the socket of a peer rank ([`RankArg`]).
+pub const O2G_IOC_UNREGISTER_SOCKET: u32 = ioc(IOC_WRITE, 0x02, core::mem::size_of::<RankArg>());
+/// Reads the endpoint's counters ([`EndpointStats`]).
+pub const O2G_IOC_STATS: u32 = ioc(IOC_READ, 0x03, core::mem::size_of::<EndpointStats>());

@@ -1,6 +1,6 @@
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use crate::{abi, raw, Error, Result};
@@ -43,6 +43,34 @@ impl Device {
     /// The module's ABI version.
     pub fn version(&self) -> Result<abi::VersionInfo> {
         raw::version(self.fd.as_fd()).map_err(|e| Error::io("O2G_IOC_VERSION", e))
+    }
+
+    /// Attaches a connected TCP socket of this process as the connection to
+    /// peer `rank`. The module holds its own reference to the socket until
+    /// [`Device::unregister_socket`] or until this device is closed.
+    ///
+    /// Errors (as [`Error::Io`] with the errno): `ENOTSOCK`, `EPROTOTYPE` (not
+    /// TCP), `ENOTCONN`, `EBUSY` (already hooked by o2g or another kernel
+    /// user such as kTLS, KCM or sockmap), `EEXIST` (rank taken), `EINVAL`
+    /// (rank out of range), `ENOSPC` (too many sockets).
+    pub fn register_socket(&self, sock: &impl AsFd, rank: u32) -> Result<()> {
+        let reg = abi::SocketRegistration {
+            fd: sock.as_fd().as_raw_fd(),
+            rank,
+            ..Default::default()
+        };
+        raw::register_socket(self.fd.as_fd(), &reg).map_err(|e| Error::io("register socket", e))
+    }
+
+    /// Detaches the socket of peer `rank`; it is a plain socket again.
+    pub fn unregister_socket(&self, rank: u32) -> Result<()> {
+        let arg = abi::RankArg { rank, reserved: 0 };
+        raw::unregister_socket(self.fd.as_fd(), &arg).map_err(|e| Error::io("unregister socket", e))
+    }
+
+    /// This endpoint's counters.
+    pub fn stats(&self) -> Result<abi::EndpointStats> {
+        raw::stats(self.fd.as_fd()).map_err(|e| Error::io("O2G_IOC_STATS", e))
     }
 }
 

@@ -19,6 +19,38 @@ pub(crate) fn version(fd: BorrowedFd<'_>) -> io::Result<abi::VersionInfo> {
     Ok(info)
 }
 
+/// `O2G_IOC_REGISTER_SOCKET`.
+pub(crate) fn register_socket(fd: BorrowedFd<'_>, reg: &abi::SocketRegistration) -> io::Result<()> {
+    // SAFETY: `_IOW` of exactly `size_of::<SocketRegistration>()`: the kernel
+    // only reads that many bytes from `reg`, which is a valid reference.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_REGISTER_SOCKET as _, reg) };
+    check(rc)
+}
+
+/// `O2G_IOC_UNREGISTER_SOCKET`.
+pub(crate) fn unregister_socket(fd: BorrowedFd<'_>, arg: &abi::RankArg) -> io::Result<()> {
+    // SAFETY: `_IOW` of exactly `size_of::<RankArg>()`, read from a valid reference.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_UNREGISTER_SOCKET as _, arg) };
+    check(rc)
+}
+
+/// `O2G_IOC_STATS`.
+pub(crate) fn stats(fd: BorrowedFd<'_>) -> io::Result<abi::EndpointStats> {
+    let mut stats = abi::EndpointStats::default();
+    // SAFETY: `_IOR` of exactly `size_of::<EndpointStats>()` into a valid,
+    // exclusively borrowed value that any byte pattern may fill.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_STATS as _, &mut stats) };
+    check(rc).map(|()| stats)
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// Issues an arbitrary ioctl on an o2g file descriptor.
 ///
 /// This exists for tests that play a hostile or buggy caller (unknown opcodes,

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device};
 
+mod sockets;
+
 type CheckResult = Result<(), String>;
 
 fn main() -> ExitCode {
@@ -19,7 +21,12 @@ fn main() -> ExitCode {
         Some("bad-ioctls") => bad_ioctls(),
         Some("hold-open") => hold_open(&args[1..]),
         Some("tcp-mesh") => tcp_mesh(),
-        _ => Err("usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh".into()),
+        Some("register-errors") => sockets::register_errors(),
+        Some("hook-passthrough") => sockets::hook_passthrough(),
+        _ => Err(
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough"
+                .into(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

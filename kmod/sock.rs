@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! TCP sockets found through the caller's fd table, and guards for the socket
+//! locks that only the C shim can reach.
+//!
+//! Every `unsafe` touching `struct socket` / `struct sock` for registration
+//! lives here; `conn.rs` builds the hook from these safe pieces.
+
+use core::ptr::NonNull;
+
+use kernel::{bindings, prelude::*};
+
+use crate::shim::{self, ReadyFn};
+
+/// Socket errnos the kernel crate does not name in 7.2.
+pub(crate) mod errno {
+    use kernel::{bindings, error::Error};
+
+    fn from(errno: u32) -> Error {
+        // Errno constants are small positive integers; the kernel wants them negated.
+        Error::from_errno(-(errno as i32))
+    }
+
+    /// A socket that is not TCP.
+    pub(crate) fn eprototype() -> Error {
+        from(bindings::EPROTOTYPE)
+    }
+
+    /// A TCP socket that is not connected.
+    pub(crate) fn enotconn() -> Error {
+        from(bindings::ENOTCONN)
+    }
+}
+
+/// A TCP socket of the calling process, kept alive by a file reference.
+///
+/// # Invariants
+///
+/// `sock` came from `sockfd_lookup()`, so it is a valid `struct socket` whose
+/// `file` holds one reference owned by this value (dropped in `drop`); its
+/// `sk` is non-null and is an `AF_INET`/`AF_INET6` TCP socket.
+pub(crate) struct TcpSocket {
+    sock: NonNull<bindings::socket>,
+}
+
+// SAFETY: The file reference may be dropped on any thread, and `struct sock`
+// is only touched under its own locks.
+unsafe impl Send for TcpSocket {}
+// SAFETY: Shared access only reads the immutable `sock->sk` pointer.
+unsafe impl Sync for TcpSocket {}
+
+impl TcpSocket {
+    /// Looks `fd` up in the current task's fd table.
+    ///
+    /// Errors: `EBADF` (no such fd), `ENOTSOCK` (not a socket), `EPROTOTYPE`
+    /// (a socket, but not TCP over IPv4/IPv6).
+    ///
+    /// Context: process context of the caller whose fd table is searched.
+    pub(crate) fn lookup(fd: i32) -> Result<Self> {
+        let mut err: i32 = 0;
+        // SAFETY: `err` is a valid out-pointer; `sockfd_lookup` either returns
+        // a socket with a file reference or NULL with `err` set.
+        let raw = unsafe { bindings::sockfd_lookup(fd, &mut err) };
+        let sock = NonNull::new(raw).ok_or_else(|| Error::from_errno(err))?;
+        // SAFETY: `sock` is valid (just looked up); reading `sk` is a plain load.
+        let sk = unsafe { (*sock.as_ptr()).sk };
+        let this = TcpSocket { sock };
+        // INVARIANT: checked right below; `this` drops the reference on error.
+        // SAFETY: `sk` is either null (checked first) or the socket's live `struct sock`.
+        if sk.is_null() || !unsafe { shim::o2g_sk_is_tcp(sk) } {
+            return Err(errno::eprototype());
+        }
+        Ok(this)
+    }
+
+    /// The socket's `struct sock`, for identity comparisons and the shim.
+    pub(crate) fn sk(&self) -> *mut bindings::sock {
+        // SAFETY: By the type invariants `sock` is valid and `sk` non-null.
+        unsafe { (*self.sock.as_ptr()).sk }
+    }
+
+    /// Takes the socket owner lock (`lock_sock`). May sleep.
+    pub(crate) fn lock(&self) -> SockGuard<'_> {
+        // SAFETY: `sk` is a valid socket (type invariants).
+        unsafe { shim::o2g_lock_sock(self.sk()) };
+        SockGuard { sock: self }
+    }
+}
+
+impl Drop for TcpSocket {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariants we own one reference on `file`.
+        unsafe { bindings::fput((*self.sock.as_ptr()).file) };
+    }
+}
+
+/// `lock_sock()` held: the softirq receive path queues to the backlog instead
+/// of running the protocol, and `release_sock()` (on drop) processes it.
+pub(crate) struct SockGuard<'a> {
+    sock: &'a TcpSocket,
+}
+
+impl SockGuard<'_> {
+    /// Whether the connection is established.
+    pub(crate) fn is_established(&self) -> bool {
+        // SAFETY: `sk` is valid and its state may be read under the owner lock.
+        unsafe { shim::o2g_sk_is_established(self.sock.sk()) }
+    }
+
+    /// Takes `sk_callback_lock` for writing, with bottom halves off.
+    pub(crate) fn callbacks(&self) -> CallbackGuard<'_> {
+        // SAFETY: `sk` is valid.
+        unsafe { shim::o2g_sk_callback_write_lock(self.sock.sk()) };
+        CallbackGuard { sk: self.sock.sk(), _owner: core::marker::PhantomData }
+    }
+}
+
+impl Drop for SockGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: This guard took the lock in `TcpSocket::lock`.
+        unsafe { shim::o2g_release_sock(self.sock.sk()) };
+    }
+}
+
+/// `sk_callback_lock` held for writing (BH off): the socket's callbacks and
+/// `sk_user_data` may be read and replaced. Must not sleep while held.
+pub(crate) struct CallbackGuard<'a> {
+    sk: *mut bindings::sock,
+    _owner: core::marker::PhantomData<&'a SockGuard<'a>>,
+}
+
+impl CallbackGuard<'_> {
+    /// `sk_user_data`: non-null when some subsystem (o2g, KCM, sockmap, RDS,
+    /// sunrpc, ...) has claimed the socket.
+    pub(crate) fn user_data(&self) -> *mut core::ffi::c_void {
+        // SAFETY: `sk` is valid and the callback lock is held.
+        unsafe { shim::o2g_sk_user_data(self.sk) }
+    }
+
+    /// Whether an upper-layer protocol (kTLS, MPTCP, ...) is attached.
+    pub(crate) fn has_ulp(&self) -> bool {
+        // SAFETY: `sk` is valid; ULPs attach under the owner lock we hold.
+        unsafe { shim::o2g_sk_has_ulp(self.sk) }
+    }
+
+    /// The current `sk_data_ready`.
+    pub(crate) fn data_ready(&self) -> Option<ReadyFn> {
+        // SAFETY: `sk` is valid and the callback lock is held.
+        unsafe { shim::o2g_sk_data_ready(self.sk) }
+    }
+
+    /// Replaces `sk_user_data` and `sk_data_ready` together.
+    ///
+    /// # Safety
+    ///
+    /// `data` must stay valid until it is replaced again under this lock, and
+    /// `ready` must accept it as its `sk_user_data` (or be the callback that
+    /// was there before `data` was installed, with `data` null).
+    pub(crate) unsafe fn replace(&self, data: *mut core::ffi::c_void, ready: Option<ReadyFn>) {
+        // SAFETY: `sk` is valid, the lock is held, and the caller vouches for
+        // the pair.
+        unsafe {
+            shim::o2g_sk_set_user_data(self.sk, data);
+            shim::o2g_sk_set_data_ready(self.sk, ready);
+        }
+    }
+}
+
+impl Drop for CallbackGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: This guard took the write lock in `SockGuard::callbacks`.
+        unsafe { shim::o2g_sk_callback_write_unlock(self.sk) };
+    }
+}
+
+/// Runs `f` with `sk_callback_lock` held for reading (BH off) and the
+/// socket's current `sk_user_data` and `sk_data_ready`.
+///
+/// # Safety
+///
+/// `sk` must be a valid socket for the duration of the call.
+pub(crate) unsafe fn with_callbacks_read<R>(
+    sk: *mut bindings::sock,
+    f: impl FnOnce(*mut core::ffi::c_void, Option<ReadyFn>) -> R,
+) -> R {
+    // SAFETY: `sk` is valid (caller).
+    unsafe { shim::o2g_sk_callback_read_lock(sk) };
+    // SAFETY: As above, with the read lock held.
+    let (data, ready) = unsafe { (shim::o2g_sk_user_data(sk), shim::o2g_sk_data_ready(sk)) };
+    let r = f(data, ready);
+    // SAFETY: Taken above.
+    unsafe { shim::o2g_sk_callback_read_unlock(sk) };
+    r
+}
