@@ -18,7 +18,8 @@ fn tcp_pair() -> Result<(TcpStream, TcpStream), String> {
     let ours = TcpStream::connect(addr).map_err(|e| format!("connect: {e}"))?;
     let (peer, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
     for s in [&ours, &peer] {
-        s.set_read_timeout(Some(Duration::from_secs(20))).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .map_err(|e| e.to_string())?;
     }
     Ok((ours, peer))
 }
@@ -43,13 +44,25 @@ pub(crate) fn register_errors() -> CheckResult {
     let (tcp2, _peer2) = tcp_pair()?;
 
     let file = std::fs::File::open("/proc/self/status").map_err(|e| e.to_string())?;
-    expect_errno(dev.register_socket(&file, 1), libc::ENOTSOCK, "regular file")?;
+    expect_errno(
+        dev.register_socket(&file, 1),
+        libc::ENOTSOCK,
+        "regular file",
+    )?;
     let udp = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     expect_errno(dev.register_socket(&udp, 1), libc::EPROTOTYPE, "UDP socket")?;
     let (unix, _unix_peer) = UnixStream::pair().map_err(|e| e.to_string())?;
-    expect_errno(dev.register_socket(&unix, 1), libc::EPROTOTYPE, "AF_UNIX stream")?;
+    expect_errno(
+        dev.register_socket(&unix, 1),
+        libc::EPROTOTYPE,
+        "AF_UNIX stream",
+    )?;
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    expect_errno(dev.register_socket(&listener, 1), libc::ENOTCONN, "listening TCP socket")?;
+    expect_errno(
+        dev.register_socket(&listener, 1),
+        libc::ENOTCONN,
+        "listening TCP socket",
+    )?;
     // SAFETY: `socket(2)` returns a new fd that nothing else owns, or -1.
     let fresh = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
     if fresh < 0 {
@@ -57,25 +70,49 @@ pub(crate) fn register_errors() -> CheckResult {
     }
     // SAFETY: `fresh` is a valid fd owned by nobody else.
     let fresh = unsafe { OwnedFd::from_raw_fd(fresh) };
-    expect_errno(dev.register_socket(&fresh, 1), libc::ENOTCONN, "unconnected TCP socket")?;
+    expect_errno(
+        dev.register_socket(&fresh, 1),
+        libc::ENOTCONN,
+        "unconnected TCP socket",
+    )?;
     expect_errno(
         dev.register_socket(&tcp, libo2g::abi::O2G_MAX_RANK),
         libc::EINVAL,
         "rank out of range",
     )?;
 
-    dev.register_socket(&tcp, 1).map_err(|e| format!("good registration: {e}"))?;
-    expect_errno(dev.register_socket(&tcp, 2), libc::EBUSY, "same socket twice")?;
-    expect_errno(other.register_socket(&tcp, 1), libc::EBUSY, "socket of another endpoint")?;
-    expect_errno(dev.register_socket(&tcp2, 1), libc::EEXIST, "duplicate rank")?;
-    expect_errno(dev.unregister_socket(7), libc::ENOENT, "unregister unknown rank")?;
-    dev.register_socket(&tcp2, 2).map_err(|e| format!("second rank: {e}"))?;
+    dev.register_socket(&tcp, 1)
+        .map_err(|e| format!("good registration: {e}"))?;
+    expect_errno(
+        dev.register_socket(&tcp, 2),
+        libc::EBUSY,
+        "same socket twice",
+    )?;
+    expect_errno(
+        other.register_socket(&tcp, 1),
+        libc::EBUSY,
+        "socket of another endpoint",
+    )?;
+    expect_errno(
+        dev.register_socket(&tcp2, 1),
+        libc::EEXIST,
+        "duplicate rank",
+    )?;
+    expect_errno(
+        dev.unregister_socket(7),
+        libc::ENOENT,
+        "unregister unknown rank",
+    )?;
+    dev.register_socket(&tcp2, 2)
+        .map_err(|e| format!("second rank: {e}"))?;
     let stats = dev.stats().map_err(|e| e.to_string())?;
     if stats.sockets != 2 {
         return Err(format!("stats say {} sockets, want 2", stats.sockets));
     }
     dev.unregister_socket(1).map_err(|e| e.to_string())?;
-    other.register_socket(&tcp, 9).map_err(|e| format!("re-register elsewhere: {e}"))?;
+    other
+        .register_socket(&tcp, 9)
+        .map_err(|e| format!("re-register elsewhere: {e}"))?;
     Ok(())
 }
 
@@ -83,7 +120,8 @@ pub(crate) fn register_errors() -> CheckResult {
 fn plain_roundtrip(ours: &mut TcpStream, peer: &mut TcpStream, msg: &[u8]) -> CheckResult {
     peer.write_all(msg).map_err(|e| format!("send: {e}"))?;
     let mut buf = vec![0u8; msg.len()];
-    ours.read_exact(&mut buf).map_err(|e| format!("read: {e}"))?;
+    ours.read_exact(&mut buf)
+        .map_err(|e| format!("read: {e}"))?;
     if buf != msg {
         return Err("data changed on the way".into());
     }
@@ -105,14 +143,20 @@ pub(crate) fn hook_passthrough() -> CheckResult {
         std::thread::spawn(move || peer.write_all(&big))
     };
     let mut got = vec![0u8; big.len()];
-    ours.read_exact(&mut got).map_err(|e| format!("read while hooked: {e}"))?;
-    writer.join().map_err(|_| "writer panicked")?.map_err(|e| e.to_string())?;
+    ours.read_exact(&mut got)
+        .map_err(|e| format!("read while hooked: {e}"))?;
+    writer
+        .join()
+        .map_err(|_| "writer panicked")?
+        .map_err(|e| e.to_string())?;
     if got != big {
         return Err("data changed while hooked".into());
     }
     let after = dev.stats().map_err(|e| e.to_string())?.data_ready_events;
     if after <= before {
-        return Err(format!("hook saw no data_ready events ({before} -> {after})"));
+        return Err(format!(
+            "hook saw no data_ready events ({before} -> {after})"
+        ));
     }
     println!("hook saw {} data_ready events for 1 MiB", after - before);
 
@@ -128,12 +172,14 @@ pub(crate) fn hook_passthrough() -> CheckResult {
     drop(dev);
     plain_roundtrip(&mut ours, &mut peer, b"after close")?;
     let dev = open()?;
-    dev.register_socket(&ours, 3).map_err(|e| format!("not released by close: {e}"))?;
+    dev.register_socket(&ours, 3)
+        .map_err(|e| format!("not released by close: {e}"))?;
 
     // The module keeps its own reference: closing our fd first is harmless,
     // and traffic to the now fd-less socket is absorbed until the device goes.
     drop(ours);
-    peer.write_all(b"into a socket only o2g still holds").map_err(|e| e.to_string())?;
+    peer.write_all(b"into a socket only o2g still holds")
+        .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(200));
     drop(dev);
     Ok(())
