@@ -2,8 +2,8 @@
 # The main job: set up, build the release kernel and o2g.ko, boot a VM, load
 # the module and report.
 #
-# Today the module is a skeleton (misc device + ABI-version ioctl), so the
-# report is its state. The NAS-IS-style comparison across transports arrives
+# Today the module registers sockets and hooks them, but does not yet receive
+# MPI messages itself, so the report is its state. The NAS-IS-style comparison across transports arrives
 # with the benchmark issue and will replace this.
 #
 # usage: scripts/main.sh
@@ -18,5 +18,5 @@ o2g main job
   transport        NAS IS (Mop/s)
   sockets-select   not built yet
   sockets-epoll    not built yet
-  o2g              not built yet (module skeleton only: /dev/o2g + version ioctl)
+  o2g              not built yet (module: /dev/o2g, socket registration, data_ready hook)
 TABLE
