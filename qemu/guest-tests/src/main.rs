@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use libo2g::{abi, raw, Device};
 
 mod sockets;
+mod storm;
 
 type CheckResult = Result<(), String>;
 
@@ -23,8 +24,10 @@ fn main() -> ExitCode {
         Some("tcp-mesh") => tcp_mesh(),
         Some("register-errors") => sockets::register_errors(),
         Some("hook-passthrough") => sockets::hook_passthrough(),
+        Some("ioctl-storm") => storm::storm(&args[1..]),
+        Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS"
                 .into(),
         ),
     };
