@@ -4,8 +4,9 @@
 # test scripts of one run.
 #
 # usage: qemu/make-initramfs.sh OUT.cpio MODULE.ko TEST...
-#   Each TEST names qemu/tests/TEST.sh. Programs the tests run are taken from
-#   $O2G_GUEST_BINS (space-separated host paths).
+#   Each TEST names qemu/tests/TEST.sh (qemu/selftest/TEST.sh when
+#   O2G_SELFTEST=1). Programs the tests run are taken from $O2G_GUEST_BINS
+#   (space-separated host paths).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
 
@@ -41,8 +42,10 @@ chmod +x "$root/init"
 cp "$O2G_ROOT/qemu/splat-patterns.txt" "$root/etc/o2g/"
 cp "$module" "$root/lib/o2g/o2g.ko"
 : >"$root/tests/list"
+tests_dir="$O2G_ROOT/qemu/tests"
+[[ "${O2G_SELFTEST:-0}" == 1 ]] && tests_dir="$O2G_ROOT/qemu/selftest"
 for t in "$@"; do
-    src="$O2G_ROOT/qemu/tests/$t.sh"
+    src="$tests_dir/$t.sh"
     [[ -f "$src" ]] || die "no such guest test: $src"
     cp "$src" "$root/tests/"
     echo "$t" >>"$root/tests/list"

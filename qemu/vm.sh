@@ -144,6 +144,7 @@ for ((i = 0; i < nodes; i++)); do
         "${args[@]}" >"$run/qemu-$i.log" 2>&1 &
     fi
     qemu_pids+=("$!")
+    echo "$!" >>"$run/qemu.pids"
 done
 
 # Stream results while the guests run; give up at the deadline.

@@ -4,6 +4,7 @@
 #   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here)
 #   3. one VM: the module suite (qemu/suites/module.suite)
 #   4. three VMs on a private network: the cluster suite
+#   5. the harness's self-test: injected failures must be caught
 # Ends with one line "N passed, N failed" over all of it.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
@@ -54,6 +55,15 @@ vm_suite() {
 }
 vm_suite module module
 vm_suite cluster --nodes 3 cluster
+
+# The harness must also be able to fail: injected reports, hangs, crashes.
+while read -r line; do
+    echo "$line"
+    case "$line" in
+        "ok - "*) passed=$((passed + 1)) ;;
+        "not ok - "*) failed=$((failed + 1)) ;;
+    esac
+done < <("$O2G_ROOT/qemu/selftest.sh" 2>&1 | grep -E '^(not )?ok - |^# ')
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
