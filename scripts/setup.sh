@@ -14,6 +14,9 @@ DEB_PACKAGES=(
     debian-archive-keyring
     # VMs
     qemu-system-x86 busybox-static
+    # MPICH's hydra mpiexec: the mpi crate's conformance suite also runs
+    # under it (PMI-1 interoperability)
+    mpich
 )
 
 missing=()

@@ -1,0 +1,215 @@
+//! Starting the ranks and supervising them until the job ends.
+//!
+//! The only `unsafe` of the launcher is here: the `pre_exec` hook that
+//! asks the kernel to kill a rank when o2grun dies.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::pmi_server::{self, Event};
+
+/// What to run.
+pub(crate) struct JobConfig {
+    pub(crate) np: u32,
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) tag_output: bool,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) grace: Duration,
+}
+
+/// How often the supervisor looks at the children.
+const TICK: Duration = Duration::from_millis(20);
+
+/// Copies `from` to our stdout or stderr, each line prefixed.
+fn relay(from: impl Read + Send + 'static, rank: u32, to_stderr: bool) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        for line in BufReader::new(from)
+            .split(b'\n')
+            .map_while(std::io::Result::ok)
+        {
+            let mut out = format!("[{rank}] ").into_bytes();
+            out.extend_from_slice(&line);
+            out.push(b'\n');
+            let _ = if to_stderr {
+                std::io::stderr().lock().write_all(&out)
+            } else {
+                std::io::stdout().lock().write_all(&out)
+            };
+        }
+    })
+}
+
+fn spawn(cfg: &JobConfig, rank: u32, port: u16) -> std::io::Result<Child> {
+    let mut cmd = Command::new(&cfg.program);
+    cmd.args(&cfg.args)
+        .env("PMI_PORT", format!("127.0.0.1:{port}"))
+        .env("PMI_ID", rank.to_string())
+        .env("PMI_RANK", rank.to_string())
+        .env("PMI_SIZE", cfg.np.to_string())
+        .env_remove("PMI_FD")
+        .stdin(Stdio::null());
+    if cfg.tag_output {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    // SAFETY: the hook runs in the forked child before exec and only
+    // calls prctl(2), which is async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        });
+    }
+    cmd.spawn()
+}
+
+fn describe(status: ExitStatus) -> (String, u8) {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => (format!("exited with status {c}"), c.clamp(0, 255) as u8),
+        (None, Some(s)) => {
+            let name =
+                Signal::try_from(s).map_or_else(|_| s.to_string(), |s| s.as_str().to_owned());
+            (
+                format!("was killed by signal {name}"),
+                128u8.saturating_add(s as u8),
+            )
+        }
+        _ => ("ended".into(), 1),
+    }
+}
+
+/// Terminates every child still running: SIGTERM, then SIGKILL after
+/// `grace`; waits for all of them (bounded by the SIGKILL).
+fn teardown(children: &mut [Option<Child>], grace: Duration) {
+    let signal_all = |children: &mut [Option<Child>], sig| {
+        for c in children.iter_mut().flatten() {
+            if let Ok(pid) = i32::try_from(c.id()) {
+                let _ = kill(Pid::from_raw(pid), sig);
+            }
+        }
+    };
+    signal_all(children, Signal::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        for slot in children.iter_mut() {
+            if let Some(c) = slot {
+                if matches!(c.try_wait(), Ok(Some(_))) {
+                    *slot = None;
+                }
+            }
+        }
+        if children.iter().all(Option::is_none) {
+            return;
+        }
+        thread::sleep(TICK);
+    }
+    signal_all(children, Signal::SIGKILL);
+    for c in children.iter_mut().flatten() {
+        let _ = c.wait();
+    }
+}
+
+/// Runs the job; returns o2grun's exit code.
+pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("PMI listener: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let (tx, rx) = mpsc::channel();
+    pmi_server::serve(listener, cfg.np, tx);
+
+    let mut children: Vec<Option<Child>> = Vec::new();
+    let mut relays = Vec::new();
+    for rank in 0..cfg.np {
+        match spawn(cfg, rank, port) {
+            Ok(mut c) => {
+                if let Some(o) = c.stdout.take() {
+                    relays.push(relay(o, rank, false));
+                }
+                if let Some(e) = c.stderr.take() {
+                    relays.push(relay(e, rank, true));
+                }
+                children.push(Some(c));
+            }
+            Err(e) => {
+                teardown(&mut children, cfg.grace);
+                return Err(format!(
+                    "starting rank {rank} ({}): {e}",
+                    cfg.program.display()
+                ));
+            }
+        }
+    }
+
+    let start = Instant::now();
+    let outcome: Result<(), (String, u8)> = loop {
+        if let Ok(ev) = rx.recv_timeout(TICK) {
+            break Err(match ev {
+                Event::Abort { rank, code, msg } => (
+                    format!("rank {rank} called MPI_Abort with code {code}: {msg}"),
+                    code.clamp(1, 255) as u8,
+                ),
+                Event::Protocol { rank, msg } => {
+                    (format!("PMI error from rank {rank:?}: {msg}"), 1)
+                }
+            });
+        }
+        let mut failed = None;
+        for (rank, slot) in children.iter_mut().enumerate() {
+            let Some(c) = slot else { continue };
+            match c.try_wait() {
+                Ok(Some(st)) => {
+                    *slot = None;
+                    if !st.success() {
+                        let (why, code) = describe(st);
+                        failed = Some((format!("rank {rank} {why}"), code));
+                        break;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    failed = Some((format!("waiting for rank {rank}: {e}"), 1));
+                    break;
+                }
+            }
+        }
+        if let Some(f) = failed {
+            // A rank that called MPI_Abort exits right after telling us;
+            // prefer its own explanation if it is on the way.
+            if let Ok(Event::Abort { rank, code, msg }) =
+                rx.recv_timeout(Duration::from_millis(200))
+            {
+                break Err((
+                    format!("rank {rank} called MPI_Abort with code {code}: {msg}"),
+                    code.clamp(1, 255) as u8,
+                ));
+            }
+            break Err(f);
+        }
+        if children.iter().all(Option::is_none) {
+            break Ok(());
+        }
+        if cfg.timeout.is_some_and(|t| start.elapsed() > t) {
+            break Err((format!("job timed out after {:?}", start.elapsed()), 124));
+        }
+    };
+    let code = match outcome {
+        Ok(()) => 0,
+        Err((why, code)) => {
+            let running = children.iter().filter(|c| c.is_some()).count();
+            eprintln!("o2grun: {why}; terminating {running} other rank(s)");
+            teardown(&mut children, cfg.grace);
+            code
+        }
+    };
+    for r in relays {
+        let _ = r.join();
+    }
+    Ok(code)
+}

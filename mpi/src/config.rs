@@ -1,0 +1,84 @@
+//! Run-time configuration, read once from the environment at
+//! [`crate::initialize`].
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `O2G_TRANSPORT` | `sockets-epoll` | `sockets-epoll`, `sockets-select`, `self` or `o2g` (see `transport/mod.rs`) |
+//! | `O2G_SELF` | `1` | `0` sends messages to oneself through the network transport instead of the in-process loopback, so benchmarks measure the network path |
+//! | `O2G_SNDBUF`, `O2G_RCVBUF` | system | `SO_SNDBUF` / `SO_RCVBUF` of every connection, in bytes |
+//! | `O2G_MAX_MESSAGE` | 4 GiB | largest payload accepted in one message |
+//! | `O2G_ADDR` | `127.0.0.1` | address this process listens on and publishes to its peers |
+//! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Which transport moves the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TransportKind {
+    SocketsSelect,
+    SocketsEpoll,
+    SelfLoop,
+    O2g,
+}
+
+/// Everything the environment configures.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) transport: TransportKind,
+    pub(crate) transport_name: String,
+    pub(crate) self_path: bool,
+    pub(crate) sndbuf: Option<usize>,
+    pub(crate) rcvbuf: Option<usize>,
+    pub(crate) max_message: u64,
+    pub(crate) addr: IpAddr,
+    pub(crate) connect_timeout: Duration,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn parse<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
+    var(name)
+        .map(|v| {
+            v.parse()
+                .map_err(|_| Error::Config(format!("{name}={v:?} is not valid")))
+        })
+        .transpose()
+}
+
+impl Config {
+    /// Reads the `O2G_*` variables.
+    pub(crate) fn from_env() -> Result<Self> {
+        let transport_name = var("O2G_TRANSPORT").unwrap_or_else(|| "sockets-epoll".into());
+        let transport = match transport_name.as_str() {
+            "sockets-epoll" => TransportKind::SocketsEpoll,
+            "sockets-select" => TransportKind::SocketsSelect,
+            "self" => TransportKind::SelfLoop,
+            "o2g" => TransportKind::O2g,
+            other => {
+                return Err(Error::Config(format!(
+                    "O2G_TRANSPORT={other:?}: expected sockets-epoll, sockets-select, self or o2g"
+                )))
+            }
+        };
+        let self_path = match var("O2G_SELF").as_deref() {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(v) => return Err(Error::Config(format!("O2G_SELF={v:?}: expected 0 or 1"))),
+        };
+        Ok(Self {
+            transport,
+            transport_name,
+            self_path,
+            sndbuf: parse("O2G_SNDBUF")?,
+            rcvbuf: parse("O2G_RCVBUF")?,
+            max_message: parse("O2G_MAX_MESSAGE")?.unwrap_or(4 << 30),
+            addr: parse("O2G_ADDR")?.unwrap_or(IpAddr::from([127, 0, 0, 1])),
+            connect_timeout: Duration::from_secs(parse("O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
+        })
+    }
+}

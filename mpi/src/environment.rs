@@ -1,0 +1,151 @@
+//! Starting and stopping MPI (MPI 4.1 §11.2 "The World Model"), and the
+//! clock (§9.6 "Timers and Synchronization").
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::communicator::Communicator;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::pmi::Pmi;
+use crate::transport::{self, Transport};
+
+/// MPI may be initialised once per process (§11.2.1).
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+
+/// How long finalize may take to deliver what is still queued.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The state one initialised process shares between all its handles.
+pub(crate) struct Runtime {
+    transport: RefCell<Option<Box<dyn Transport>>>,
+    pmi: RefCell<Pmi>,
+    /// The lowest context id this process has not used yet.
+    pub(crate) next_context: Cell<u32>,
+    pub(crate) transport_name: String,
+}
+
+impl Runtime {
+    /// Runs `f` on the transport; fails after finalize.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut dyn Transport) -> Result<R>) -> Result<R> {
+        let mut t = self.transport.borrow_mut();
+        let t = t.as_mut().ok_or(Error::Finalized)?;
+        f(t.as_mut())
+    }
+
+    pub(crate) fn abort(&self, code: i32, msg: &str) -> ! {
+        if let Ok(mut pmi) = self.pmi.try_borrow_mut() {
+            pmi.abort(code, msg);
+        }
+        eprintln!("o2g: MPI_Abort({code}): {msg}");
+        std::process::exit(code)
+    }
+}
+
+/// An initialised MPI library (`MPI_Init` … `MPI_Finalize`, §11.2.1,
+/// §11.2.2).
+///
+/// Call [`Universe::finalize`] at the end. Dropping the universe without it
+/// (an early return with `?`, a panic) only delivers what is queued, with a
+/// time limit, and closes the connections: it does not synchronise with
+/// the other processes, because they may never get there.
+pub struct Universe {
+    rt: Rc<Runtime>,
+    world: Communicator,
+}
+
+/// Initialises MPI (`MPI_Init`, §11.2.1): reads the configuration from the
+/// environment (see the crate docs), learns rank and size from the process
+/// manager through PMI-1 (a singleton without one), and connects to every
+/// peer.
+///
+/// # Errors
+///
+/// [`Error::AlreadyInitialized`] on a second call; configuration, PMI and
+/// connection errors otherwise.
+pub fn initialize() -> Result<Universe> {
+    if INITIALIZED.swap(true, Ordering::SeqCst) {
+        return Err(Error::AlreadyInitialized);
+    }
+    let _ = time();
+    let config = Config::from_env()?;
+    let mut pmi = Pmi::connect()?;
+    let (rank, size) = (pmi.rank(), pmi.size());
+    let transport = match transport::open(&config, &mut pmi) {
+        Ok(t) => t,
+        Err(e) => {
+            pmi.abort(1, &format!("rank {rank}: {e}"));
+            return Err(e);
+        }
+    };
+    let rt = Rc::new(Runtime {
+        transport: RefCell::new(Some(transport)),
+        pmi: RefCell::new(pmi),
+        next_context: Cell::new(2),
+        transport_name: config.transport_name,
+    });
+    let world = Communicator::new(rt.clone(), 0, (0..size).collect(), rank);
+    Ok(Universe { rt, world })
+}
+
+impl Universe {
+    /// `MPI_COMM_WORLD` (§7.2.1): every process of the job.
+    pub fn world(&self) -> Communicator {
+        self.world.handle()
+    }
+
+    /// The transport in use (the value of `O2G_TRANSPORT`).
+    pub fn transport_name(&self) -> &str {
+        &self.rt.transport_name
+    }
+
+    /// `MPI_Finalize` (§11.2.2): delivers queued sends, synchronises the
+    /// world, closes every connection and tells the process manager.
+    ///
+    /// # Errors
+    ///
+    /// A peer that died, or sends that could not be delivered in time.
+    pub fn finalize(mut self) -> Result<()> {
+        self.shutdown(true)
+    }
+
+    fn shutdown(&mut self, synchronise: bool) -> Result<()> {
+        if self.rt.transport.borrow().is_none() {
+            return Ok(());
+        }
+        let mut net = self.rt.with(|t| t.flush(FLUSH_TIMEOUT));
+        if synchronise {
+            net = net
+                .and_then(|()| self.world.barrier())
+                .and_then(|()| self.rt.with(|t| t.flush(FLUSH_TIMEOUT)));
+        }
+        drop(self.rt.transport.borrow_mut().take());
+        let pmi = self.rt.pmi.borrow_mut().finalize();
+        net.and(pmi)
+    }
+}
+
+impl Drop for Universe {
+    fn drop(&mut self) {
+        let _ = self.shutdown(false);
+    }
+}
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// `MPI_Wtime` (§9.6.1): seconds since an arbitrary point in the past,
+/// fixed for the life of the process. Not synchronised between processes.
+pub fn time() -> f64 {
+    epoch().elapsed().as_secs_f64()
+}
+
+/// `MPI_Wtick` (§9.6.1): the resolution of [`time`] in seconds.
+pub fn time_resolution() -> f64 {
+    1e-9
+}

@@ -1,0 +1,76 @@
+//! o2g's MPI library: the subset of MPI 4.1 that real TCP codes (NAS IS,
+//! ping-pong and bandwidth benchmarks) use, in the shape of rsmpi with
+//! every result checked.
+//!
+//! ```no_run
+//! use mpi::traits::*;
+//!
+//! fn main() -> mpi::Result<()> {
+//!     let universe = mpi::initialize()?;
+//!     let world = universe.world();
+//!     let (rank, size) = (world.rank(), world.size());
+//!     let next = world.process_at_rank((rank + 1) % size)?;
+//!     let prev = world.process_at_rank((rank + size - 1) % size)?;
+//!     let mut got = [0i32; 1];
+//!     let req = next.immediate_send(std::slice::from_ref(&rank))?;
+//!     prev.receive_into(&mut got)?;
+//!     req.wait()?;
+//!     let mut sum = 0;
+//!     world.all_reduce_into(&[rank], std::slice::from_mut(&mut sum), &mpi::SystemOperation::Sum)?;
+//!     universe.finalize()
+//! }
+//! ```
+//!
+//! # Chapters (one file each)
+//! - [`environment`]: `initialize`, [`Universe`], `finalize`, `time` (§11.2, §9.6).
+//! - [`communicator`]: world, rank/size, `dup`, `split` (chapter 7).
+//! - [`point_to_point`] and [`request`]: send/recv, sendrecv, isend/irecv,
+//!   wait/test families, probe, cancel, status (chapter 3).
+//! - [`collective`] with [`operation`]: barrier, bcast, reduce, allreduce,
+//!   gather(v), scatter(v), allgather(v), alltoall(v) (chapter 6).
+//! - [`datatype`]: [`Equivalence`] (chapter 5, §3.2.2).
+//!
+//! # Running
+//! Start programs with `o2grun -n N prog` (this crate's launcher), MPICH's
+//! `mpiexec -n N prog`, or Slurm; all speak PMI-1. Without a process
+//! manager a program is a world of one. The environment selects the
+//! transport and its knobs: see `config.rs` (`O2G_TRANSPORT`, `O2G_SELF`,
+//! `O2G_SNDBUF`, `O2G_RCVBUF`, `O2G_MAX_MESSAGE`, `O2G_ADDR`,
+//! `O2G_CONNECT_TIMEOUT`) and the transport contract in `transport/mod.rs`.
+//!
+//! # Threads and `unsafe`
+//! `MPI_THREAD_SINGLE`: the handles are `!Send`. `unsafe` lives only in
+//! `datatype.rs` (byte views of [`Equivalence`] slices) and `pmi.rs`
+//! (adopting the inherited `PMI_FD`).
+
+pub mod collective;
+pub mod communicator;
+mod config;
+pub mod datatype;
+pub mod environment;
+mod error;
+pub mod operation;
+mod pmi;
+pub mod point_to_point;
+pub mod request;
+mod transport;
+
+pub use communicator::{Color, Communicator};
+pub use datatype::Equivalence;
+pub use environment::{initialize, time, time_resolution, Universe};
+pub use error::{Error, Result};
+pub use operation::{Operation, SystemOperation, UserOperation};
+pub use point_to_point::{AnyProcess, Process, Status, ANY_SOURCE, ANY_TAG, TAG_UB};
+pub use request::Request;
+
+/// `MPI_Wtime` under its MPI name; see [`time`].
+pub use environment::time as wtime;
+/// `MPI_Wtick` under its MPI name; see [`time_resolution`].
+pub use environment::time_resolution as wtick;
+
+/// The traits to bring into scope: `use mpi::traits::*;`.
+pub mod traits {
+    pub use crate::datatype::Equivalence;
+    pub use crate::operation::Operation;
+    pub use crate::point_to_point::{Destination, Source};
+}

@@ -1,0 +1,112 @@
+//! Reduction operations (MPI 4.1 §6.9.2 predefined, §6.9.5 user-defined).
+//!
+//! Every operation here is treated as associative and commutative, which
+//! lets reduce and allreduce combine partial results in whatever order the
+//! algorithm meets them. Integer sums and products wrap on overflow (C
+//! MPI leaves signed overflow undefined; Rust must not panic on it).
+
+use crate::datatype::Equivalence;
+
+/// Combines an incoming vector into an accumulator, element-wise:
+/// `inout[i] = op(input[i], inout[i])`.
+pub trait Operation<T> {
+    /// Applies the operation; both slices have the same length.
+    fn apply(&self, input: &[T], inout: &mut [T]);
+}
+
+/// The predefined operations `MPI_SUM`, `MPI_PROD`, `MPI_MAX`, `MPI_MIN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemOperation {
+    /// `MPI_SUM`.
+    Sum,
+    /// `MPI_PROD`.
+    Product,
+    /// `MPI_MAX`.
+    Max,
+    /// `MPI_MIN`.
+    Min,
+}
+
+/// Element types the predefined operations accept.
+pub trait Arithmetic: Equivalence + PartialOrd {
+    /// `a + b` (wrapping for integers).
+    fn add(a: Self, b: Self) -> Self;
+    /// `a * b` (wrapping for integers).
+    fn mul(a: Self, b: Self) -> Self;
+}
+
+macro_rules! arithmetic_int {
+    ($($t:ty),*) => {$(
+        impl Arithmetic for $t {
+            fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
+            fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
+        }
+    )*};
+}
+arithmetic_int!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize);
+
+macro_rules! arithmetic_float {
+    ($($t:ty),*) => {$(
+        impl Arithmetic for $t {
+            fn add(a: Self, b: Self) -> Self { a + b }
+            fn mul(a: Self, b: Self) -> Self { a * b }
+        }
+    )*};
+}
+arithmetic_float!(f32, f64);
+
+impl<T: Arithmetic> Operation<T> for SystemOperation {
+    fn apply(&self, input: &[T], inout: &mut [T]) {
+        for (x, acc) in input.iter().zip(inout.iter_mut()) {
+            *acc = match self {
+                SystemOperation::Sum => T::add(*x, *acc),
+                SystemOperation::Product => T::mul(*x, *acc),
+                SystemOperation::Max if *x > *acc => *x,
+                SystemOperation::Min if *x < *acc => *x,
+                SystemOperation::Max | SystemOperation::Min => *acc,
+            };
+        }
+    }
+}
+
+/// A user-defined operation (`MPI_Op_create`, §6.9.5) from a closure
+/// `f(input, inout)` that must be associative and commutative.
+pub struct UserOperation<F>(F);
+
+impl<F> UserOperation<F> {
+    /// Wraps a commutative, associative element-wise combination.
+    pub fn commutative(f: F) -> Self {
+        Self(f)
+    }
+}
+
+impl<T, F: Fn(&[T], &mut [T])> Operation<T> for UserOperation<F> {
+    fn apply(&self, input: &[T], inout: &mut [T]) {
+        (self.0)(input, inout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predefined_ops() {
+        let mut acc = [1i32, 5, i32::MAX];
+        SystemOperation::Sum.apply(&[2, 2, 1], &mut acc);
+        assert_eq!(acc, [3, 7, i32::MIN]);
+        let mut acc = [1.5f64, -2.0];
+        SystemOperation::Max.apply(&[1.0, 3.0], &mut acc);
+        assert_eq!(acc, [1.5, 3.0]);
+        SystemOperation::Min.apply(&[1.0, 3.0], &mut acc);
+        assert_eq!(acc, [1.0, 3.0]);
+        SystemOperation::Product.apply(&[2.0, 2.0], &mut acc);
+        assert_eq!(acc, [2.0, 6.0]);
+        let bor = UserOperation::commutative(|a: &[u8], b: &mut [u8]| {
+            b.iter_mut().zip(a).for_each(|(b, a)| *b |= a)
+        });
+        let mut acc = [1u8];
+        bor.apply(&[4], &mut acc);
+        assert_eq!(acc, [5]);
+    }
+}

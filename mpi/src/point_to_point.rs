@@ -1,0 +1,469 @@
+//! Point-to-point communication (MPI 4.1 chapter 3).
+//!
+//! Two styles, same semantics: MPI-style calls on the [`Communicator`]
+//! with integer ranks and tags (`send`, `recv`, `isend`, `irecv`,
+//! `sendrecv`, `probe`, `iprobe`), and rsmpi-style calls on a
+//! [`Process`] (`world.process_at_rank(1)?.send(&x)`) or on
+//! [`AnyProcess`] through the [`Destination`] and [`Source`] traits.
+//! Sends are standard mode (§3.4): they return once the buffer may be
+//! reused, which for o2g is once the bytes are in the kernel.
+
+use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
+
+use crate::communicator::Communicator;
+use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
+use crate::error::{Error, Result};
+use crate::request::{Request, Watch};
+
+/// `MPI_ANY_SOURCE` (§3.2.4): receive from any rank.
+pub const ANY_SOURCE: i32 = -2;
+/// `MPI_ANY_TAG` (§3.2.4): receive with any tag.
+pub const ANY_TAG: i32 = -1;
+/// `MPI_TAG_UB` (§9.1.2): the largest valid tag.
+pub const TAG_UB: i32 = i32::MAX;
+
+/// The outcome of a receive or probe (`MPI_Status`, §3.2.5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    pub(crate) source: i32,
+    pub(crate) tag: i32,
+    pub(crate) bytes: usize,
+    pub(crate) cancelled: bool,
+}
+
+impl Status {
+    pub(crate) fn empty() -> Self {
+        Self::default()
+    }
+
+    /// `MPI_SOURCE`: the sender's rank in the communicator.
+    pub fn source_rank(&self) -> i32 {
+        self.source
+    }
+
+    /// `MPI_TAG`: the message's tag.
+    pub fn tag(&self) -> i32 {
+        self.tag
+    }
+
+    /// Bytes received (for a probe: bytes in the message).
+    pub fn count_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// `MPI_Get_count` (§3.2.5): elements of type `T` received; `None`
+    /// (`MPI_UNDEFINED`) if the bytes are not a whole number of `T`.
+    pub fn count<T: Equivalence>(&self) -> Option<usize> {
+        let size = size_of::<T>();
+        match size {
+            0 => Some(0),
+            _ if self.bytes % size == 0 => Some(self.bytes / size),
+            _ => None,
+        }
+    }
+
+    /// `MPI_Test_cancelled` (§3.8.4): whether the receive was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled
+    }
+}
+
+fn check_tag(tag: i32) -> Result<u32> {
+    u32::try_from(tag).map_err(|_| Error::InvalidTag(tag))
+}
+
+impl Communicator {
+    pub(crate) fn envelope(&self, tag: u32, context: u32) -> Envelope {
+        Envelope {
+            source: self.rank,
+            tag,
+            context,
+        }
+    }
+
+    fn selector(&self, source: i32, tag: i32, context: u32) -> Result<(Selector, Watch)> {
+        let (source, watch) = match source {
+            ANY_SOURCE => (
+                SourceSel::Any,
+                Watch::Any(self.members.clone(), self.members[self.rank as usize]),
+            ),
+            r => (SourceSel::Rank(r as u32), Watch::Rank(self.world_rank(r)?)),
+        };
+        let tag = match tag {
+            ANY_TAG => TagSel::Any,
+            t => TagSel::Tag(check_tag(t)?),
+        };
+        Ok((
+            Selector {
+                source,
+                tag,
+                context,
+            },
+            watch,
+        ))
+    }
+
+    /// Blocking send of raw bytes on `context`.
+    pub(crate) fn send_bytes(&self, data: &[u8], dest: i32, tag: u32, context: u32) -> Result<()> {
+        let world = self.world_rank(dest)?;
+        let env = self.envelope(tag, context);
+        self.rt.with(|t| t.send(world, env, data))
+    }
+
+    /// Nonblocking send of raw bytes on `context`.
+    pub(crate) fn isend_bytes(
+        &self,
+        data: &[u8],
+        dest: i32,
+        tag: u32,
+        context: u32,
+    ) -> Result<Request<'static>> {
+        let world = self.world_rank(dest)?;
+        let env = self.envelope(tag, context);
+        let token = self.rt.with(|t| t.isend(world, env, data))?;
+        Ok(Request::send(self.rt.clone(), token))
+    }
+
+    /// Nonblocking receive of raw bytes on `context`.
+    pub(crate) fn irecv_bytes<'b>(
+        &self,
+        buf: &'b mut [u8],
+        source: i32,
+        tag: i32,
+        context: u32,
+    ) -> Result<Request<'b>> {
+        let (sel, watch) = self.selector(source, tag, context)?;
+        let token = self.rt.with(|t| t.post_recv(sel, buf.len()))?;
+        Ok(Request::recv(self.rt.clone(), token, buf, watch))
+    }
+
+    /// `MPI_Send` (§3.2.1): standard-mode blocking send to rank `dest`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRank`], [`Error::InvalidTag`], [`Error::PeerGone`].
+    pub fn send<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        self.send_bytes(as_bytes(buf), dest, check_tag(tag)?, self.context)
+    }
+
+    /// `MPI_Recv` (§3.2.4): blocking receive from `source` (or
+    /// [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if the message is longer than `buf` (the
+    /// prefix that fits is received), invalid rank/tag, dead sender.
+    pub fn recv<T: Equivalence>(&self, buf: &mut [T], source: i32, tag: i32) -> Result<Status> {
+        self.irecv(buf, source, tag)?.wait()
+    }
+
+    /// `MPI_Isend` (§3.7.2): starts a send; the request borrows `buf`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::send`].
+    pub fn isend<'b, T: Equivalence>(
+        &self,
+        buf: &'b [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'b>> {
+        self.isend_bytes(as_bytes(buf), dest, check_tag(tag)?, self.context)
+    }
+
+    /// `MPI_Irecv` (§3.7.2): starts a receive into `buf`, which stays
+    /// borrowed until the request completes.
+    ///
+    /// # Errors
+    ///
+    /// Invalid rank or tag; a full posted-receive queue.
+    pub fn irecv<'b, T: Equivalence>(
+        &self,
+        buf: &'b mut [T],
+        source: i32,
+        tag: i32,
+    ) -> Result<Request<'b>> {
+        self.irecv_bytes(as_bytes_mut(buf), source, tag, self.context)
+    }
+
+    /// `MPI_Sendrecv` (§3.10): sends `send` to `dest` and receives into
+    /// `recv` from `source`, without deadlock whatever the peers do.
+    ///
+    /// # Errors
+    ///
+    /// Those of the send and of the receive.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sendrecv<S: Equivalence, R: Equivalence>(
+        &self,
+        send: &[S],
+        dest: i32,
+        send_tag: i32,
+        recv: &mut [R],
+        source: i32,
+        recv_tag: i32,
+    ) -> Result<Status> {
+        let r = self.irecv(recv, source, recv_tag)?;
+        let s = self.isend(send, dest, send_tag)?;
+        let status = r.wait();
+        s.wait()?;
+        status
+    }
+
+    /// `MPI_Iprobe` (§3.8.1): the status of a matching message if one has
+    /// arrived, without receiving it.
+    ///
+    /// # Errors
+    ///
+    /// Invalid rank or tag.
+    pub fn iprobe(&self, source: i32, tag: i32) -> Result<Option<Status>> {
+        let (sel, _) = self.selector(source, tag, self.context)?;
+        let found = self.rt.with(|t| {
+            if let Some(m) = t.iprobe(sel) {
+                return Ok(Some(m));
+            }
+            t.progress(Some(std::time::Duration::ZERO))?;
+            Ok(t.iprobe(sel))
+        })?;
+        Ok(found.map(|(env, len)| Status {
+            source: env.source as i32,
+            tag: env.tag as i32,
+            bytes: len as usize,
+            cancelled: false,
+        }))
+    }
+
+    /// `MPI_Probe` (§3.8.1): waits for a matching message and returns its
+    /// status without receiving it.
+    ///
+    /// # Errors
+    ///
+    /// Invalid rank or tag; [`Error::PeerGone`] when the source died.
+    pub fn probe(&self, source: i32, tag: i32) -> Result<Status> {
+        let (_, watch) = self.selector(source, tag, self.context)?;
+        loop {
+            if let Some(s) = self.iprobe(source, tag)? {
+                return Ok(s);
+            }
+            if let Watch::Rank(w) = watch {
+                if let Some(reason) = self.rt.with(|t| Ok(t.peer_failure(w)))? {
+                    return Err(Error::PeerGone { rank: w, reason });
+                }
+            }
+            self.rt.with(|t| t.progress(None))?;
+        }
+    }
+
+    /// Probes, then receives exactly the probed message into a new vector.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::probe`]; [`Error::InvalidArgument`] if the
+    /// message is not a whole number of `T`.
+    pub fn recv_vec<T: Equivalence>(&self, source: i32, tag: i32) -> Result<(Vec<T>, Status)> {
+        let probed = self.probe(source, tag)?;
+        let n = probed.count::<T>().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a {}-byte message is not a whole number of {}-byte elements",
+                probed.bytes,
+                size_of::<T>()
+            ))
+        })?;
+        let mut v = zeroed_vec(n);
+        let status = self.recv(&mut v, probed.source, probed.tag)?;
+        Ok((v, status))
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A process at one rank of a communicator (rsmpi's `Process`).
+pub struct Process<'c> {
+    comm: &'c Communicator,
+    rank: i32,
+}
+
+impl<'c> Process<'c> {
+    pub(crate) fn new(comm: &'c Communicator, rank: i32) -> Self {
+        Self { comm, rank }
+    }
+
+    /// The rank in its communicator.
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+
+    /// The communicator.
+    pub fn communicator(&self) -> &'c Communicator {
+        self.comm
+    }
+}
+
+/// `MPI_ANY_SOURCE` of a communicator (rsmpi's `AnyProcess`).
+pub struct AnyProcess<'c> {
+    comm: &'c Communicator,
+}
+
+impl<'c> AnyProcess<'c> {
+    pub(crate) fn new(comm: &'c Communicator) -> Self {
+        Self { comm }
+    }
+}
+
+impl sealed::Sealed for Process<'_> {}
+impl sealed::Sealed for AnyProcess<'_> {}
+
+/// Something a message can be sent to: a [`Process`].
+pub trait Destination: sealed::Sealed {
+    #[doc(hidden)]
+    fn target(&self) -> (&Communicator, i32);
+
+    /// `MPI_Send` (§3.2.1) with tag 0.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::send`].
+    fn send<T: Equivalence>(&self, buf: &[T]) -> Result<()> {
+        self.send_with_tag(buf, 0)
+    }
+
+    /// `MPI_Send` (§3.2.1).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::send`].
+    fn send_with_tag<T: Equivalence>(&self, buf: &[T], tag: i32) -> Result<()> {
+        let (c, r) = self.target();
+        c.send(buf, r, tag)
+    }
+
+    /// `MPI_Isend` (§3.7.2) with tag 0.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::isend`].
+    fn immediate_send<'b, T: Equivalence>(&self, buf: &'b [T]) -> Result<Request<'b>> {
+        self.immediate_send_with_tag(buf, 0)
+    }
+
+    /// `MPI_Isend` (§3.7.2).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::isend`].
+    fn immediate_send_with_tag<'b, T: Equivalence>(
+        &self,
+        buf: &'b [T],
+        tag: i32,
+    ) -> Result<Request<'b>> {
+        let (c, r) = self.target();
+        c.isend(buf, r, tag)
+    }
+}
+
+/// Something a message can be received from: a [`Process`] or
+/// [`AnyProcess`].
+pub trait Source: sealed::Sealed {
+    #[doc(hidden)]
+    fn origin(&self) -> (&Communicator, i32);
+
+    /// `MPI_Recv` (§3.2.4) with `MPI_ANY_TAG`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::recv`].
+    fn receive_into<T: Equivalence>(&self, buf: &mut [T]) -> Result<Status> {
+        self.receive_into_with_tag(buf, ANY_TAG)
+    }
+
+    /// `MPI_Recv` (§3.2.4).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::recv`].
+    fn receive_into_with_tag<T: Equivalence>(&self, buf: &mut [T], tag: i32) -> Result<Status> {
+        let (c, r) = self.origin();
+        c.recv(buf, r, tag)
+    }
+
+    /// `MPI_Irecv` (§3.7.2) with `MPI_ANY_TAG`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::irecv`].
+    fn immediate_receive_into<'b, T: Equivalence>(&self, buf: &'b mut [T]) -> Result<Request<'b>> {
+        self.immediate_receive_into_with_tag(buf, ANY_TAG)
+    }
+
+    /// `MPI_Irecv` (§3.7.2).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::irecv`].
+    fn immediate_receive_into_with_tag<'b, T: Equivalence>(
+        &self,
+        buf: &'b mut [T],
+        tag: i32,
+    ) -> Result<Request<'b>> {
+        let (c, r) = self.origin();
+        c.irecv(buf, r, tag)
+    }
+
+    /// Probe and receive a message of any length with `MPI_ANY_TAG`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::recv_vec`].
+    fn receive_vec<T: Equivalence>(&self) -> Result<(Vec<T>, Status)> {
+        let (c, r) = self.origin();
+        c.recv_vec(r, ANY_TAG)
+    }
+
+    /// `MPI_Probe` (§3.8.1) with `MPI_ANY_TAG`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::probe`].
+    fn probe(&self) -> Result<Status> {
+        self.probe_with_tag(ANY_TAG)
+    }
+
+    /// `MPI_Probe` (§3.8.1).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::probe`].
+    fn probe_with_tag(&self, tag: i32) -> Result<Status> {
+        let (c, r) = self.origin();
+        c.probe(r, tag)
+    }
+
+    /// `MPI_Iprobe` (§3.8.1).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::iprobe`].
+    fn immediate_probe_with_tag(&self, tag: i32) -> Result<Option<Status>> {
+        let (c, r) = self.origin();
+        c.iprobe(r, tag)
+    }
+}
+
+impl Destination for Process<'_> {
+    fn target(&self) -> (&Communicator, i32) {
+        (self.comm, self.rank)
+    }
+}
+
+impl Source for Process<'_> {
+    fn origin(&self) -> (&Communicator, i32) {
+        (self.comm, self.rank)
+    }
+}
+
+impl Source for AnyProcess<'_> {
+    fn origin(&self) -> (&Communicator, i32) {
+        (self.comm, ANY_SOURCE)
+    }
+}

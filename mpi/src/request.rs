@@ -1,0 +1,306 @@
+//! Nonblocking requests and their completion (MPI 4.1 §3.7, §3.8.4).
+//!
+//! A [`Request<'buf>`] borrows the buffer of the operation it stands for,
+//! so the borrow checker forbids touching a receive buffer before the
+//! request completes (what MPI can only ask for in prose, §3.7.2).
+//! Received bytes are copied into the buffer when the request completes,
+//! never earlier, which keeps leaking a request (`mem::forget`) harmless:
+//! the library holds no pointer into user memory. A request dropped
+//! before completion is released: a pending receive is cancelled (or its
+//! data discarded), a pending send still goes out.
+
+use std::rc::Rc;
+
+use crate::environment::Runtime;
+use crate::error::{Error, Result};
+use crate::point_to_point::Status;
+use crate::transport::{RecvOutcome, RecvToken, SendToken};
+
+/// Which peers a receive depends on, to fail it when they die.
+pub(crate) enum Watch {
+    /// One world rank.
+    Rank(u32),
+    /// Any of these world ranks (`MPI_ANY_SOURCE`); fails only when all
+    /// but this process are gone.
+    Any(Rc<[u32]>, u32),
+}
+
+enum State<'buf> {
+    Send(SendToken),
+    Recv {
+        token: RecvToken,
+        buf: &'buf mut [u8],
+        watch: Watch,
+    },
+    Done(Status),
+}
+
+/// A pending nonblocking operation (`MPI_Request`), borrowing its buffer
+/// for `'buf`.
+#[must_use = "a request must be waited for or tested to learn its outcome"]
+pub struct Request<'buf> {
+    rt: Rc<Runtime>,
+    state: State<'buf>,
+}
+
+impl<'buf> Request<'buf> {
+    pub(crate) fn send(rt: Rc<Runtime>, token: SendToken) -> Self {
+        Self {
+            rt,
+            state: State::Send(token),
+        }
+    }
+
+    pub(crate) fn recv(
+        rt: Rc<Runtime>,
+        token: RecvToken,
+        buf: &'buf mut [u8],
+        watch: Watch,
+    ) -> Self {
+        Self {
+            rt,
+            state: State::Recv { token, buf, watch },
+        }
+    }
+
+    /// One completion check without waiting; `Some` once complete.
+    fn check(&mut self) -> Result<Option<Status>> {
+        let done = match &mut self.state {
+            State::Done(s) => return Ok(Some(*s)),
+            State::Send(token) => {
+                let token = *token;
+                if !self.rt.with(|t| t.test_send(token))? {
+                    return Ok(None);
+                }
+                Status::empty()
+            }
+            State::Recv { token, buf, watch } => {
+                let token = *token;
+                let outcome = self.rt.with(|t| {
+                    if let Some(o) = t.test_recv(token) {
+                        return Ok(Some(o));
+                    }
+                    // Nothing more can arrive from dead peers.
+                    let dead = match watch {
+                        Watch::Rank(w) => t.peer_failure(*w).map(|r| (*w, r)),
+                        Watch::Any(members, me) => {
+                            let others = members.iter().filter(|w| **w != *me);
+                            let mut why = None;
+                            let mut all = members.len() > 1;
+                            for w in others {
+                                match t.peer_failure(*w) {
+                                    Some(r) => why = Some((*w, r)),
+                                    None => all = false,
+                                }
+                            }
+                            why.filter(|_| all)
+                        }
+                    };
+                    match dead {
+                        Some((rank, reason)) if t.cancel_recv(token) => {
+                            let _ = t.test_recv(token);
+                            Err(Error::PeerGone { rank, reason })
+                        }
+                        _ => Ok(None),
+                    }
+                });
+                let outcome = match outcome {
+                    Ok(Some(o)) => o,
+                    Ok(None) => return Ok(None),
+                    Err(e) => {
+                        self.state = State::Done(Status::empty());
+                        return Err(e);
+                    }
+                };
+                let finished = finish_recv(outcome, buf);
+                self.state = State::Done(Status::empty());
+                finished?
+            }
+        };
+        self.state = State::Done(done);
+        Ok(Some(done))
+    }
+
+    /// `MPI_Test` (§3.7.3): the status if the operation has completed,
+    /// `None` if not, after one round of progress without waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`], [`Error::PeerGone`] and transport errors; the
+    /// request is then complete.
+    pub fn test(&mut self) -> Result<Option<Status>> {
+        if let Some(s) = self.check()? {
+            return Ok(Some(s));
+        }
+        self.rt
+            .with(|t| t.progress(Some(std::time::Duration::ZERO)))?;
+        self.check()
+    }
+
+    /// `MPI_Wait` (§3.7.3): blocks until the operation completes.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Request::test`]; a receive whose sender died fails instead
+    /// of waiting forever.
+    pub fn wait(mut self) -> Result<Status> {
+        loop {
+            if let Some(s) = self.check()? {
+                return Ok(s);
+            }
+            self.rt.with(|t| t.progress(None))?;
+        }
+    }
+
+    /// `MPI_Cancel` (§3.8.4) of a receive: if it has not matched yet it
+    /// completes with [`Status::is_cancelled`]; otherwise it completes
+    /// normally. Sends are not cancelled (MPI 4.1 deprecates that).
+    ///
+    /// # Errors
+    ///
+    /// Only after finalize.
+    pub fn cancel(&mut self) -> Result<()> {
+        if let State::Recv { token, .. } = self.state {
+            if self.rt.with(|t| Ok(t.cancel_recv(token)))? {
+                self.check()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies a completed receive into the caller's buffer.
+fn finish_recv(outcome: RecvOutcome, buf: &mut [u8]) -> Result<Status> {
+    match outcome {
+        RecvOutcome::Cancelled => Ok(Status {
+            cancelled: true,
+            ..Status::empty()
+        }),
+        RecvOutcome::Failed { rank, reason } => Err(Error::PeerGone { rank, reason }),
+        RecvOutcome::Done {
+            envelope,
+            len,
+            data,
+        } => {
+            buf[..data.len()].copy_from_slice(&data);
+            let (source, tag) = (envelope.source as i32, envelope.tag as i32);
+            if len > buf.len() as u64 {
+                return Err(Error::Truncated {
+                    len,
+                    capacity: buf.len(),
+                    source_rank: source,
+                    tag,
+                });
+            }
+            Ok(Status {
+                source,
+                tag,
+                bytes: data.len(),
+                cancelled: false,
+            })
+        }
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        let _ = match self.state {
+            State::Send(token) => self.rt.with(|t| {
+                t.release_send(token);
+                Ok(())
+            }),
+            State::Recv { token, .. } => self.rt.with(|t| {
+                t.release_recv(token);
+                Ok(())
+            }),
+            State::Done(_) => Ok(()),
+        };
+    }
+}
+
+/// `MPI_Waitall` (§3.7.5): waits for every request; statuses in order.
+///
+/// # Errors
+///
+/// The first error any request completes with (all are still completed
+/// or released).
+pub fn wait_all(mut requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    let mut first_err = None;
+    let mut out: Vec<Option<Status>> = vec![None; requests.len()];
+    loop {
+        let mut pending = false;
+        for (r, slot) in requests.iter_mut().zip(out.iter_mut()) {
+            if slot.is_some() {
+                continue;
+            }
+            match r.check() {
+                Ok(Some(s)) => *slot = Some(s),
+                Ok(None) => pending = true,
+                Err(e) => {
+                    *slot = Some(Status::empty());
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if !pending {
+            break;
+        }
+        let Some(r) = requests.first() else { break };
+        r.rt.with(|t| t.progress(None))?;
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out.into_iter().map(Option::unwrap_or_default).collect()),
+    }
+}
+
+/// `MPI_Waitany` (§3.7.5): waits until one of the requests completes,
+/// takes it out of its slot and returns its index and status; `None` if
+/// every slot is empty (all `MPI_REQUEST_NULL`).
+///
+/// # Errors
+///
+/// The error of the request that completed with one; its slot is emptied.
+pub fn wait_any(requests: &mut [Option<Request<'_>>]) -> Result<Option<(usize, Status)>> {
+    loop {
+        let mut rt = None;
+        for (i, slot) in requests.iter_mut().enumerate() {
+            let Some(r) = slot else { continue };
+            match r.check() {
+                Ok(Some(s)) => {
+                    *slot = None;
+                    return Ok(Some((i, s)));
+                }
+                Ok(None) => rt = Some(r.rt.clone()),
+                Err(e) => {
+                    *slot = None;
+                    return Err(e);
+                }
+            }
+        }
+        match rt {
+            None => return Ok(None),
+            Some(rt) => rt.with(|t| t.progress(None))?,
+        }
+    }
+}
+
+/// `MPI_Testall` (§3.7.5): after one round of progress, every status if
+/// all requests are complete, `None` otherwise (none is consumed then).
+///
+/// # Errors
+///
+/// The first error a request completed with.
+pub fn test_all(requests: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
+    if let Some(r) = requests.first() {
+        r.rt.with(|t| t.progress(Some(std::time::Duration::ZERO)))?;
+    }
+    let mut out = Vec::with_capacity(requests.len());
+    for r in requests.iter_mut() {
+        match r.check()? {
+            Some(s) => out.push(s),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}

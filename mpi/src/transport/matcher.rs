@@ -1,0 +1,466 @@
+//! The receive side shared by the user-space transports: o2g-core's
+//! matching engine plus the storage it leaves to its caller.
+//!
+//! The engine decides *which* receive a message belongs to (MPI 4.1 §3.5
+//! ordering, §3.2.4 wildcards, §3.8 probe and cancel); this file owns the
+//! bytes: the buffer each matched receive fills, and the stored payload of
+//! each unexpected message. A message arrives in three steps, as the
+//! stream reassembler reports it: [`Matcher::arrive`] with the header,
+//! [`Matcher::payload`] for each piece in order, [`Matcher::end`].
+//!
+//! Received bytes land in a vector owned here and reach the caller's
+//! buffer when the request completes. That costs one copy, and buys
+//! soundness: a `Request` that is leaked (`mem::forget`) can never make the
+//! transport write into memory that is no longer the caller's.
+
+use std::collections::HashMap;
+
+use o2g_core::proto::envelope::{Envelope, Selector};
+use o2g_core::proto::matching::{
+    Arrival, Bucket, CancelError, Engine, MsgId, Posted, RecvId, Slot,
+};
+
+use crate::error::{Error, Result};
+
+/// Capacity of each engine queue (posted receives, unexpected messages).
+const QUEUE_CAPACITY: usize = 1 << 14;
+
+/// Names a posted receive until its outcome is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RecvToken {
+    index: u32,
+    generation: u32,
+}
+
+impl RecvToken {
+    fn to_handle(self) -> u64 {
+        u64::from(self.generation) << 32 | u64::from(self.index)
+    }
+
+    fn from_handle(h: u64) -> Self {
+        Self {
+            index: h as u32,
+            generation: (h >> 32) as u32,
+        }
+    }
+}
+
+/// How a receive ended.
+#[derive(Debug)]
+pub(crate) enum RecvOutcome {
+    /// A message matched. `len` is what the sender sent; `data` holds at
+    /// most the posted capacity of it.
+    Done {
+        /// Envelope of the message.
+        envelope: Envelope,
+        /// Length the sender sent.
+        len: u64,
+        /// The payload, truncated to the receive's capacity.
+        data: Vec<u8>,
+    },
+    /// The receive was cancelled before it matched.
+    Cancelled,
+    /// The sender died while the message was arriving.
+    Failed {
+        /// World rank of the sender.
+        rank: u32,
+        /// What happened.
+        reason: String,
+    },
+}
+
+/// Where the bytes of an arriving message go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sink {
+    /// Into a matched receive.
+    Recv(RecvToken),
+    /// Into the unexpected-message store.
+    Unexpected(u64),
+}
+
+/// The unexpected queue is full; the caller retries later.
+#[derive(Debug)]
+pub(crate) struct Full;
+
+#[derive(Debug)]
+enum State {
+    Free,
+    /// Waiting for a message.
+    Posted(RecvId),
+    /// Matched; the message is arriving into `data`.
+    Filling {
+        envelope: Envelope,
+        len: u64,
+        data: Vec<u8>,
+    },
+    /// Matched an unexpected message still arriving into the store.
+    Claimed,
+    Done(RecvOutcome),
+}
+
+#[derive(Debug)]
+struct Entry {
+    generation: u32,
+    capacity: usize,
+    /// Nobody will take the outcome: free the entry when it completes.
+    released: bool,
+    state: State,
+}
+
+struct Stored {
+    envelope: Envelope,
+    len: u64,
+    data: Vec<u8>,
+    complete: bool,
+    claimed_by: Option<RecvToken>,
+}
+
+/// Posted receives and unexpected messages of one process.
+pub(crate) struct Matcher {
+    engine: Engine<Vec<Slot>, Vec<Bucket>>,
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+    stored: HashMap<u64, Stored>,
+}
+
+impl Matcher {
+    /// An empty matcher.
+    pub(crate) fn new() -> Self {
+        let slots = || vec![Slot::EMPTY; QUEUE_CAPACITY];
+        let engine = Engine::new(
+            slots(),
+            slots(),
+            vec![Bucket::EMPTY; QUEUE_CAPACITY],
+            0x6f32,
+        )
+        .unwrap_or_else(|_| unreachable!("bucket storage is not empty"));
+        Self {
+            engine,
+            entries: Vec::new(),
+            free: Vec::new(),
+            stored: HashMap::new(),
+        }
+    }
+
+    fn entry(&mut self, t: RecvToken) -> Option<&mut Entry> {
+        self.entries
+            .get_mut(t.index as usize)
+            .filter(|e| e.generation == t.generation && !matches!(e.state, State::Free))
+    }
+
+    /// Returns a receive's entry to the free list; its token goes stale.
+    fn free_entry(&mut self, t: RecvToken) {
+        if let Some(e) = self.entry(t) {
+            e.state = State::Free;
+            e.generation = e.generation.wrapping_add(1);
+            e.released = false;
+            self.free.push(t.index);
+        }
+    }
+
+    /// Sets a receive's outcome, or frees it if nobody waits for it.
+    fn complete(&mut self, t: RecvToken, outcome: RecvOutcome) {
+        let Some(e) = self.entry(t) else { return };
+        if e.released {
+            self.free_entry(t);
+        } else {
+            e.state = State::Done(outcome);
+        }
+    }
+
+    /// Posts a receive for at most `capacity` bytes (`MPI_Irecv`).
+    pub(crate) fn post(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = u32::try_from(self.entries.len())
+                    .map_err(|_| Error::ResourceExhausted("receive requests"))?;
+                self.entries.push(Entry {
+                    generation: 0,
+                    capacity: 0,
+                    released: false,
+                    state: State::Free,
+                });
+                i
+            }
+        };
+        let e = &mut self.entries[index as usize];
+        let token = RecvToken {
+            index,
+            generation: e.generation,
+        };
+        e.capacity = capacity;
+        e.state = State::Posted(RecvId::from_raw(0));
+        match self.engine.post(sel, token.to_handle()) {
+            Ok(Posted::Queued(id)) => {
+                self.entries[index as usize].state = State::Posted(id);
+            }
+            Ok(Posted::Matched(msg, _)) => self.take_stored(token, msg.to_raw()),
+            Err(_) => {
+                self.free_entry(token);
+                return Err(Error::ResourceExhausted("posted receive queue"));
+            }
+        }
+        Ok(token)
+    }
+
+    /// Gives a stored unexpected message to the receive that matched it.
+    fn take_stored(&mut self, t: RecvToken, key: u64) {
+        let Some(s) = self.stored.get_mut(&key) else {
+            return;
+        };
+        if !s.complete {
+            s.claimed_by = Some(t);
+            if let Some(e) = self.entry(t) {
+                e.state = State::Claimed;
+            }
+            return;
+        }
+        if let Some(s) = self.stored.remove(&key) {
+            let _ = self.engine.release(MsgId::from_raw(key));
+            let cap = self.entry(t).map_or(0, |e| e.capacity);
+            let mut data = s.data;
+            data.truncate(cap);
+            self.complete(
+                t,
+                RecvOutcome::Done {
+                    envelope: s.envelope,
+                    len: s.len,
+                    data,
+                },
+            );
+        }
+    }
+
+    /// The outcome of a completed receive (`MPI_Test`); frees the token.
+    pub(crate) fn test(&mut self, t: RecvToken) -> Option<RecvOutcome> {
+        let Some(e) = self.entry(t) else {
+            return Some(RecvOutcome::Failed {
+                rank: u32::MAX,
+                reason: "stale receive token".into(),
+            });
+        };
+        let State::Done(outcome) = &mut e.state else {
+            return None;
+        };
+        let outcome = std::mem::replace(outcome, RecvOutcome::Cancelled);
+        self.free_entry(t);
+        Some(outcome)
+    }
+
+    /// Cancels a receive that has not matched (`MPI_Cancel`).
+    pub(crate) fn cancel(&mut self, t: RecvToken) -> bool {
+        let Some(e) = self.entry(t) else { return false };
+        let State::Posted(id) = e.state else {
+            return false;
+        };
+        match self.engine.cancel(id) {
+            Ok(_) => {
+                self.complete(t, RecvOutcome::Cancelled);
+                true
+            }
+            Err(CancelError::TooLate | CancelError::InvalidId) => false,
+        }
+    }
+
+    /// Forgets a receive: cancels it, or frees it once it completes.
+    pub(crate) fn release(&mut self, t: RecvToken) {
+        if self.cancel(t) || matches!(self.entry(t).map(|e| &e.state), Some(State::Done(_))) {
+            self.free_entry(t);
+        } else if let Some(e) = self.entry(t) {
+            e.released = true;
+        }
+    }
+
+    /// `MPI_Iprobe`: the message a receive with `sel` would take now.
+    pub(crate) fn probe(&self, sel: Selector) -> Option<(Envelope, u64)> {
+        self.engine
+            .probe(sel)
+            .map(|(_, info)| (info.envelope, info.len))
+    }
+
+    /// A header arrived: where do its `len` payload bytes go?
+    pub(crate) fn arrive(&mut self, envelope: Envelope, len: u64) -> Result<Sink, Full> {
+        match self.engine.arrive(envelope, len, 0) {
+            Ok(Arrival::Matched { handle }) => {
+                let t = RecvToken::from_handle(handle);
+                let Some(e) = self.entry(t) else {
+                    return Ok(Sink::Recv(t));
+                };
+                let keep = usize::try_from(len).unwrap_or(usize::MAX).min(e.capacity);
+                e.state = State::Filling {
+                    envelope,
+                    len,
+                    data: Vec::with_capacity(keep),
+                };
+                Ok(Sink::Recv(t))
+            }
+            Ok(Arrival::Unexpected(id)) => {
+                let key = id.to_raw();
+                self.stored.insert(
+                    key,
+                    Stored {
+                        envelope,
+                        len,
+                        data: Vec::with_capacity(usize::try_from(len).unwrap_or(0)),
+                        complete: false,
+                        claimed_by: None,
+                    },
+                );
+                Ok(Sink::Unexpected(key))
+            }
+            Err(_) => Err(Full),
+        }
+    }
+
+    /// The next payload bytes of the message going to `sink`.
+    pub(crate) fn payload(&mut self, sink: Sink, bytes: &[u8]) {
+        match sink {
+            Sink::Recv(t) => {
+                let Some(e) = self.entry(t) else { return };
+                let cap = e.capacity;
+                if let State::Filling { data, .. } = &mut e.state {
+                    let room = cap.saturating_sub(data.len()).min(bytes.len());
+                    data.extend_from_slice(&bytes[..room]);
+                }
+            }
+            Sink::Unexpected(key) => {
+                if let Some(s) = self.stored.get_mut(&key) {
+                    s.data.extend_from_slice(bytes);
+                }
+            }
+        }
+    }
+
+    /// The message going to `sink` is complete.
+    pub(crate) fn end(&mut self, sink: Sink) {
+        match sink {
+            Sink::Recv(t) => {
+                let Some(e) = self.entry(t) else { return };
+                let State::Filling {
+                    envelope,
+                    len,
+                    data,
+                } = &mut e.state
+                else {
+                    return;
+                };
+                let outcome = RecvOutcome::Done {
+                    envelope: *envelope,
+                    len: *len,
+                    data: std::mem::take(data),
+                };
+                self.complete(t, outcome);
+            }
+            Sink::Unexpected(key) => {
+                let Some(s) = self.stored.get_mut(&key) else {
+                    return;
+                };
+                s.complete = true;
+                if let Some(t) = s.claimed_by {
+                    self.take_stored(t, key);
+                }
+            }
+        }
+    }
+
+    /// The sender (world rank `rank`) died while its message was arriving.
+    pub(crate) fn fail(&mut self, sink: Sink, rank: u32, reason: &str) {
+        let failed = |reason: &str| RecvOutcome::Failed {
+            rank,
+            reason: reason.to_owned(),
+        };
+        match sink {
+            Sink::Recv(t) => self.complete(t, failed(reason)),
+            Sink::Unexpected(key) => {
+                if let Some(s) = self.stored.remove(&key) {
+                    let _ = self.engine.release(MsgId::from_raw(key));
+                    if let Some(t) = s.claimed_by {
+                        self.complete(t, failed(reason));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A whole message from this process to itself.
+    pub(crate) fn deliver(&mut self, envelope: Envelope, data: &[u8]) -> Result<(), Full> {
+        let sink = self.arrive(envelope, data.len() as u64)?;
+        self.payload(sink, data);
+        self.end(sink);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use o2g_core::proto::envelope::{SourceSel, TagSel};
+
+    const ENV: Envelope = Envelope {
+        source: 1,
+        tag: 5,
+        context: 0,
+    };
+
+    fn any() -> Selector {
+        Selector {
+            source: SourceSel::Any,
+            tag: TagSel::Any,
+            context: 0,
+        }
+    }
+
+    #[test]
+    fn posted_then_arrived_and_truncated() {
+        let mut m = Matcher::new();
+        let t = m.post(any(), 2).unwrap();
+        assert!(m.test(t).is_none());
+        let sink = m.arrive(ENV, 3).unwrap();
+        m.payload(sink, b"ab");
+        m.payload(sink, b"c");
+        m.end(sink);
+        match m.test(t) {
+            Some(RecvOutcome::Done {
+                envelope,
+                len,
+                data,
+            }) => {
+                assert_eq!((envelope, len, &data[..]), (ENV, 3, &b"ab"[..]));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unexpected_partial_then_claimed() {
+        let mut m = Matcher::new();
+        let sink = m.arrive(ENV, 2).unwrap();
+        m.payload(sink, b"x");
+        assert_eq!(m.probe(any()), Some((ENV, 2)));
+        let t = m.post(Selector::exact(ENV), 8).unwrap();
+        assert!(m.test(t).is_none());
+        m.payload(sink, b"y");
+        m.end(sink);
+        assert!(matches!(m.test(t), Some(RecvOutcome::Done { data, .. }) if data == b"xy"));
+        assert_eq!(m.probe(any()), None);
+    }
+
+    #[test]
+    fn cancel_and_release() {
+        let mut m = Matcher::new();
+        let t = m.post(any(), 1).unwrap();
+        assert!(m.cancel(t));
+        assert!(matches!(m.test(t), Some(RecvOutcome::Cancelled)));
+        let t = m.post(any(), 1).unwrap();
+        let sink = m.arrive(ENV, 1).unwrap();
+        assert!(!m.cancel(t));
+        m.release(t);
+        m.payload(sink, b"z");
+        m.end(sink);
+        // The released entry was freed and its slot is reused.
+        let t2 = m.post(any(), 1).unwrap();
+        assert_eq!(t2.index, t.index);
+        assert_ne!(t2.generation, t.generation);
+    }
+}

@@ -1,0 +1,156 @@
+//! Transports: how bytes move between the processes of a job.
+//!
+//! The MPI layer above (communicators, point-to-point, collectives) never
+//! touches a socket. It talks to exactly one [`Transport`], chosen at
+//! [`crate::initialize`] from the environment variable `O2G_TRANSPORT`:
+//!
+//! | value | file | what it is |
+//! |---|---|---|
+//! | `sockets-epoll` (default) | `epoll.rs` | TCP, readiness through epoll (mio) |
+//! | `sockets-select` | `select.rs` | TCP, the classic `select` + nonblocking read loop (the YAMPII/Sock baseline of the o2g paper; deliberately not modernised) |
+//! | `self` | `self_loop.rs` | no network: a world of one process sending to itself |
+//! | `o2g` | `o2g.rs` | the kernel module; not available yet, selecting it is an error |
+//!
+//! # The contract every transport provides
+//!
+//! A transport serves one process of a world of `size` processes and
+//! addresses peers by their *world* rank; communicators, and so context
+//! ids and communicator-relative ranks, are already folded into the
+//! [`Envelope`] the MPI layer hands down. A transport must:
+//!
+//! 1. **Send** a message (`send`, `isend`) to any world rank, itself
+//!    included, as one o2g-core wire header plus payload, preserving the
+//!    order of messages from this process to each destination (MPI
+//!    non-overtaking, §3.5). `send` returns when the caller's buffer may be
+//!    reused; `isend` returns at once with a token, copying whatever it
+//!    could not hand to the system yet, so the token never refers to the
+//!    caller's memory. While a send waits for room, the transport keeps
+//!    receiving, so two processes sending to each other cannot deadlock.
+//! 2. **Match** arriving messages against posted receives with MPI
+//!    semantics: ANY_SOURCE/ANY_TAG, non-overtaking, no match across
+//!    contexts, probe, cancel. The socket transports and `self` all use the
+//!    matching engine of `o2g-core` (through `matcher.rs`), so there is one
+//!    implementation of matching in user space; the `o2g` transport will
+//!    use the same engine inside the kernel.
+//! 3. **Complete** receives (`post_recv`, `test_recv`): a completed receive
+//!    yields the envelope, the length the sender sent and the payload
+//!    truncated to the posted capacity; the MPI layer turns a longer
+//!    message into `MPI_ERR_TRUNCATE`.
+//! 4. **Progress** (`progress`): move bytes in both directions, waiting at
+//!    most the given time for something to happen. Every other method may
+//!    only do work that needs no waiting.
+//! 5. **Report dead peers** (`peer_failure`): a closed or broken connection
+//!    marks the peer dead; receives that depend on it fail instead of
+//!    hanging, sends to it fail.
+//! 6. **Finish** (`flush`): deliver every queued byte before the process
+//!    leaves MPI.
+//!
+//! Everything is single-threaded (`MPI_THREAD_SINGLE`, §11.2.3): the MPI
+//! layer owns the transport behind a `RefCell`.
+
+use std::time::Duration;
+
+use o2g_core::proto::envelope::{Envelope, Selector};
+
+use crate::config::{Config, TransportKind};
+use crate::error::{Error, Result};
+use crate::pmi::Pmi;
+
+pub(crate) mod bootstrap;
+mod epoll;
+pub(crate) mod matcher;
+mod o2g;
+mod select;
+pub(crate) mod self_loop;
+mod sockets;
+
+pub(crate) use matcher::{RecvOutcome, RecvToken};
+
+/// Names an `isend` until it completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SendToken(pub(crate) u64);
+
+/// What every transport provides; see the module documentation.
+pub(crate) trait Transport {
+    /// Sends `data` to world rank `dest` and returns when `data` may be
+    /// reused, receiving meanwhile.
+    fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()>;
+
+    /// Starts sending `data` to world rank `dest`; never keeps a reference
+    /// to `data`.
+    fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken>;
+
+    /// Whether the send completed; a completed token is forgotten.
+    fn test_send(&mut self, token: SendToken) -> Result<bool>;
+
+    /// The caller no longer cares about this send; it still goes out.
+    fn release_send(&mut self, token: SendToken);
+
+    /// Posts a receive for at most `capacity` bytes.
+    fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken>;
+
+    /// Takes the outcome of a completed receive; `None` while pending.
+    fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome>;
+
+    /// Cancels a receive that has not matched yet (§3.8.4); `false` if it
+    /// already matched, in which case it completes normally.
+    fn cancel_recv(&mut self, token: RecvToken) -> bool;
+
+    /// The caller no longer cares about this receive: cancel it, or drop
+    /// its data when it completes.
+    fn release_recv(&mut self, token: RecvToken);
+
+    /// The envelope and length of the message a receive with `sel` would
+    /// take now, without taking it (§3.8.1).
+    fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)>;
+
+    /// Moves bytes, waiting at most `timeout` (forever for `None`) when
+    /// nothing can be done at once.
+    fn progress(&mut self, timeout: Option<Duration>) -> Result<()>;
+
+    /// Why world rank `rank` is dead, or `None` while it is alive.
+    fn peer_failure(&self, rank: u32) -> Option<String>;
+
+    /// Delivers every queued byte, waiting at most `timeout`.
+    fn flush(&mut self, timeout: Duration) -> Result<()>;
+}
+
+/// Builds the transport the configuration selects, connecting to every
+/// peer of the world (through `pmi` when the world has more than one
+/// process).
+pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>> {
+    let (rank, size) = (pmi.rank(), pmi.size());
+    match config.transport {
+        TransportKind::SelfLoop => {
+            if size != 1 {
+                return Err(Error::Config(format!(
+                    "O2G_TRANSPORT=self serves a world of one process, this one has {size}"
+                )));
+            }
+            if !config.self_path {
+                return Err(Error::Config(
+                    "O2G_TRANSPORT=self with O2G_SELF=0 leaves no way to send".into(),
+                ));
+            }
+            Ok(Box::new(self_loop::SelfLoop::new(config)?))
+        }
+        TransportKind::SocketsSelect => {
+            let conns = bootstrap::connect_all(config, pmi)?;
+            Ok(Box::new(sockets::Sockets::new(
+                rank,
+                size,
+                conns,
+                select::Select::new(),
+                config,
+            )?))
+        }
+        TransportKind::SocketsEpoll => {
+            let conns = bootstrap::connect_all(config, pmi)?;
+            let poller = epoll::Epoll::new().map_err(|e| Error::io("epoll_create", e))?;
+            Ok(Box::new(sockets::Sockets::new(
+                rank, size, conns, poller, config,
+            )?))
+        }
+        TransportKind::O2g => Err(o2g::unavailable()),
+    }
+}

@@ -1,0 +1,84 @@
+//! `sockets-select`: readiness through `select(2)`, the way YAMPII/Sock and
+//! the MPIs of its day did it, kept deliberately classic as the o2g
+//! paper's baseline.
+//!
+//! Every progress round builds fresh read and write `fd_set`s over all
+//! live connections, calls `select`, and then the shared loop in
+//! `sockets.rs` reads each readable socket until it would block. The cost
+//! the paper measures, a system call over every connection per round plus
+//! one `read` per socket, is exactly what remains here. Descriptors at or
+//! above `FD_SETSIZE` (1024) cannot be watched; that is an error, not a
+//! silent fallback.
+
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use nix::sys::select::{select, FdSet, FD_SETSIZE};
+use nix::sys::time::{TimeVal, TimeValLike};
+
+use super::sockets::{Interest, Poller, Ready};
+
+/// The `select` poller; it keeps no state between rounds.
+pub(crate) struct Select;
+
+impl Select {
+    pub(crate) fn new() -> Self {
+        Select
+    }
+}
+
+impl Poller for Select {
+    const NEEDS_INTEREST: bool = true;
+
+    fn register(&mut self, _rank: usize, s: &TcpStream, w: Option<&TcpStream>) -> io::Result<()> {
+        for fd in std::iter::once(s).chain(w).map(AsRawFd::as_raw_fd) {
+            if fd as usize >= FD_SETSIZE {
+                return Err(io::Error::other(format!(
+                    "descriptor {fd} is beyond select's FD_SETSIZE ({FD_SETSIZE})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn deregister(&mut self, _rank: usize, _s: &TcpStream, _w: Option<&TcpStream>) {}
+
+    fn wait(
+        &mut self,
+        interest: &[Interest<'_>],
+        timeout: Option<Duration>,
+        ready: &mut Vec<Ready>,
+    ) -> io::Result<()> {
+        let mut read = FdSet::new();
+        let mut write = FdSet::new();
+        for i in interest {
+            read.insert(i.fd);
+            if let Some(w) = i.write {
+                write.insert(w);
+            }
+        }
+        let mut tv =
+            timeout.map(|t| TimeVal::microseconds(t.as_micros().min(i64::MAX as u128) as i64));
+        match select(None, &mut read, &mut write, None, tv.as_mut()) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        for i in interest {
+            let (r, w) = (
+                read.contains(i.fd),
+                i.write.is_some_and(|w| write.contains(w)),
+            );
+            if r || w {
+                ready.push(Ready {
+                    rank: i.rank,
+                    readable: r,
+                    writable: w,
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,277 @@
+//! The conformance suite: every case, over every transport, as real
+//! processes on real loopback sockets.
+//!
+//! One binary plays two roles. Run by cargo (no `O2G_CONF_CASE` in the
+//! environment) it is the driver: it runs each case of the matrix through
+//! `o2grun -n N --timeout T` (so every run is bounded) with the transport
+//! in `O2G_TRANSPORT`, and prints libtest-style lines and a
+//! `test result:` summary. Started by o2grun (or bare, for a singleton)
+//! with `O2G_CONF_CASE=<case>`, it is one rank of that case and exits
+//! non-zero if any check fails.
+//!
+//! `O2G_CONF_FILTER=text` runs only the runs whose name contains `text`.
+
+mod collectives;
+mod p2p;
+mod random;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+/// Every run is killed after this many seconds.
+const RUN_TIMEOUT: &str = "60";
+
+/// One run of a case.
+struct Run {
+    name: String,
+    /// Program and its arguments; o2grun is prepended unless `bare`.
+    program: PathBuf,
+    args: Vec<String>,
+    np: u32,
+    bare: bool,
+    /// Launch with MPICH's `mpiexec.hydra` instead of o2grun.
+    hydra: bool,
+    env: Vec<(&'static str, String)>,
+    /// The exit status o2grun must end with.
+    expect_code: i32,
+    /// Text that must appear in the combined output.
+    expect_output: Option<&'static str>,
+}
+
+fn case(name: &str, transport: &str, np: u32) -> Run {
+    Run {
+        name: format!("{name}/{transport}/np{np}"),
+        program: std::env::current_exe().expect("current_exe"),
+        args: Vec::new(),
+        np,
+        bare: false,
+        hydra: false,
+        env: vec![
+            ("O2G_CONF_CASE", name.to_owned()),
+            ("O2G_TRANSPORT", transport.to_owned()),
+        ],
+        expect_code: 0,
+        expect_output: None,
+    }
+}
+
+fn example(name: &str, transport: &str, np: u32) -> Run {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/conformance-* -> target/<profile>/examples/<name>
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    Run {
+        name: format!("example-{name}/{transport}/np{np}"),
+        program: dir.join("examples").join(name),
+        env: vec![("O2G_TRANSPORT", transport.to_owned())],
+        ..case(name, transport, np)
+    }
+}
+
+fn matrix() -> Vec<Run> {
+    let mut runs = Vec::new();
+    for t in ["sockets-epoll", "sockets-select"] {
+        runs.push(case("p2p", t, 4));
+        runs.push(Run {
+            env: vec![
+                ("O2G_CONF_CASE", "p2p".into()),
+                ("O2G_TRANSPORT", t.into()),
+                ("O2G_SELF", "0".into()),
+            ],
+            name: format!("p2p/{t}/np3/self-over-network"),
+            ..case("p2p", t, 3)
+        });
+        for np in [1, 2, 3, 4, 7, 16] {
+            runs.push(case("collectives", t, np));
+        }
+        runs.push(case("random", t, 4));
+        runs.push(Run {
+            env: vec![
+                ("O2G_CONF_CASE", "random".into()),
+                ("O2G_TRANSPORT", t.into()),
+                ("O2G_SELF", "0".into()),
+                ("O2G_SNDBUF", "16384".into()),
+                ("O2G_RCVBUF", "16384".into()),
+            ],
+            name: format!("random/{t}/np3/self-over-network+small-buffers"),
+            ..case("random", t, 3)
+        });
+        runs.push(case("big", t, 2));
+        runs.push(case("dead_peer", t, 2));
+        runs.push(example("hello", t, 4));
+        runs.push(example("ping_pong", t, 2));
+    }
+    // A world of one without any process manager, over each transport.
+    for t in ["self", "sockets-epoll"] {
+        for name in ["collectives", "p2p_self"] {
+            runs.push(Run {
+                bare: true,
+                name: format!("{name}/{t}/singleton"),
+                ..case(name, t, 1)
+            });
+        }
+    }
+    runs.push(Run {
+        bare: true,
+        name: "big/self/singleton".into(),
+        ..case("big_self", "self", 1)
+    });
+    // The same binaries under MPICH's hydra (PMI-1 over PMI_FD).
+    for (name, np) in [("collectives", 7), ("p2p", 4)] {
+        runs.push(Run {
+            hydra: true,
+            name: format!("{name}/sockets-epoll/np{np}/mpiexec.hydra"),
+            ..case(name, "sockets-epoll", np)
+        });
+    }
+    runs.push(Run {
+        hydra: true,
+        name: "example-hello/sockets-select/np3/mpiexec.hydra".into(),
+        ..example("hello", "sockets-select", 3)
+    });
+    // The launcher's failure handling.
+    runs.push(Run {
+        expect_code: 3,
+        expect_output: Some("rank 1 exited with status 3"),
+        ..case("rank_fails", "sockets-epoll", 3)
+    });
+    runs.push(Run {
+        expect_code: 7,
+        expect_output: Some("rank 2 called MPI_Abort with code 7"),
+        ..case("rank_aborts", "sockets-epoll", 3)
+    });
+    runs.push(Run {
+        expect_code: 1,
+        expect_output: Some("not available"),
+        ..case("p2p_self", "o2g", 1)
+    });
+    runs
+}
+
+fn execute(run: &Run) -> Result<(), String> {
+    let mut cmd = if run.bare {
+        Command::new(&run.program)
+    } else if run.hydra {
+        // Installed by scripts/setup.sh (Debian package mpich).
+        let mut c = Command::new("mpiexec.hydra");
+        c.args(["-n", &run.np.to_string()])
+            .env("MPIEXEC_TIMEOUT", RUN_TIMEOUT);
+        c.arg(&run.program);
+        c
+    } else {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_o2grun"));
+        c.args([
+            "-n",
+            &run.np.to_string(),
+            "--tag-output",
+            "--timeout",
+            RUN_TIMEOUT,
+        ]);
+        c.arg(&run.program);
+        c
+    };
+    cmd.args(&run.args)
+        .envs(run.env.iter().map(|(k, v)| (k, v)))
+        .env_remove("PMI_FD")
+        .env_remove("PMI_PORT")
+        .stdin(Stdio::null());
+    let out = cmd.output().map_err(|e| format!("spawn: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let code = out.status.code().unwrap_or(-1);
+    if code != run.expect_code {
+        return Err(format!("exit {code}, expected {}\n{text}", run.expect_code));
+    }
+    if let Some(want) = run.expect_output {
+        if !text.contains(want) {
+            return Err(format!("output lacks {want:?}\n{text}"));
+        }
+    }
+    Ok(())
+}
+
+fn driver() -> ExitCode {
+    let filter = std::env::var("O2G_CONF_FILTER").unwrap_or_default();
+    let runs: Vec<Run> = matrix()
+        .into_iter()
+        .filter(|r| r.name.contains(&filter))
+        .collect();
+    println!("\nrunning {} tests", runs.len());
+    let start = Instant::now();
+    let mut failed = Vec::new();
+    for run in &runs {
+        let t = Instant::now();
+        match execute(run) {
+            Ok(()) => println!(
+                "test {} ... ok ({:.1}s)",
+                run.name,
+                t.elapsed().as_secs_f64()
+            ),
+            Err(e) => {
+                println!("test {} ... FAILED", run.name);
+                failed.push((run.name.clone(), e));
+            }
+        }
+    }
+    for (name, e) in &failed {
+        println!("\n---- {name} ----\n{e}");
+    }
+    let ok = failed.is_empty();
+    println!(
+        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; 0 filtered out; finished in {:.2}s\n",
+        if ok { "ok" } else { "FAILED" },
+        runs.len() - failed.len(),
+        failed.len(),
+        start.elapsed().as_secs_f64()
+    );
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A failed check inside a rank.
+pub(crate) type Check = Result<(), Box<dyn std::error::Error>>;
+
+/// Fails the rank with a message when `cond` is false.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)*) => {
+        if !$cond {
+            return Err(format!($($fmt)*).into());
+        }
+    };
+}
+
+fn rank_main(case: &str) -> ExitCode {
+    let result: Check = match case {
+        "p2p" => p2p::run(),
+        "p2p_self" => p2p::run_self(),
+        "big" => p2p::big(),
+        "big_self" => p2p::big_self(),
+        "dead_peer" => p2p::dead_peer(),
+        "rank_fails" => p2p::rank_fails(),
+        "rank_aborts" => p2p::rank_aborts(),
+        "collectives" => collectives::run(),
+        "random" => random::run(),
+        other => Err(format!("unknown case {other}").into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("case {case} failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match std::env::var("O2G_CONF_CASE") {
+        Ok(case) => rank_main(&case),
+        Err(_) => driver(),
+    }
+}

@@ -1,0 +1,404 @@
+//! Point-to-point cases: ordering, wildcards, zero-length, truncation,
+//! invalid arguments, probe, cancel, request families, communicators,
+//! 1 GiB messages and dead peers.
+
+use mpi::request::{test_all, wait_all, wait_any};
+use mpi::traits::*;
+use mpi::{Color, Communicator, Error, SystemOperation, ANY_SOURCE, ANY_TAG};
+
+use crate::{ensure, Check};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+struct Particle {
+    pos: [f64; 3],
+    id: u64,
+}
+// SAFETY: repr(C), four 8-byte fields (no padding), any bit pattern valid.
+unsafe impl Equivalence for Particle {}
+
+/// Runs on every rank; ranks 0 and 1 do most of the talking.
+pub(crate) fn run() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    let (rank, size) = (world.rank(), world.size());
+    ensure!(size >= 2, "p2p needs two ranks");
+
+    // Ordering (§3.5): one tag in order; two tags each in order.
+    if rank == 0 {
+        for i in 0..50u32 {
+            world.send(&[i], 1, 7)?;
+        }
+        for i in 0..20u32 {
+            world.send(&[i], 1, 1 + (i % 2) as i32)?;
+        }
+    } else if rank == 1 {
+        for i in 0..50u32 {
+            let mut v = [0u32];
+            world.recv(&mut v, 0, 7)?;
+            ensure!(v[0] == i, "tag 7: got {} expected {i}", v[0]);
+        }
+        for want in [2, 1] {
+            for k in 0..10u32 {
+                let mut v = [0u32];
+                let st = world.recv(&mut v, 0, want as i32)?;
+                ensure!(v[0] == 2 * k + want - 1, "tag {want}: got {}", v[0]);
+                ensure!(st.tag() == want as i32, "status tag");
+            }
+        }
+    }
+
+    // Wildcards (§3.2.4): everyone reports to rank 0.
+    if rank == 0 {
+        let mut seen = vec![false; size as usize];
+        for _ in 1..size {
+            let mut v = [0i32];
+            let st = world.recv(&mut v, ANY_SOURCE, ANY_TAG)?;
+            ensure!(
+                st.source_rank() == v[0] && st.tag() == v[0] + 100,
+                "wildcard status {st:?} for {v:?}"
+            );
+            seen[v[0] as usize] = true;
+        }
+        ensure!(seen[1..].iter().all(|s| *s), "missing senders: {seen:?}");
+    } else {
+        world.send(&[rank], 0, rank + 100)?;
+    }
+    // Later traffic must not meet rank 0's ANY_TAG receives.
+    world.barrier()?;
+
+    // Zero-length messages, and truncation (§3.2.4).
+    if rank == 0 {
+        world.send::<u8>(&[], 1, 3)?;
+        world.send::<u8>(&[], 1, 3)?;
+        world.send(&[1u32, 2, 3, 4, 5, 6, 7, 8], 1, 4)?;
+        world.send(&[9u32], 1, 5)?;
+    } else if rank == 1 {
+        let st = world.recv::<u8>(&mut [], 0, 3)?;
+        ensure!(st.count::<u8>() == Some(0), "zero-length count");
+        let mut big = [7u64; 4];
+        let st = world.recv(&mut big, 0, 3)?;
+        ensure!(
+            st.count::<u64>() == Some(0) && big == [7; 4],
+            "zero-length into a buffer"
+        );
+        let mut small = [0u32; 4];
+        match world.recv(&mut small, 0, 4) {
+            Err(Error::Truncated {
+                len: 32,
+                capacity: 16,
+                source_rank: 0,
+                tag: 4,
+            }) => {}
+            other => return Err(format!("expected truncation, got {other:?}").into()),
+        }
+        ensure!(small == [1, 2, 3, 4], "truncated prefix {small:?}");
+        let mut v = [0u32];
+        world.recv(&mut v, 0, 5)?;
+        ensure!(v == [9], "traffic after a truncation");
+    }
+
+    // Invalid arguments are errors, not panics.
+    ensure!(
+        matches!(world.send(&[1u8], size, 0), Err(Error::InvalidRank { .. })),
+        "send to rank size"
+    );
+    ensure!(
+        matches!(world.send(&[1u8], 0, -5), Err(Error::InvalidTag(-5))),
+        "negative tag"
+    );
+    ensure!(
+        matches!(
+            world.recv(&mut [0u8], 99, 0),
+            Err(Error::InvalidRank { .. })
+        ),
+        "recv from 99"
+    );
+    ensure!(world.process_at_rank(-1).is_err(), "process_at_rank(-1)");
+
+    // Probe (§3.8.1), get_count, receive_vec; user structs.
+    if rank == 0 {
+        world.send(&[1.5f64, 2.5, 3.5, 4.5, 5.5], 1, 9)?;
+        let p = [Particle {
+            pos: [1.0, 2.0, 3.0],
+            id: 42,
+        }; 3];
+        world.process_at_rank(1)?.send_with_tag(&p, 10)?;
+    } else if rank == 1 {
+        let st = world.probe(0, ANY_TAG)?;
+        ensure!(
+            st.tag() == 9 && st.count::<f64>() == Some(5) && st.count::<[u8; 3]>().is_none(),
+            "probe {st:?}"
+        );
+        let (v, _) = world.any_process().receive_vec::<f64>()?;
+        ensure!(v == [1.5, 2.5, 3.5, 4.5, 5.5], "receive_vec {v:?}");
+        let mut p = [Particle::default(); 3];
+        let st = world
+            .process_at_rank(0)?
+            .receive_into_with_tag(&mut p, 10)?;
+        ensure!(
+            st.count::<Particle>() == Some(3) && p[2].id == 42 && p[1].pos[2] == 3.0,
+            "struct {p:?}"
+        );
+    }
+
+    // Cancel of a receive (§3.8.4); iprobe finds nothing.
+    let mut never = [0u8; 4];
+    let mut req = world.irecv(&mut never, ANY_SOURCE, 1000)?;
+    req.cancel()?;
+    ensure!(req.wait()?.is_cancelled(), "cancelled status");
+    ensure!(
+        world.iprobe(ANY_SOURCE, 1000)?.is_none(),
+        "iprobe found a ghost"
+    );
+
+    // Ring with isend/irecv and the wait/test families (§3.7).
+    let next = (rank + 1) % size;
+    let prev = (rank + size - 1) % size;
+    let out: Vec<i64> = (0..1000).map(|i| i64::from(rank) * 10_000 + i).collect();
+    let mut a = vec![0i64; 1000];
+    let mut b = vec![0i64; 1000];
+    {
+        let mut reqs = vec![
+            Some(world.irecv(&mut a, prev, 20)?),
+            Some(world.isend(&out, next, 20)?),
+        ];
+        let mut done = 0;
+        while let Some((i, _)) = wait_any(&mut reqs)? {
+            ensure!(reqs[i].is_none(), "wait_any left the slot");
+            done += 1;
+        }
+        ensure!(done == 2, "wait_any completed {done}");
+    }
+    ensure!(
+        a[999] == i64::from(prev) * 10_000 + 999,
+        "ring via wait_any"
+    );
+    {
+        let mut reqs = vec![world.irecv(&mut b, prev, 21)?, world.isend(&out, next, 21)?];
+        let mut spins = 0u64;
+        while test_all(&mut reqs)?.is_none() {
+            spins += 1;
+            ensure!(spins < 50_000_000, "test_all never completed");
+        }
+    }
+    ensure!(b == a, "ring via test_all");
+
+    // Sendrecv (§3.10) of 1 MiB both ways around the ring: no deadlock.
+    let big_out = vec![rank as u8; 1 << 20];
+    let mut big_in = vec![0u8; 1 << 20];
+    let st = world.sendrecv(&big_out, next, 30, &mut big_in, prev, 30)?;
+    ensure!(
+        st.count::<u8>() == Some(1 << 20) && big_in.iter().all(|x| *x == prev as u8),
+        "sendrecv"
+    );
+
+    // Many isends before the receiver looks: all queued, all delivered.
+    let chunks: Vec<Vec<u32>> = (0..8).map(|i| vec![i; 100_000]).collect();
+    let reqs = chunks
+        .iter()
+        .map(|c| world.isend(c, next, 31))
+        .collect::<Result<Vec<_>, _>>()?;
+    for i in 0..8u32 {
+        let mut v = vec![0u32; 100_000];
+        world.recv(&mut v, prev, 31)?;
+        ensure!(v.iter().all(|x| *x == i), "queued isend {i}");
+    }
+    wait_all(reqs)?;
+
+    communicators(&world)?;
+    clocks()?;
+    universe.finalize()?;
+    Ok(())
+}
+
+/// dup and split (§7.4.2): separate contexts, right ranks.
+fn communicators(world: &Communicator) -> Check {
+    let (rank, size) = (world.rank(), world.size());
+    let dup = world.dup()?;
+    ensure!(dup.rank() == rank && dup.size() == size, "dup shape");
+    if rank == 0 {
+        dup.send(&[1u8], 1, 1)?;
+        world.send(&[2u8], 1, 1)?;
+    } else if rank == 1 {
+        let mut v = [0u8];
+        world.recv(&mut v, 0, 1)?;
+        ensure!(v == [2], "world received the dup's message");
+        dup.recv(&mut v, 0, 1)?;
+        ensure!(v == [1], "dup message");
+    }
+    let half = world
+        .split(Color::With((rank % 2) as u32), -rank)?
+        .ok_or("split gave None")?;
+    let expect_size = (size + 1 - rank % 2) / 2;
+    ensure!(
+        half.size() == expect_size,
+        "split size {} vs {expect_size}",
+        half.size()
+    );
+    // Keys are -rank, so ranks are reversed within each half.
+    ensure!(
+        half.rank() == expect_size - 1 - rank / 2,
+        "split rank {}",
+        half.rank()
+    );
+    let mut sum = [0];
+    half.all_reduce_into(&[rank], &mut sum, &SystemOperation::Sum)?;
+    let want: i32 = (0..size).filter(|r| r % 2 == rank % 2).sum();
+    ensure!(
+        sum[0] == want,
+        "allreduce in the split: {} vs {want}",
+        sum[0]
+    );
+    let none = world.split(
+        if rank == 0 {
+            Color::Undefined
+        } else {
+            Color::With(0)
+        },
+        0,
+    )?;
+    ensure!(none.is_none() == (rank == 0), "MPI_UNDEFINED color");
+    Ok(())
+}
+
+fn clocks() -> Check {
+    let t0 = mpi::time();
+    let t1 = mpi::wtime();
+    ensure!(
+        t1 >= t0 && mpi::wtick() > 0.0 && mpi::time_resolution() < 1.0,
+        "clock"
+    );
+    Ok(())
+}
+
+/// A world of one sending to itself.
+pub(crate) fn run_self() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    ensure!(world.size() == 1 && world.rank() == 0, "singleton shape");
+    world.send(&[1u16, 2, 3], 0, 5)?;
+    let req = world.isend(&[4u16], 0, 6)?;
+    req.wait()?;
+    let mut v = [0u16; 3];
+    let st = world.recv(&mut v, ANY_SOURCE, 5)?;
+    ensure!(v == [1, 2, 3] && st.source_rank() == 0, "self message");
+    let mut w = [0u16];
+    world.recv(&mut w, 0, ANY_TAG)?;
+    ensure!(w == [4], "self isend");
+    // Nothing can ever arrive: a deadlock is reported, not waited out.
+    ensure!(
+        matches!(world.recv(&mut w, 0, 9), Err(Error::Deadlock(_))),
+        "deadlock not detected"
+    );
+    universe.finalize()?;
+    Ok(())
+}
+
+fn big_len() -> usize {
+    std::env::var("O2G_CONF_BIG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 30)
+}
+
+/// Marks every 4099th byte of `buf` with a pattern (fills in debug
+/// builds would take seconds per GiB).
+fn stamp(buf: &mut [u8]) {
+    for i in (0..buf.len()).step_by(4099) {
+        buf[i] = (i % 251) as u8 + 1;
+    }
+    if let Some(last) = buf.last_mut() {
+        *last = 0xEE;
+    }
+}
+
+fn stamped(buf: &[u8]) -> bool {
+    (0..buf.len().saturating_sub(1))
+        .step_by(4099)
+        .all(|i| buf[i] == (i % 251) as u8 + 1)
+        && buf.last().is_none_or(|b| *b == 0xEE)
+}
+
+/// A 1 GiB message from rank 0 to rank 1.
+pub(crate) fn big() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    let n = big_len();
+    if world.rank() == 0 {
+        let mut buf = vec![0u8; n];
+        stamp(&mut buf);
+        world.recv::<u8>(&mut [], 1, 0)?;
+        world.send(&buf, 1, 1)?;
+    } else if world.rank() == 1 {
+        let mut buf = vec![0u8; n];
+        world.send::<u8>(&[], 0, 0)?;
+        let st = world.recv(&mut buf, 0, 1)?;
+        ensure!(st.count_bytes() == n && stamped(&buf), "1 GiB content");
+    }
+    universe.finalize()?;
+    Ok(())
+}
+
+/// A 1 GiB message from a process to itself.
+pub(crate) fn big_self() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    let n = big_len();
+    let mut buf = vec![0u8; n];
+    stamp(&mut buf);
+    world.send(&buf, 0, 1)?;
+    drop(buf);
+    let mut got = vec![0u8; n];
+    world.recv(&mut got, 0, 1)?;
+    ensure!(stamped(&got), "1 GiB self content");
+    Ok(())
+}
+
+/// Rank 1 vanishes without finalizing; rank 0 gets an error, not a hang.
+pub(crate) fn dead_peer() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    if world.rank() == 1 {
+        std::process::exit(0);
+    }
+    let mut v = [0u8];
+    match world.recv(&mut v, 1, 0) {
+        Err(Error::PeerGone { rank: 1, .. }) => {}
+        other => return Err(format!("expected PeerGone, got {other:?}").into()),
+    }
+    ensure!(
+        world.send(&[0u8; 1 << 20], 1, 0).is_err(),
+        "send to a dead peer succeeded"
+    );
+    ensure!(
+        universe.finalize().is_err(),
+        "finalize with a dead peer succeeded"
+    );
+    Ok(())
+}
+
+/// Rank 1 exits with status 3 while the others wait for it.
+pub(crate) fn rank_fails() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    if world.rank() == 1 {
+        std::process::exit(3);
+    }
+    // Blocks until o2grun tears the job down.
+    let _ = world.recv(&mut [0u8], 1, 0);
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    Err("rank survived the teardown".into())
+}
+
+/// Rank 2 calls MPI_Abort(7).
+pub(crate) fn rank_aborts() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    if world.rank() == 2 {
+        world.abort(7);
+    }
+    let _ = world.recv(&mut [0u8], 2, 0);
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    Err("rank survived the abort".into())
+}
