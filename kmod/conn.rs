@@ -88,12 +88,16 @@ impl Conn {
     /// which `lock_sock()` waits for, and backlog processing happens under
     /// ownership, which we hold. The socket works as a plain socket again.
     ///
+    /// Taking `&Arc<Self>` means the caller holds a reference of its own, so
+    /// dropping the hook's reference here never frees `self` while the
+    /// socket lock guard still borrows it.
+    ///
     /// Context: process context, may sleep. Takes `lock_sock`, then
     /// `sk_callback_lock` for writing.
-    pub(crate) fn unhook(&self) {
+    pub(crate) fn unhook(self: &Arc<Self>) {
         let owner = self.sock.lock();
         let callbacks = owner.callbacks();
-        let ours = core::ptr::from_ref(self).cast_mut().cast::<core::ffi::c_void>();
+        let ours = Arc::as_ptr(self).cast_mut().cast::<core::ffi::c_void>();
         if callbacks.user_data() != ours {
             return;
         }
@@ -104,7 +108,7 @@ impl Conn {
         drop(callbacks);
         // SAFETY: `hook` leaked exactly this reference into `sk_user_data`,
         // and the swap above made it unreachable to readers.
-        drop(unsafe { Arc::from_raw(core::ptr::from_ref(self)) });
+        drop(unsafe { Arc::from_raw(Arc::as_ptr(self)) });
         drop(owner);
     }
 
