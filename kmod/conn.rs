@@ -22,12 +22,10 @@
 use kernel::{
     bindings,
     prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc, SetOnce,
-    },
+    sync::{Arc, SetOnce},
 };
 
+use crate::rx::Rx;
 use crate::shim::ReadyFn;
 use crate::sock::{self, TcpSocket};
 
@@ -38,7 +36,8 @@ pub(crate) struct Conn {
     /// The `sk_data_ready` found when the hook was installed; set once, under
     /// the callback lock, before the hook is published.
     saved_ready: SetOnce<Option<ReadyFn>>,
-    data_ready_events: Atomic<u64>,
+    /// The owning endpoint's receive side.
+    rx: Arc<Rx>,
 }
 
 impl Conn {
@@ -49,13 +48,13 @@ impl Conn {
     ///
     /// Context: process context, may sleep. Takes `lock_sock`, then
     /// `sk_callback_lock` for writing.
-    pub(crate) fn hook(sock: TcpSocket, rank: u32) -> Result<Arc<Conn>> {
+    pub(crate) fn hook(sock: TcpSocket, rank: u32, rx: Arc<Rx>) -> Result<Arc<Conn>> {
         let conn = Arc::new(
             Conn {
                 rank,
                 sock,
                 saved_ready: SetOnce::new(),
-                data_ready_events: Atomic::new(0),
+                rx,
             },
             GFP_KERNEL,
         )?;
@@ -121,18 +120,14 @@ impl Conn {
     pub(crate) fn is_socket(&self, sock: &TcpSocket) -> bool {
         self.sock.sk() == sock.sk()
     }
-
-    /// How many times the socket signalled readable data while hooked.
-    pub(crate) fn data_ready_events(&self) -> u64 {
-        self.data_ready_events.load(Relaxed)
-    }
 }
 
 /// o2g's `sk_data_ready`.
 ///
 /// Context: softirq (TCP receive, socket spinlock held) or process context
 /// (backlog processing in `release_sock()`, socket owned, BH enabled). Must
-/// not sleep. Takes `sk_callback_lock` for reading.
+/// not sleep. Takes `sk_callback_lock` for reading, then the endpoint's rx
+/// lock.
 ///
 /// # Safety
 ///
@@ -149,7 +144,7 @@ unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         // SAFETY: Non-null `sk_user_data` is the hook's `Conn` reference,
         // valid while the callback read lock is held.
         let conn = unsafe { &*conn };
-        conn.data_ready_events.fetch_add(1, Relaxed);
+        conn.rx.with(|rx| rx.data_ready_events += 1);
         conn.saved_ready.copy().flatten()
     };
     // SAFETY: The stack passes a valid socket for the duration of the call.

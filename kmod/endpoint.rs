@@ -7,8 +7,9 @@
 //! 1. `Endpoint::inner` (mutex, process context only)
 //! 2. `lock_sock()` of a registered socket
 //! 3. that socket's `sk_callback_lock` (write, BH off)
+//! 4. the endpoint's rx lock (`Rx`, spinlock, BH off)
 //!
-//! The `sk_data_ready` hook (softirq) takes only 3, for reading.
+//! The `sk_data_ready` hook (softirq) takes 3 for reading, then 4.
 
 use core::mem::size_of;
 
@@ -27,6 +28,7 @@ use kernel::{
 
 use crate::abi;
 use crate::conn::Conn;
+use crate::rx::Rx;
 use crate::sock::TcpSocket;
 
 // SAFETY: `repr(C)` with explicit padding fields: no uninitialised bytes.
@@ -52,6 +54,7 @@ struct Inner {
 pub(crate) struct Endpoint {
     #[pin]
     inner: Mutex<Inner>,
+    rx: Arc<Rx>,
 }
 
 #[vtable]
@@ -65,6 +68,7 @@ impl MiscDevice for Endpoint {
         KBox::try_pin_init(
             try_pin_init!(Endpoint {
                 inner <- new_mutex!(Inner { conns: KVec::new() }),
+                rx: Rx::new()?,
             }),
             GFP_KERNEL,
         )
@@ -133,7 +137,7 @@ impl Endpoint {
             return Err(ENOSPC);
         }
         inner.conns.reserve(1, GFP_KERNEL)?;
-        let conn = Conn::hook(sock, reg.rank)?;
+        let conn = Conn::hook(sock, reg.rank, self.rx.clone())?;
         // Capacity was reserved before hooking, so this cannot fail; if it
         // ever did, the socket must not stay hooked with nobody tracking it.
         if let Err(kernel::alloc::kvec::PushError(conn)) = inner.conns.push_within_capacity(conn) {
@@ -156,11 +160,12 @@ impl Endpoint {
     }
 
     fn stats(&self) -> abi::EndpointStats {
-        let inner = self.inner.lock();
+        // At most `MAX_SOCKETS`, which fits.
+        let sockets = self.inner.lock().conns.len() as u32;
         abi::EndpointStats {
-            sockets: inner.conns.len() as u32,
+            sockets,
             reserved: 0,
-            data_ready_events: inner.conns.iter().map(|c| c.data_ready_events()).sum(),
+            data_ready_events: self.rx.with(|rx| rx.data_ready_events),
         }
     }
 }

@@ -24,9 +24,11 @@ pub mod abi;
 /// verbatim with user space: `core/src/proto.rs`.
 #[path = "../core/src/proto.rs"]
 pub mod proto;
+mod bh_lock;
 mod conn;
 mod endpoint;
 mod misc_registration;
+mod rx;
 mod shim;
 mod sock;
 

@@ -82,3 +82,18 @@ void o2g_sk_set_data_ready(struct sock *sk, o2g_ready_fn fn)
 {
 	WRITE_ONCE(sk->sk_data_ready, fn);
 }
+
+void o2g_spin_lock_bh(spinlock_t *lock)
+{
+	spin_lock_bh(lock);
+}
+
+void o2g_spin_unlock_bh(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
+}
+
+int o2g_spin_trylock_bh(spinlock_t *lock)
+{
+	return spin_trylock_bh(lock);
+}

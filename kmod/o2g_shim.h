@@ -9,6 +9,7 @@
 #ifndef O2G_SHIM_H
 #define O2G_SHIM_H
 
+#include <linux/spinlock_types.h>
 #include <linux/types.h>
 
 struct sock;
@@ -36,5 +37,10 @@ void *o2g_sk_user_data(const struct sock *sk);
 void o2g_sk_set_user_data(struct sock *sk, void *data);
 o2g_ready_fn o2g_sk_data_ready(const struct sock *sk);
 void o2g_sk_set_data_ready(struct sock *sk, o2g_ready_fn fn);
+
+/* spin_lock_bh() and friends are inline, with no Rust helper in 7.2. */
+void o2g_spin_lock_bh(spinlock_t *lock);
+void o2g_spin_unlock_bh(spinlock_t *lock);
+int o2g_spin_trylock_bh(spinlock_t *lock);
 
 #endif /* O2G_SHIM_H */

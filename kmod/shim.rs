@@ -29,6 +29,10 @@ extern "C" {
     pub(crate) fn o2g_sk_set_user_data(sk: *mut bindings::sock, data: *mut core::ffi::c_void);
     pub(crate) fn o2g_sk_data_ready(sk: *const bindings::sock) -> Option<ReadyFn>;
     pub(crate) fn o2g_sk_set_data_ready(sk: *mut bindings::sock, f: Option<ReadyFn>);
+
+    pub(crate) fn o2g_spin_lock_bh(lock: *mut bindings::spinlock_t);
+    pub(crate) fn o2g_spin_unlock_bh(lock: *mut bindings::spinlock_t);
+    pub(crate) fn o2g_spin_trylock_bh(lock: *mut bindings::spinlock_t) -> core::ffi::c_int;
 }
 
 /// Size of the kernel's `struct sock`, from the C shim.

@@ -98,7 +98,8 @@ pub struct EndpointStats {
     pub sockets: u32,
     /// Explicit padding; always zero.
     pub reserved: u32,
-    /// Times a registered socket signalled readable data.
+    /// Times a registered socket signalled readable data, since the
+    /// endpoint was opened.
     pub data_ready_events: u64,
 }
 
