@@ -98,12 +98,15 @@ qemu_cmd() {
 
 # Under nested virtualisation KVM guests can hang at boot: use KVM only after
 # a short smoke boot succeeds, and remember the answer until the host reboots.
+# Sets `accel`; runs in this shell (not a $(...) subshell) so that the smoke
+# QEMU is in `qemu_pids` and the EXIT trap stops it if we are interrupted.
 pick_accel() {
-    case "$O2G_ACCEL" in tcg|kvm) echo "$O2G_ACCEL"; return ;; esac
-    [[ -r /dev/kvm && -w /dev/kvm ]] || { echo tcg; return; }
+    case "$O2G_ACCEL" in tcg|kvm) accel="$O2G_ACCEL"; return ;; esac
+    accel=tcg
+    [[ -r /dev/kvm && -w /dev/kvm ]] || return 0
     local memo
     memo="$O2G_CACHE/accel-$(cat /proc/sys/kernel/random/boot_id)"
-    [[ -f "$memo" ]] && { cat "$memo"; return; }
+    if [[ -f "$memo" ]]; then accel="$(cat "$memo")"; return; fi
     log "checking whether KVM guests boot here (once per host boot)"
     local console="$run/kvm-smoke.log" pid args=()
     mapfile -d '' args < <(qemu_cmd 0 kvm "$console" o2g.smoke=1)
@@ -117,9 +120,10 @@ pick_accel() {
     done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    if grep -q "o2g-guest: done" "$console" 2>/dev/null; then echo kvm; else echo tcg; fi | tee "$memo"
+    grep -q "o2g-guest: done" "$console" 2>/dev/null && accel=kvm
+    echo "$accel" >"$memo"
 }
-accel="$(pick_accel)"
+pick_accel
 
 if ((nodes > 1)); then
     netns="o2g-vm-$$"
