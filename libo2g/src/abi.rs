@@ -21,7 +21,7 @@ pub const O2G_IOC_TYPE: u32 = 0xBB;
 /// Major ABI version: bumped on any incompatible change.
 pub const O2G_ABI_MAJOR: u16 = 0;
 /// Minor ABI version: bumped when opcodes or fields are added compatibly.
-pub const O2G_ABI_MINOR: u16 = 1;
+pub const O2G_ABI_MINOR: u16 = 2;
 
 /// `_IOC_NONE`: the ioctl moves no data.
 pub const IOC_NONE: u32 = 0;
@@ -90,25 +90,370 @@ pub struct RankArg {
 
 const _: () = assert!(core::mem::size_of::<RankArg>() == 8);
 
+/// Largest `max_posted` and `max_unexpected` an endpoint may ask for.
+pub const O2G_MAX_QUEUE: u32 = 1 << 16;
+/// Largest dump area, in bytes.
+pub const O2G_MAX_DUMP: u64 = 1 << 30;
+/// Largest message (`max_message`) and largest posted receive buffer.
+pub const O2G_MAX_MESSAGE: u64 = 1 << 30;
+/// Largest pinned-memory budget (`pin_budget`) one endpoint may ask for.
+pub const O2G_MAX_PIN_BUDGET: u64 = 1 << 32;
+/// The size of one page of the shared mapping; offsets and the dump area
+/// size are multiples of it.
+pub const O2G_PAGE: u64 = 4096;
+
+/// Argument of [`O2G_IOC_INIT`]: the endpoint's capacities (in) and the
+/// layout of its shared mapping (out).
+///
+/// The shared mapping (`mmap` of the device at offset 0, `map_bytes` long,
+/// `PROT_READ | PROT_WRITE`, `MAP_SHARED`) holds, in order:
+///
+/// - one control page: the completion ring's producer index (a `u32` the
+///   module stores with release ordering) at [`O2G_RING_PROD`] and its
+///   consumer index (a `u32` the process stores with release ordering) at
+///   [`O2G_RING_CONS`];
+/// - at `ring_offset`, `ring_entries` [`Completion`] records; record `i`
+///   lives at index `i % ring_entries`;
+/// - at `dump_offset`, the dump area: `dump_bytes` of unexpected payloads.
+///
+/// The module never trusts what the process writes there: it reads only the
+/// consumer index and clamps it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InitArgs {
+    /// In: most receives posted at once, `1..=O2G_MAX_QUEUE`.
+    pub max_posted: u32,
+    /// In: most unexpected messages stored at once, `1..=O2G_MAX_QUEUE`.
+    pub max_unexpected: u32,
+    /// In: dump area size, a multiple of [`O2G_PAGE`], `O2G_PAGE..=O2G_MAX_DUMP`.
+    pub dump_bytes: u64,
+    /// In: largest message accepted from a peer, `..=O2G_MAX_MESSAGE`; a
+    /// header announcing more fails that connection.
+    pub max_message: u64,
+    /// In: most bytes of posted receive buffers pinned at once,
+    /// `..=O2G_MAX_PIN_BUDGET`; a post beyond it gets `ENOBUFS`.
+    pub pin_budget: u64,
+    /// In: no flags are defined yet; must be zero.
+    pub flags: u32,
+    /// Out: number of completion records, a power of two at least
+    /// `max_posted`.
+    pub ring_entries: u32,
+    /// Out: offset of the first completion record in the mapping.
+    pub ring_offset: u64,
+    /// Out: offset of the dump area in the mapping.
+    pub dump_offset: u64,
+    /// Out: length to pass to `mmap`.
+    pub map_bytes: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<InitArgs>() == 64);
+
+/// Byte offset of the completion ring's producer index in the control page.
+pub const O2G_RING_PROD: usize = 0;
+/// Byte offset of the completion ring's consumer index in the control page
+/// (its own cache line).
+pub const O2G_RING_CONS: usize = 64;
+
+/// `source` of a receive that accepts any source (`MPI_ANY_SOURCE`).
+pub const O2G_ANY_SOURCE: u32 = u32::MAX;
+/// `tag` of a receive that accepts any tag (`MPI_ANY_TAG`).
+pub const O2G_ANY_TAG: u32 = u32::MAX;
+
+/// What a post or probe found.
+pub mod outcome {
+    /// The receive is queued; its completion will appear in the ring.
+    pub const QUEUED: u32 = 1;
+    /// A stored unexpected message matched (and, for a post or a claiming
+    /// probe, now belongs to the caller until [`super::O2G_IOC_FREE`]).
+    pub const UNEXPECTED: u32 = 2;
+    /// A probe found nothing.
+    pub const NONE: u32 = 3;
+}
+
+/// An unexpected message the module stored in the dump area.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// Names the message for [`O2G_IOC_FREE`].
+    pub id: u64,
+    /// Offset of its payload in the shared mapping.
+    pub offset: u64,
+    /// Payload length in bytes.
+    pub len: u64,
+    /// Sender's rank, as its header says.
+    pub source: u32,
+    /// The message tag.
+    pub tag: u32,
+    /// The communicator's context id.
+    pub context: u32,
+    /// Explicit padding; always zero.
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<StoredMessage>() == 40);
+
+/// Argument of [`O2G_IOC_POST`]: post a receive into a user buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PostArgs {
+    /// In: address of the receive buffer (any alignment).
+    pub buf: u64,
+    /// In: its length, `..=O2G_MAX_MESSAGE`.
+    pub buf_len: u64,
+    /// In: copied into the receive's [`Completion`].
+    pub user_data: u64,
+    /// In: accepted source rank, or [`O2G_ANY_SOURCE`].
+    pub source: u32,
+    /// In: accepted tag, or [`O2G_ANY_TAG`].
+    pub tag: u32,
+    /// In: the communicator's context id.
+    pub context: u32,
+    /// In: no flags are defined yet; must be zero.
+    pub flags: u32,
+    /// Out: an [`outcome`] (`QUEUED` or `UNEXPECTED`).
+    pub outcome: u32,
+    /// Out: explicit padding; always zero.
+    pub reserved: u32,
+    /// Out: for `QUEUED`, the receive's id for [`O2G_IOC_CANCEL`].
+    pub recv_id: u64,
+    /// Out: for `UNEXPECTED`, the stored message the receive took; the
+    /// caller copies it out of the mapping and frees it.
+    pub msg: StoredMessage,
+}
+
+const _: () = assert!(core::mem::size_of::<PostArgs>() == 96);
+
+/// Argument of [`O2G_IOC_PROBE`]: look for a stored unexpected message.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeArgs {
+    /// In: accepted source rank, or [`O2G_ANY_SOURCE`].
+    pub source: u32,
+    /// In: accepted tag, or [`O2G_ANY_TAG`].
+    pub tag: u32,
+    /// In: the communicator's context id.
+    pub context: u32,
+    /// In: [`O2G_PROBE_CLAIM`] takes the message out of matching
+    /// (`MPI_Mprobe`); other bits must be zero.
+    pub flags: u32,
+    /// Out: [`outcome::UNEXPECTED`] or [`outcome::NONE`].
+    pub outcome: u32,
+    /// Out: explicit padding; always zero.
+    pub reserved: u32,
+    /// Out: the message found.
+    pub msg: StoredMessage,
+}
+
+const _: () = assert!(core::mem::size_of::<ProbeArgs>() == 64);
+
+/// [`ProbeArgs::flags`]: claim the message found (matched probe).
+pub const O2G_PROBE_CLAIM: u32 = 1;
+
+/// Argument naming a receive ([`O2G_IOC_CANCEL`]) or a stored message
+/// ([`O2G_IOC_FREE`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdArg {
+    /// The id the module handed out.
+    pub id: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<IdArg>() == 8);
+
+/// Argument of [`O2G_IOC_POLL`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PollArgs {
+    /// In: longest wait in nanoseconds; negative waits without limit, zero
+    /// does not wait.
+    pub timeout_ns: i64,
+    /// Out: [`poll_events`] bits; zero after a timeout.
+    pub events: u32,
+    /// Explicit padding; must be zero.
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<PollArgs>() == 16);
+
+/// Bits of [`PollArgs::events`].
+pub mod poll_events {
+    /// The completion ring holds records the process has not consumed.
+    pub const COMPLETION: u32 = 1;
+    /// An unexpected message was stored since the last poll.
+    pub const UNEXPECTED: u32 = 2;
+}
+
+/// One record of the completion ring: a posted receive finished.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// The receive's [`PostArgs::user_data`].
+    pub user_data: u64,
+    /// Length of the message as sent; `min(len, buf_len)` bytes were written.
+    pub len: u64,
+    /// The message's source rank.
+    pub source: u32,
+    /// The message's tag.
+    pub tag: u32,
+    /// The message's context id.
+    pub context: u32,
+    /// Zero, or a negative errno: `-EMSGSIZE` (truncated), `-ECONNRESET`
+    /// (the connection failed: protocol error or peer gone), `-ECONNABORTED`
+    /// (the socket was unregistered mid-message).
+    pub status: i32,
+}
+
+const _: () = assert!(core::mem::size_of::<Completion>() == 32);
+
 /// Argument of [`O2G_IOC_STATS`]: the endpoint's counters.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EndpointStats {
     /// Sockets currently registered.
     pub sockets: u32,
-    /// Explicit padding; always zero.
-    pub reserved: u32,
-    /// Times a registered socket signalled readable data, since the
-    /// endpoint was opened.
+    /// Of those, connections failed by a protocol error or a close.
+    pub failed_sockets: u32,
+    /// Times a registered socket signalled readable data.
     pub data_ready_events: u64,
+    /// Times the handler found the socket owned by a thread and deferred
+    /// reading to a work item.
+    pub deferred_reads: u64,
+    /// Messages written straight into a posted receive, and their bytes.
+    pub matched_msgs: u64,
+    /// Payload bytes of `matched_msgs`.
+    pub matched_bytes: u64,
+    /// Messages stored in the dump area, and their bytes.
+    pub unexpected_msgs: u64,
+    /// Payload bytes of `unexpected_msgs`.
+    pub unexpected_bytes: u64,
+    /// Times a connection stopped being read because the dump area or the
+    /// unexpected queue was full.
+    pub backpressure_events: u64,
+    /// Connections failed by a malformed stream, over the endpoint's life.
+    pub protocol_errors: u64,
+    /// Receives posted now.
+    pub posted: u32,
+    /// Unexpected messages stored now (queued or taken, not yet freed).
+    pub unexpected: u32,
+    /// Dump area bytes in use now.
+    pub dump_used: u64,
+    /// Receive buffer bytes pinned now.
+    pub pinned_bytes: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<EndpointStats>() == 16);
+const _: () = assert!(core::mem::size_of::<EndpointStats>() == 96);
+
+/// State of one connection, in [`SocketStats::state`].
+pub mod socket_state {
+    /// Being read.
+    pub const ACTIVE: u32 = 1;
+    /// Not read for now: no room for the next unexpected message.
+    pub const STALLED: u32 = 2;
+    /// Failed: protocol error or peer closed; no longer read.
+    pub const FAILED: u32 = 3;
+}
+
+/// Argument of [`O2G_IOC_SOCKET_STATS`]: one connection's counters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketStats {
+    /// In: the peer rank.
+    pub rank: u32,
+    /// Out: a [`socket_state`].
+    pub state: u32,
+    /// Out: payload and header bytes read from the socket.
+    pub rx_bytes: u64,
+    /// Out: complete messages received.
+    pub messages: u64,
+    /// Out: protocol errors (0 or 1: the first one fails the connection).
+    pub protocol_errors: u64,
+    /// Out: times this connection was stalled by back-pressure.
+    pub backpressure_events: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<SocketStats>() == 40);
 
 /// Attaches a connected TCP socket to a peer rank ([`SocketRegistration`]).
+/// Needs [`O2G_IOC_INIT`] first.
 pub const O2G_IOC_REGISTER_SOCKET: u32 =
     ioc(IOC_WRITE, 0x01, core::mem::size_of::<SocketRegistration>());
 /// Detaches the socket of a peer rank ([`RankArg`]).
 pub const O2G_IOC_UNREGISTER_SOCKET: u32 = ioc(IOC_WRITE, 0x02, core::mem::size_of::<RankArg>());
 /// Reads the endpoint's counters ([`EndpointStats`]).
 pub const O2G_IOC_STATS: u32 = ioc(IOC_READ, 0x03, core::mem::size_of::<EndpointStats>());
+/// Sets the endpoint's capacities, once ([`InitArgs`]).
+pub const O2G_IOC_INIT: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x04,
+    core::mem::size_of::<InitArgs>(),
+);
+/// Posts a receive ([`PostArgs`]).
+pub const O2G_IOC_POST: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x05,
+    core::mem::size_of::<PostArgs>(),
+);
+/// Cancels a queued receive ([`IdArg`] with the receive id). Returns 1 if it
+/// was cancelled (no completion will appear), 0 if it already matched (its
+/// completion will appear, or has).
+pub const O2G_IOC_CANCEL: u32 = ioc(IOC_WRITE, 0x06, core::mem::size_of::<IdArg>());
+/// Frees a stored unexpected message taken by a post or claiming probe
+/// ([`IdArg`] with the message id); its dump space is reused.
+pub const O2G_IOC_FREE: u32 = ioc(IOC_WRITE, 0x07, core::mem::size_of::<IdArg>());
+/// Waits for a completion or an unexpected message ([`PollArgs`]).
+pub const O2G_IOC_POLL: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x08,
+    core::mem::size_of::<PollArgs>(),
+);
+/// Looks for a stored unexpected message ([`ProbeArgs`]).
+pub const O2G_IOC_PROBE: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x09,
+    core::mem::size_of::<ProbeArgs>(),
+);
+/// Reads one connection's counters ([`SocketStats`]).
+pub const O2G_IOC_SOCKET_STATS: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x0a,
+    core::mem::size_of::<SocketStats>(),
+);
+
+/// One endpoint in an [`O2G_IOC_LIST_ENDPOINTS`] answer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndpointSummary {
+    /// Process (thread group) id that opened the endpoint.
+    pub pid: u32,
+    /// A number unique among the module's endpoints since it was loaded.
+    pub endpoint: u32,
+    /// The endpoint's counters.
+    pub stats: EndpointStats,
+}
+
+const _: () = assert!(core::mem::size_of::<EndpointSummary>() == 104);
+
+/// Argument of [`O2G_IOC_LIST_ENDPOINTS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndpointList {
+    /// In: address of an array of [`EndpointSummary`].
+    pub buf: u64,
+    /// In: its length in entries, `..=O2G_MAX_LIST`.
+    pub capacity: u32,
+    /// Out: endpoints that exist; `min(count, capacity)` entries were written.
+    pub count: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<EndpointList>() == 16);
+
+/// Largest [`EndpointList::capacity`].
+pub const O2G_MAX_LIST: u32 = 4096;
+
+/// Lists every endpoint of the module with its counters ([`EndpointList`]),
+/// for `o2g-stat`. Any opener of `/dev/o2g` may list.
+pub const O2G_IOC_LIST_ENDPOINTS: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x0b,
+    core::mem::size_of::<EndpointList>(),
+);

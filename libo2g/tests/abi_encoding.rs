@@ -44,7 +44,7 @@ fn argument_structs_have_fixed_layout() {
     assert_eq!(std::mem::offset_of!(abi::VersionInfo, features), 8);
     assert_eq!(size_of::<abi::SocketRegistration>(), 16);
     assert_eq!(size_of::<abi::RankArg>(), 8);
-    assert_eq!(size_of::<abi::EndpointStats>(), 16);
+    assert_eq!(size_of::<abi::EndpointStats>(), 96);
     assert_eq!(
         std::mem::offset_of!(abi::EndpointStats, data_ready_events),
         8
