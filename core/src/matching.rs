@@ -464,6 +464,19 @@ where
         Ok(Arrival::Unexpected(id))
     }
 
+    /// Hands a message with this envelope to the first-posted matching
+    /// receive, if any, and returns that receive's handle; otherwise
+    /// changes nothing.
+    ///
+    /// This is the first half of [`Engine::arrive`], for a caller that
+    /// stores an unmatched payload before it makes the message visible to
+    /// receives (the kernel module streams it into its dump area first and
+    /// calls `arrive` when the payload is complete).
+    pub fn match_posted(&mut self, envelope: Envelope) -> Option<u64> {
+        let index = self.find_posted(&envelope)?;
+        self.remove_posted(index)
+    }
+
     /// Cancels a posted receive and returns its user handle.
     ///
     /// # Errors

@@ -224,3 +224,17 @@ fn a_slot_fits_a_cache_line() {
     assert!(core::mem::size_of::<Slot>() <= 64);
     assert_eq!(core::mem::size_of::<Bucket>(), 16);
 }
+
+#[test]
+fn match_posted_takes_the_first_posted_receive_and_queues_nothing() {
+    let mut e = engine(4, 4, 8);
+    assert_eq!(e.match_posted(env(1, 5)), None, "nothing posted");
+    assert_eq!(e.unexpected_len(), 0, "a miss must not queue the message");
+    queued(e.post(sel(None, Some(5)), 10));
+    queued(e.post(sel(Some(1), Some(5)), 11));
+    assert_eq!(e.match_posted(env(1, 5)), Some(10), "wildcard posted first wins");
+    assert_eq!(e.match_posted(env(1, 5)), Some(11));
+    assert_eq!(e.match_posted(env(1, 5)), None);
+    assert_eq!(e.posted_len(), 0);
+    assert_eq!(e.unexpected_len(), 0);
+}

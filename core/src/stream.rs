@@ -213,6 +213,37 @@ impl Reassembler {
         }
     }
 
+    /// Accepts up to `available` payload bytes that the caller copies
+    /// itself, straight from its own source (the kernel module copies from
+    /// socket buffers into the destination pages, with no staging buffer).
+    ///
+    /// Returns the offset within the message of the first accepted byte and
+    /// how many bytes were accepted, or `None` when the stream is not inside
+    /// a payload (use [`Reassembler::feed`] there) or `available` is zero.
+    /// Afterwards the stream is where `feed` would have left it after a
+    /// [`Event::Payload`] of the same length.
+    pub fn take_payload(&mut self, available: usize) -> Option<(u64, usize)> {
+        let State::Payload { header, offset } = self.state else {
+            return None;
+        };
+        let remaining = header.len.saturating_sub(offset);
+        let take = usize::try_from(remaining).map_or(available, |r| r.min(available));
+        if take == 0 {
+            return None;
+        }
+        // take <= remaining, so this cannot pass header.len.
+        let end = offset.saturating_add(take as u64);
+        self.state = if end >= header.len {
+            State::End { header }
+        } else {
+            State::Payload {
+                header,
+                offset: end,
+            }
+        };
+        Some((offset, take))
+    }
+
     /// The message whose payload is being received, with how many payload
     /// bytes were already handed out; `None` between messages.
     pub const fn current(&self) -> Option<(Header, u64)> {
@@ -269,6 +300,28 @@ mod tests {
                 None => return out,
             }
         }
+    }
+
+    #[test]
+    fn take_payload_walks_the_stream_like_feed() {
+        let mut enc = Encoder::new();
+        let mut s = enc.encode(Kind::Eager, env(1), 5).to_vec();
+        s.extend_from_slice(b"hello");
+        s.extend_from_slice(&enc.encode(Kind::Eager, env(2), 2));
+        s.extend_from_slice(b"ok");
+        let mut rx = Reassembler::new(LIMITS);
+        assert_eq!(rx.take_payload(10), None, "no payload before a header");
+        let step = rx.feed(&s).unwrap();
+        assert_eq!(step.consumed, HEADER_LEN);
+        assert!(matches!(step.event, Some(Event::Header(h)) if h.len == 5));
+        assert_eq!(rx.take_payload(0), None);
+        assert_eq!(rx.take_payload(3), Some((0, 3)));
+        assert_eq!(rx.take_payload(100), Some((3, 2)), "stops at the message end");
+        assert_eq!(rx.take_payload(100), None, "the end comes from feed");
+        assert!(matches!(rx.feed(&[]).unwrap().event, Some(Event::End(_))));
+        let rest = &s[HEADER_LEN + 5..];
+        assert_eq!(drain(&mut rx, rest)[1], ('P', 0, b"ok".to_vec()));
+        assert!(rx.at_boundary());
     }
 
     #[test]
