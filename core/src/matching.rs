@@ -544,6 +544,41 @@ where
         Ok(info)
     }
 
+    /// Like [`Engine::release`], but only for a message a post or
+    /// [`Engine::claim`] took: a queued message is left alone, so a caller
+    /// cannot drop a message no receive has seen.
+    ///
+    /// # Errors
+    ///
+    /// [`StaleId`] if the id names no claimed message.
+    pub fn release_claimed(&mut self, id: MsgId) -> Result<MsgInfo, StaleId> {
+        if self.unexpected_slot(id)?.state != SlotState::Claimed {
+            return Err(StaleId);
+        }
+        self.release(id)
+    }
+
+    /// Removes every posted receive that names `source` exactly (any tag,
+    /// any context), in posting order per bucket, and passes each one's
+    /// handle to `removed`: the connection to that source failed, so they
+    /// can never match. `MPI_ANY_SOURCE` receives stay. Costs one pass over
+    /// the posted storage.
+    pub fn cancel_from(&mut self, source: super::envelope::Rank, mut removed: impl FnMut(u64)) {
+        let mut index = 0u32;
+        while let Some(slot) = self.posted.get(at(index)) {
+            if slot.state == SlotState::Posted && !slot.any_source && slot.envelope.source == source
+            {
+                if let Some(handle) = self.remove_posted(index) {
+                    removed(handle);
+                }
+            }
+            let Some(next) = index.checked_add(1) else {
+                break;
+            };
+            index = next;
+        }
+    }
+
     /// The record of a current unexpected message.
     pub fn message(&self, id: MsgId) -> Option<MsgInfo> {
         self.unexpected_slot(id).ok().map(Slot::info)

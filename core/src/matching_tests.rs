@@ -232,9 +232,42 @@ fn match_posted_takes_the_first_posted_receive_and_queues_nothing() {
     assert_eq!(e.unexpected_len(), 0, "a miss must not queue the message");
     queued(e.post(sel(None, Some(5)), 10));
     queued(e.post(sel(Some(1), Some(5)), 11));
-    assert_eq!(e.match_posted(env(1, 5)), Some(10), "wildcard posted first wins");
+    assert_eq!(
+        e.match_posted(env(1, 5)),
+        Some(10),
+        "wildcard posted first wins"
+    );
     assert_eq!(e.match_posted(env(1, 5)), Some(11));
     assert_eq!(e.match_posted(env(1, 5)), None);
     assert_eq!(e.posted_len(), 0);
     assert_eq!(e.unexpected_len(), 0);
+}
+
+#[test]
+fn release_claimed_refuses_a_queued_message() {
+    let mut e = engine(2, 2, 4);
+    let Ok(Arrival::Unexpected(id)) = e.arrive(env(1, 1), 3, 0) else {
+        panic!("expected an unexpected arrival");
+    };
+    assert_eq!(e.release_claimed(id), Err(StaleId), "nobody took it yet");
+    assert_eq!(e.unexpected_len(), 1);
+    e.claim(id).unwrap();
+    assert_eq!(e.release_claimed(id).map(|i| i.len), Ok(3));
+    assert_eq!(e.release_claimed(id), Err(StaleId));
+}
+
+#[test]
+fn cancel_from_removes_only_exact_receives_from_that_source() {
+    let mut e = engine(8, 2, 4);
+    queued(e.post(sel(Some(1), Some(5)), 10));
+    queued(e.post(sel(None, Some(5)), 11));
+    queued(e.post(sel(Some(2), None), 12));
+    queued(e.post(sel(Some(1), None), 13));
+    let mut gone = Vec::new();
+    e.cancel_from(1, |h| gone.push(h));
+    gone.sort_unstable();
+    assert_eq!(gone, vec![10, 13]);
+    assert_eq!(e.posted_len(), 2);
+    assert_eq!(e.match_posted(env(1, 5)), Some(11), "the wildcard stays");
+    assert_eq!(e.match_posted(env(2, 9)), Some(12));
 }

@@ -25,6 +25,7 @@
 //! - Nothing here locks. The caller serialises access to one engine (the
 //!   kernel with the endpoint's BH-safe spinlock).
 
+pub mod dump;
 pub mod envelope;
 mod list;
 pub mod matching;

@@ -316,7 +316,11 @@ mod tests {
         assert!(matches!(step.event, Some(Event::Header(h)) if h.len == 5));
         assert_eq!(rx.take_payload(0), None);
         assert_eq!(rx.take_payload(3), Some((0, 3)));
-        assert_eq!(rx.take_payload(100), Some((3, 2)), "stops at the message end");
+        assert_eq!(
+            rx.take_payload(100),
+            Some((3, 2)),
+            "stops at the message end"
+        );
         assert_eq!(rx.take_payload(100), None, "the end comes from feed");
         assert!(matches!(rx.feed(&[]).unwrap().event, Some(Event::End(_))));
         let rest = &s[HEADER_LEN + 5..];
