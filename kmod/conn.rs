@@ -14,22 +14,30 @@
 //! owning the socket, so no CPU is still running [`data_ready`] for it when
 //! `release_sock()` returns (see [`Conn::unhook`]).
 //!
-//! For now the hook counts events and passes every one on to the original
-//! callback: the data stays in the socket for a normal `read()`. The receive
-//! path (reassembly and matching in the protocol handler) replaces the pass-
-//! through next.
+//! The hook consumes the stream itself (see `reader.rs`) and does not call
+//! the original callback: the bytes are o2g's, not the process's `read()`'s.
+//! When the socket is owned by a thread (a `sendmsg` on the same socket, for
+//! example), the hook defers to the connection's work item, as strparser
+//! and kTLS do, instead of reading under someone else's ownership.
+
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::{
-    bindings,
+    bindings, impl_has_work, new_work,
     prelude::*,
-    sync::{Arc, SetOnce},
+    sync::{Arc, ArcBorrow, SetOnce},
+    workqueue::{self, Work, WorkItem},
 };
 
+use crate::abi;
+use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
+use crate::reader::ConnRx;
 use crate::rx::Rx;
-use crate::shim::ReadyFn;
+use crate::shim::{self, ReadyFn};
 use crate::sock::{self, TcpSocket};
 
 /// A TCP socket attached to an endpoint as the connection to one peer rank.
+#[pin_data]
 pub(crate) struct Conn {
     rank: u32,
     sock: TcpSocket,
@@ -38,27 +46,51 @@ pub(crate) struct Conn {
     saved_ready: SetOnce<Option<ReadyFn>>,
     /// The owning endpoint's receive side.
     rx: Arc<Rx>,
+    /// The reader; lock order: after `sk_callback_lock`, before `rx`'s lock.
+    #[pin]
+    reader: SpinLockBh<ConnRx>,
+    /// Set under `rx`'s lock when the connection fails, so that a POST for
+    /// this rank racing with the failure sees it.
+    failed: AtomicBool,
+    /// Reads in process context: deferred reads and resumption after a stall.
+    #[pin]
+    work: Work<Conn>,
+}
+
+impl_has_work! {
+    impl HasWork<Conn> for Conn { self.work }
 }
 
 impl Conn {
-    /// Hooks `sock` as the connection to `rank`.
+    /// Hooks `sock` as the connection to `rank`, accepting messages of up
+    /// to `max_message` bytes, and reads what is already queued on it.
     ///
     /// Errors: `ENOTCONN` (not established), `EBUSY` (already claimed),
     /// `ENOMEM`.
     ///
     /// Context: process context, may sleep. Takes `lock_sock`, then
     /// `sk_callback_lock` for writing.
-    pub(crate) fn hook(sock: TcpSocket, rank: u32, rx: Arc<Rx>) -> Result<Arc<Conn>> {
-        let conn = Arc::new(
-            Conn {
+    pub(crate) fn hook(
+        sock: TcpSocket,
+        rank: u32,
+        rx: Arc<Rx>,
+        max_message: u64,
+    ) -> Result<Arc<Conn>> {
+        let conn = Arc::pin_init(
+            pin_init!(Conn {
                 rank,
                 sock,
                 saved_ready: SetOnce::new(),
                 rx,
-            },
+                reader <- new_spinlock_bh!(ConnRx::new(max_message), c"o2g_conn_reader"),
+                failed: AtomicBool::new(false),
+                work <- new_work!("o2g_conn_read"),
+            }),
             GFP_KERNEL,
         )?;
         conn.install()?;
+        // Bytes that arrived before the hook are read now, not lost.
+        conn.kick();
         Ok(conn)
     }
 
@@ -80,35 +112,42 @@ impl Conn {
         Ok(())
     }
 
-    /// Restores the original callback and drops the hook's reference.
+    /// Restores the original callback, drops the hook's reference, waits
+    /// for the work item, and completes the receive it was filling with
+    /// `-ECONNABORTED`.
     ///
-    /// After this returns no CPU is running [`data_ready`] for this socket:
-    /// the softirq receive path runs the protocol under the socket spinlock,
-    /// which `lock_sock()` waits for, and backlog processing happens under
-    /// ownership, which we hold. The socket works as a plain socket again.
+    /// After this returns no CPU is running [`data_ready`] or the work for
+    /// this socket: the softirq receive path runs the protocol under the
+    /// socket spinlock, which `lock_sock()` waits for, backlog processing
+    /// happens under ownership, which we hold, and the work is flushed. The
+    /// socket works as a plain socket again (a message cut in the middle
+    /// leaves its remaining bytes to the process's own reads).
     ///
     /// Taking `&Arc<Self>` means the caller holds a reference of its own, so
     /// dropping the hook's reference here never frees `self` while the
     /// socket lock guard still borrows it.
     ///
     /// Context: process context, may sleep. Takes `lock_sock`, then
-    /// `sk_callback_lock` for writing.
+    /// `sk_callback_lock` for writing; then the reader and rx locks.
     pub(crate) fn unhook(self: &Arc<Self>) {
-        let owner = self.sock.lock();
-        let callbacks = owner.callbacks();
-        let ours = Arc::as_ptr(self).cast_mut().cast::<core::ffi::c_void>();
-        if callbacks.user_data() != ours {
-            return;
+        {
+            let owner = self.sock.lock();
+            let callbacks = owner.callbacks();
+            let ours = Arc::as_ptr(self).cast_mut().cast::<core::ffi::c_void>();
+            if callbacks.user_data() == ours {
+                let saved = self.saved_ready.copy().flatten();
+                // SAFETY: Putting back the callback found at install time,
+                // with no user data, is the state the socket had before `hook`.
+                unsafe { callbacks.replace(core::ptr::null_mut(), saved) };
+                drop(callbacks);
+                // SAFETY: `hook` leaked exactly this reference into
+                // `sk_user_data`, and the swap above made it unreachable.
+                drop(unsafe { Arc::from_raw(Arc::as_ptr(self)) });
+            }
         }
-        let saved = self.saved_ready.copy().flatten();
-        // SAFETY: Putting back the callback found at install time, with no
-        // user data, is the state the socket had before `hook`.
-        unsafe { callbacks.replace(core::ptr::null_mut(), saved) };
-        drop(callbacks);
-        // SAFETY: `hook` leaked exactly this reference into `sk_user_data`,
-        // and the swap above made it unreachable to readers.
-        drop(unsafe { Arc::from_raw(Arc::as_ptr(self)) });
-        drop(owner);
+        // SAFETY: `work` is initialised and lives as long as `self`.
+        unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
+        self.reader.lock().abort(self);
     }
 
     /// The peer rank this connection leads to.
@@ -120,21 +159,105 @@ impl Conn {
     pub(crate) fn is_socket(&self, sock: &TcpSocket) -> bool {
         self.sock.sk() == sock.sk()
     }
+
+    /// The endpoint's receive side.
+    pub(crate) fn rx(&self) -> &Rx {
+        &self.rx
+    }
+
+    /// Queues the endpoint's reclaim work.
+    pub(crate) fn schedule_reclaim(&self) {
+        self.rx.schedule_reclaim();
+    }
+
+    /// Records the failure; called under the rx lock.
+    pub(crate) fn mark_failed(&self) {
+        self.failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the connection failed; stable under the rx lock.
+    pub(crate) fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Whether the reader waits for room; a hint, read without the lock.
+    pub(crate) fn is_stalled(&self) -> bool {
+        self.reader.lock().state == abi::socket_state::STALLED
+    }
+
+    /// This connection's counters.
+    pub(crate) fn stats(&self) -> abi::SocketStats {
+        let r = self.reader.lock();
+        abi::SocketStats {
+            rank: self.rank,
+            state: r.state,
+            rx_bytes: r.rx_bytes,
+            messages: r.messages,
+            protocol_errors: r.protocol_errors,
+            backpressure_events: r.backpressure_events,
+        }
+    }
+
+    /// Queues a read in process context.
+    ///
+    /// Context: any.
+    pub(crate) fn kick(self: &Arc<Self>) {
+        // Already queued is fine: that run reads everything.
+        let _ = workqueue::system().enqueue(self.clone());
+    }
+
+    /// Reads the socket.
+    ///
+    /// # Safety
+    ///
+    /// As [`ConnRx::read`]: the caller may read `sk`, which is this
+    /// connection's socket, and holds the callback read lock with `self`
+    /// as the socket's user data.
+    unsafe fn read(&self, sk: *mut bindings::sock) {
+        // SAFETY: Forwarded from the caller.
+        unsafe { self.reader.lock().read(self, sk) };
+    }
+}
+
+impl WorkItem for Conn {
+    type Pointer = Arc<Conn>;
+
+    /// Reads the socket as its owner.
+    ///
+    /// Context: process context (system workqueue), may sleep. Takes
+    /// `lock_sock`, then `sk_callback_lock` for reading, the reader lock
+    /// and the rx lock.
+    fn run(this: Arc<Conn>) {
+        let owner = this.sock.lock();
+        let sk = this.sock.sk();
+        let ours = Arc::as_ptr(&this).cast_mut().cast::<core::ffi::c_void>();
+        // SAFETY: `sk` is valid while `this` holds its file reference.
+        unsafe {
+            sock::with_callbacks_read(sk, |data, _| {
+                if data == ours {
+                    // SAFETY: We own the socket and hold the read lock with
+                    // `this` installed.
+                    this.read(sk);
+                }
+            })
+        };
+        drop(owner);
+    }
 }
 
 /// o2g's `sk_data_ready`.
 ///
 /// Context: softirq (TCP receive, socket spinlock held) or process context
 /// (backlog processing in `release_sock()`, socket owned, BH enabled). Must
-/// not sleep. Takes `sk_callback_lock` for reading, then the endpoint's rx
-/// lock.
+/// not sleep. Takes `sk_callback_lock` for reading, then the reader lock
+/// and the endpoint's rx lock.
 ///
 /// # Safety
 ///
 /// Called by the network stack with a valid `sk` whose callbacks were set by
 /// [`Conn::hook`].
 unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
-    let pick_next = |data: *mut core::ffi::c_void, current| {
+    let handle = |data: *mut core::ffi::c_void, current| {
         let conn = data.cast::<Conn>().cast_const();
         if conn.is_null() {
             // Unhooked since the stack loaded our pointer: `current` is the
@@ -143,12 +266,26 @@ unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         }
         // SAFETY: Non-null `sk_user_data` is the hook's `Conn` reference,
         // valid while the callback read lock is held.
-        let conn = unsafe { &*conn };
-        conn.rx.with(|rx| rx.data_ready_events += 1);
-        conn.saved_ready.copy().flatten()
+        let conn = unsafe { ArcBorrow::from_raw(conn) };
+        // SAFETY: `sk` is valid for the call.
+        let owned = unsafe { shim::o2g_sock_owned_by_user(sk) };
+        conn.rx.with(|rx| {
+            rx.counters.data_ready_events += 1;
+            if owned {
+                rx.counters.deferred_reads += 1;
+            }
+        });
+        if owned {
+            Arc::<Conn>::from(conn).kick();
+        } else {
+            // SAFETY: Softirq with the socket spinlock held and no owner, and
+            // the callback read lock held with `conn` installed.
+            unsafe { conn.read(sk) };
+        }
+        None
     };
     // SAFETY: The stack passes a valid socket for the duration of the call.
-    let next = unsafe { sock::with_callbacks_read(sk, pick_next) };
+    let next = unsafe { sock::with_callbacks_read(sk, handle) };
     if let Some(next) = next {
         // SAFETY: `next` is the socket's original `sk_data_ready`, called as
         // the stack would have called it.

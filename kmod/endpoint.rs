@@ -7,14 +7,24 @@
 //! 1. `Endpoint::inner` (mutex, process context only)
 //! 2. `lock_sock()` of a registered socket
 //! 3. that socket's `sk_callback_lock` (write, BH off)
-//! 4. the endpoint's rx lock (`Rx`, spinlock, BH off)
+//! 4. the connection's reader lock (spinlock, BH off)
+//! 5. the endpoint's rx lock (`Rx`, spinlock, BH off)
 //!
-//! The `sk_data_ready` hook (softirq) takes 3 for reading, then 4.
+//! The `sk_data_ready` hook (softirq) takes 3 for reading, then 4 and 5;
+//! the connection's work item takes 2, 3 (read), 4 and 5. Ioctls take 1
+//! and 5, never both at once, except REGISTER and teardown (1, then 2-5).
+//!
+//! # Memory
+//!
+//! INIT sizes everything the receive path uses (engine, tables, dump
+//! area, ring); softirq never allocates. Pinned receive buffers are bounded
+//! by INIT's pin budget.
 
 use core::mem::size_of;
 
 use kernel::{
     fs::File,
+    mm::virt::VmaNew,
     miscdevice::{
         MiscDevice,
         MiscDeviceRegistration, //
@@ -28,17 +38,40 @@ use kernel::{
 
 use crate::abi;
 use crate::conn::Conn;
+use crate::pinned::PinnedBuf;
+use crate::proto::{
+    dump::RegionId,
+    envelope::SourceSel,
+    matching::{CancelError, MsgId, Posted, RecvId},
+};
+use crate::recv::{self, Capacities, PostedRecv, RecvState};
 use crate::rx::Rx;
-use crate::sock::TcpSocket;
+use crate::shared::SharedArea;
+use crate::sock::{errno, TcpSocket};
 
-// SAFETY: `repr(C)` with explicit padding fields: no uninitialised bytes.
-unsafe impl AsBytes for abi::VersionInfo {}
-// SAFETY: As above.
-unsafe impl AsBytes for abi::EndpointStats {}
-// SAFETY: Integers only: every byte pattern is a valid value.
-unsafe impl FromBytes for abi::SocketRegistration {}
-// SAFETY: As above.
-unsafe impl FromBytes for abi::RankArg {}
+/// Marks ABI structs as plain data for the user-copy helpers.
+macro_rules! plain_data {
+    ($($t:ty),*) => {$(
+        // SAFETY: `repr(C)`, integers only, explicit padding fields: every
+        // byte pattern is valid and no byte is uninitialised.
+        unsafe impl AsBytes for $t {}
+        // SAFETY: As above.
+        unsafe impl FromBytes for $t {}
+    )*};
+}
+plain_data!(
+    abi::VersionInfo,
+    abi::EndpointStats,
+    abi::SocketRegistration,
+    abi::RankArg,
+    abi::InitArgs,
+    abi::PostArgs,
+    abi::ProbeArgs,
+    abi::IdArg,
+    abi::PollArgs,
+    abi::SocketStats,
+    abi::StoredMessage
+);
 
 /// The most sockets one endpoint may register: far above any MPI job's
 /// connection count per process, low enough to bound kernel memory.
@@ -76,40 +109,70 @@ impl MiscDevice for Endpoint {
 
     /// Dispatches an ioctl. Unknown opcodes get `ENOTTY`; a bad argument
     /// pointer gets `EFAULT` from the user-copy helpers; non-zero reserved
-    /// fields get `EINVAL`.
+    /// fields and flags get `EINVAL`; receive-path calls before INIT get
+    /// `EBADFD`.
     ///
     /// Context: process context, may sleep; no locks held.
     fn ioctl(me: Pin<&Endpoint>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        let user = |len| UserSlice::new(UserPtr::from_addr(arg), len);
+        fn io<T: FromBytes + AsBytes>(
+            arg: usize,
+            f: impl FnOnce(&mut T) -> Result<isize>,
+        ) -> Result<isize> {
+            let user = UserSlice::new(UserPtr::from_addr(arg), size_of::<T>());
+            let (mut reader, mut writer) = user.reader_writer();
+            let mut val: T = reader.read()?;
+            let r = f(&mut val)?;
+            writer.write(&val)?;
+            Ok(r)
+        }
+        fn input<T: FromBytes>(arg: usize) -> Result<T> {
+            UserSlice::new(UserPtr::from_addr(arg), size_of::<T>()).reader().read()
+        }
+        fn output<T: AsBytes>(arg: usize, val: &T) -> Result<isize> {
+            UserSlice::new(UserPtr::from_addr(arg), size_of::<T>()).writer().write(val)?;
+            Ok(0)
+        }
         match cmd {
-            abi::O2G_IOC_VERSION => {
-                let info = abi::VersionInfo {
+            abi::O2G_IOC_VERSION => output(
+                arg,
+                &abi::VersionInfo {
                     major: abi::O2G_ABI_MAJOR,
                     minor: abi::O2G_ABI_MINOR,
                     reserved: 0,
                     features: 0,
-                };
-                user(size_of::<abi::VersionInfo>()).writer().write(&info)?;
-            }
-            abi::O2G_IOC_REGISTER_SOCKET => {
-                let reg: abi::SocketRegistration =
-                    user(size_of::<abi::SocketRegistration>()).reader().read()?;
-                me.register(reg)?;
-            }
+                },
+            ),
+            abi::O2G_IOC_REGISTER_SOCKET => me.register(input(arg)?).map(|()| 0),
             abi::O2G_IOC_UNREGISTER_SOCKET => {
-                let arg: abi::RankArg = user(size_of::<abi::RankArg>()).reader().read()?;
-                if arg.reserved != 0 {
+                let a: abi::RankArg = input(arg)?;
+                if a.reserved != 0 {
                     return Err(EINVAL);
                 }
-                me.unregister(arg.rank)?;
+                me.unregister(a.rank).map(|()| 0)
             }
-            abi::O2G_IOC_STATS => {
-                let stats = me.stats();
-                user(size_of::<abi::EndpointStats>()).writer().write(&stats)?;
-            }
-            _ => return Err(ENOTTY),
+            abi::O2G_IOC_STATS => output(arg, &me.stats()),
+            abi::O2G_IOC_INIT => io(arg, |a| me.init(a).map(|()| 0)),
+            abi::O2G_IOC_POST => io(arg, |a| me.post(a).map(|()| 0)),
+            abi::O2G_IOC_CANCEL => me.cancel(input::<abi::IdArg>(arg)?.id),
+            abi::O2G_IOC_FREE => me.free(input::<abi::IdArg>(arg)?.id).map(|()| 0),
+            abi::O2G_IOC_POLL => io(arg, |a| me.poll(a).map(|()| 0)),
+            abi::O2G_IOC_PROBE => io(arg, |a| me.probe(a).map(|()| 0)),
+            abi::O2G_IOC_SOCKET_STATS => io(arg, |a: &mut abi::SocketStats| {
+                *a = me.find(a.rank).ok_or(ENOENT)?.stats();
+                Ok(0)
+            }),
+            _ => Err(ENOTTY),
         }
-        Ok(0)
+    }
+
+    /// Maps the ring and the dump area (see `abi::InitArgs`).
+    ///
+    /// Errors: `EBADFD` before INIT; `EINVAL` unless the mapping is shared,
+    /// starts at offset 0 and is exactly `map_bytes` long.
+    ///
+    /// Context: process context, mmap lock held for writing.
+    fn mmap(me: Pin<&Endpoint>, _file: &File, vma: &VmaNew) -> Result {
+        me.rx.shared().ok_or_else(errno::ebadfd)?.map(vma)
     }
 }
 
@@ -120,11 +183,12 @@ impl Endpoint {
     /// Errors: `EINVAL` (flags/reserved set, rank out of range), `EBADF`,
     /// `ENOTSOCK`, `EPROTOTYPE` (not TCP), `ENOTCONN`, `EBUSY` (socket already
     /// claimed, here or elsewhere), `EEXIST` (rank already registered),
-    /// `ENOSPC` (endpoint full).
+    /// `ENOSPC` (endpoint full), `EBADFD` (before INIT).
     fn register(&self, reg: abi::SocketRegistration) -> Result {
         if reg.flags != 0 || reg.reserved != 0 || reg.rank >= abi::O2G_MAX_RANK {
             return Err(EINVAL);
         }
+        let max_message = self.rx.with_recv(|_, st, _| Ok(st.book.caps.max_message))?;
         let sock = TcpSocket::lookup(reg.fd)?;
         let mut inner = self.inner.lock();
         if inner.conns.iter().any(|c| c.is_socket(&sock)) {
@@ -137,7 +201,7 @@ impl Endpoint {
             return Err(ENOSPC);
         }
         inner.conns.reserve(1, GFP_KERNEL)?;
-        let conn = Conn::hook(sock, reg.rank, self.rx.clone())?;
+        let conn = Conn::hook(sock, reg.rank, self.rx.clone(), max_message)?;
         // Capacity was reserved before hooking, so this cannot fail; if it
         // ever did, the socket must not stay hooked with nobody tracking it.
         if let Err(kernel::alloc::kvec::PushError(conn)) = inner.conns.push_within_capacity(conn) {
@@ -162,17 +226,261 @@ impl Endpoint {
     fn stats(&self) -> abi::EndpointStats {
         // At most `MAX_SOCKETS`, which fits.
         let sockets = self.inner.lock().conns.len() as u32;
-        abi::EndpointStats {
-            sockets,
-            reserved: 0,
-            data_ready_events: self.rx.with(|rx| rx.data_ready_events),
+        self.rx.with(|st| {
+            let c = &st.counters;
+            let mut s = abi::EndpointStats {
+                sockets,
+                failed_sockets: c.failed_sockets,
+                data_ready_events: c.data_ready_events,
+                deferred_reads: c.deferred_reads,
+                matched_msgs: c.matched_msgs,
+                matched_bytes: c.matched_bytes,
+                unexpected_msgs: c.unexpected_msgs,
+                unexpected_bytes: c.unexpected_bytes,
+                backpressure_events: c.backpressure_events,
+                protocol_errors: c.protocol_errors,
+                ..Default::default()
+            };
+            if let Some(r) = st.recv.as_ref() {
+                // Queue lengths are at most `O2G_MAX_QUEUE`.
+                s.posted = r.engine.posted_len() as u32;
+                s.unexpected = r.engine.unexpected_len() as u32;
+                s.dump_used = r.book.dump.used();
+                s.pinned_bytes = r.book.pinned;
+            }
+            s
+        })
+    }
+
+    /// The connection to `rank`, if registered.
+    fn find(&self, rank: u32) -> Option<Arc<Conn>> {
+        self.inner.lock().conns.iter().find(|c| c.rank() == rank).cloned()
+    }
+
+    /// Sets the capacities and allocates the receive path, once.
+    ///
+    /// Errors: `EINVAL` (out of range), `EBUSY` (already done), `ENOMEM`.
+    fn init(&self, a: &mut abi::InitArgs) -> Result {
+        let caps = Capacities::from_args(a)?;
+        if self.rx.shared().is_some() {
+            return Err(EBUSY);
+        }
+        let entries = caps.ring_entries();
+        let shared = SharedArea::new(entries, caps.dump_bytes as usize)?;
+        let seed = core::ptr::from_ref(self) as u64;
+        let recv = RecvState::new(caps, seed)?;
+        let (ring_entries, ring_offset, dump_offset, map_bytes) = shared.layout();
+        self.rx.install(shared, recv)?;
+        a.ring_entries = ring_entries;
+        a.ring_offset = ring_offset;
+        a.dump_offset = dump_offset;
+        a.map_bytes = map_bytes;
+        Ok(())
+    }
+
+    /// Posts a receive: takes a stored unexpected message at once, or pins
+    /// the buffer and queues the receive.
+    ///
+    /// Errors: `EINVAL`, `EFAULT` (buffer not writable), `ENOSPC` (posted
+    /// queue full), `EAGAIN` (ring could overflow), `ENOBUFS` (pin budget),
+    /// `ECONNRESET` (the connection to that source failed), `EBADFD`.
+    fn post(&self, a: &mut abi::PostArgs) -> Result {
+        if a.flags != 0 || a.buf_len > abi::O2G_MAX_MESSAGE {
+            return Err(EINVAL);
+        }
+        let sel = recv::selector(a.source, a.tag, a.context)?;
+        let conn = match sel.source {
+            SourceSel::Rank(r) => self.find(r),
+            SourceSel::Any => None,
+        };
+        let failed = || conn.as_ref().is_some_and(|c| c.has_failed());
+        let len = a.buf_len;
+        // Cheap path first: a stored message needs no pinning.
+        let early = self.rx.with_recv(|shared, st, _| {
+            if let Some((id, _)) = st.engine.probe(sel) {
+                let info = st.engine.claim(id).map_err(|_| EINVAL)?;
+                return Ok(Some(st.stored(shared, id, info)));
+            }
+            if failed() {
+                return Err(errno::econnreset());
+            }
+            st.admit(shared, len)?;
+            st.book.pinned += len;
+            Ok(None)
+        })?;
+        a.reserved = 0;
+        a.recv_id = 0;
+        a.msg = abi::StoredMessage::default();
+        if let Some(msg) = early {
+            a.outcome = abi::outcome::UNEXPECTED;
+            a.msg = msg;
+            return Ok(());
+        }
+        let buf = match PinnedBuf::pin(a.buf, len) {
+            Ok(buf) => buf,
+            Err(e) => {
+                self.unreserve(len);
+                return Err(e);
+            }
+        };
+        let recv = PostedRecv {
+            buf,
+            user_data: a.user_data,
+        };
+        let (result, unused) = self.rx.with_recv(|shared, st, _| {
+            if failed() {
+                return Ok((Err(errno::econnreset()), Some(recv)));
+            }
+            let handle = match st.book.insert(recv) {
+                Ok(h) => h,
+                Err(recv) => return Ok((Err(ENOSPC), Some(recv))),
+            };
+            Ok(match st.engine.post(sel, handle) {
+                Ok(Posted::Queued(id)) => (Ok(PostResult::Queued(id)), None),
+                Ok(Posted::Matched(id, info)) => (
+                    Ok(PostResult::Stored(st.stored(shared, id, info))),
+                    st.book.take(handle),
+                ),
+                Err(_) => (Err(ENOSPC), st.book.take(handle)),
+            })
+        })?;
+        if let Some(recv) = unused {
+            drop(recv);
+            self.unreserve(len);
+        }
+        match result? {
+            PostResult::Stored(msg) => {
+                a.outcome = abi::outcome::UNEXPECTED;
+                a.msg = msg;
+            }
+            PostResult::Queued(id) => {
+                a.outcome = abi::outcome::QUEUED;
+                a.recv_id = id.to_raw();
+                // A stalled connection may hold this receive's message.
+                self.kick_stalled();
+            }
+        }
+        Ok(())
+    }
+
+    /// Returns `len` bytes to the pin budget after unpinning.
+    fn unreserve(&self, len: u64) {
+        let _ = self.rx.with_recv(|_, st, _| {
+            st.book.pinned = st.book.pinned.saturating_sub(len);
+            Ok(())
+        });
+    }
+
+    /// Cancels a queued receive: 1 if cancelled (its buffer is released
+    /// now), 0 if it already matched. `EINVAL` for an id out of range.
+    fn cancel(&self, id: u64) -> Result<isize> {
+        let recv = self.rx.with_recv(|_, st, _| match st.engine.cancel(RecvId::from_raw(id)) {
+            Ok(handle) => Ok(st.book.take(handle)),
+            Err(CancelError::TooLate) => Ok(None),
+            Err(CancelError::InvalidId) => Err(EINVAL),
+        })?;
+        Ok(match recv {
+            Some(recv) => {
+                let len = recv.buf.len() as u64;
+                drop(recv);
+                self.unreserve(len);
+                1
+            }
+            None => 0,
+        })
+    }
+
+    /// Frees a stored message a post or claiming probe took. `ENOENT` if
+    /// the id names no such message.
+    fn free(&self, id: u64) -> Result {
+        self.rx.with_recv(|_, st, _| {
+            let info = st.engine.release_claimed(MsgId::from_raw(id)).map_err(|_| ENOENT)?;
+            st.book.dump.free(RegionId::from_raw(info.location as u32));
+            Ok(())
+        })?;
+        self.kick_stalled();
+        Ok(())
+    }
+
+    /// Looks for a stored message, optionally claiming it.
+    fn probe(&self, a: &mut abi::ProbeArgs) -> Result {
+        if a.flags & !abi::O2G_PROBE_CLAIM != 0 {
+            return Err(EINVAL);
+        }
+        let sel = recv::selector(a.source, a.tag, a.context)?;
+        let claim = a.flags & abi::O2G_PROBE_CLAIM != 0;
+        let found = self.rx.with_recv(|shared, st, _| {
+            let Some((id, info)) = st.engine.probe(sel) else {
+                return Ok(None);
+            };
+            if claim {
+                st.engine.claim(id).map_err(|_| EINVAL)?;
+            }
+            Ok(Some(st.stored(shared, id, info)))
+        })?;
+        a.reserved = 0;
+        match found {
+            Some(msg) => {
+                a.outcome = abi::outcome::UNEXPECTED;
+                a.msg = msg;
+            }
+            None => {
+                a.outcome = abi::outcome::NONE;
+                a.msg = abi::StoredMessage::default();
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for a completion or a stored message. `EINTR` on a signal.
+    fn poll(&self, a: &mut abi::PollArgs) -> Result {
+        if a.reserved != 0 {
+            return Err(EINVAL);
+        }
+        let shared = self.rx.shared().ok_or_else(errno::ebadfd)?;
+        let timeout = u64::try_from(a.timeout_ns).ok().map(|ns| {
+            let ms = ns.div_ceil(1_000_000).min(u64::from(u32::MAX));
+            kernel::time::msecs_to_jiffies(ms as u32) as u64
+        });
+        a.events = self.rx.wait(timeout, |st| {
+            let mut ev = 0;
+            if shared.ring_pending() != 0 {
+                ev |= abi::poll_events::COMPLETION;
+            }
+            if let Some(r) = st.recv.as_mut() {
+                if core::mem::take(&mut r.book.unexpected_event) {
+                    ev |= abi::poll_events::UNEXPECTED;
+                }
+            }
+            ev
+        })?;
+        Ok(())
+    }
+
+    /// Lets stalled connections retry: room or a receive may be there now.
+    fn kick_stalled(&self) {
+        if self.rx.with(|st| st.counters.stalled) == 0 {
+            return;
+        }
+        for conn in self.inner.lock().conns.iter() {
+            if conn.is_stalled() {
+                conn.kick();
+            }
         }
     }
 }
 
+/// What a POST ended with once its buffer was pinned.
+enum PostResult {
+    Queued(RecvId),
+    /// A message stored while the buffer was being pinned.
+    Stored(abi::StoredMessage),
+}
+
 #[pinned_drop]
 impl PinnedDrop for Endpoint {
-    /// Unhooks every socket when the file is released (close or exit).
+    /// Unhooks every socket and unpins every buffer when the file is
+    /// released (close or exit, SIGKILL included).
     ///
     /// Context: process context (last `fput`), may sleep.
     fn drop(self: Pin<&mut Self>) {
@@ -180,5 +488,10 @@ impl PinnedDrop for Endpoint {
         for conn in conns.iter() {
             conn.unhook();
         }
+        drop(conns);
+        // Every hook is gone: unpin what is left, here in process context.
+        let held = self.rx.with(|st| st.recv.as_mut().map(|r| r.book.take_all()));
+        drop(held);
+        self.rx.flush_reclaim();
     }
 }

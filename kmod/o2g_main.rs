@@ -28,14 +28,19 @@ mod bh_lock;
 mod conn;
 mod endpoint;
 mod misc_registration;
+mod pinned;
+mod reader;
+mod recv;
 mod rx;
+mod shared;
 mod shim;
 mod sock;
 
 use kernel::{
     ioctl::{
         _IOR,
-        _IOW, //
+        _IOW,
+        _IOWR, //
     },
     miscdevice::MiscDeviceOptions,
     prelude::*,
@@ -51,6 +56,14 @@ const _: () = {
     assert!(O2G_IOC_REGISTER_SOCKET == _IOW::<SocketRegistration>(O2G_IOC_TYPE, 0x01));
     assert!(O2G_IOC_UNREGISTER_SOCKET == _IOW::<RankArg>(O2G_IOC_TYPE, 0x02));
     assert!(O2G_IOC_STATS == _IOR::<EndpointStats>(O2G_IOC_TYPE, 0x03));
+    assert!(O2G_IOC_INIT == _IOWR::<InitArgs>(O2G_IOC_TYPE, 0x04));
+    assert!(O2G_IOC_POST == _IOWR::<PostArgs>(O2G_IOC_TYPE, 0x05));
+    assert!(O2G_IOC_CANCEL == _IOW::<IdArg>(O2G_IOC_TYPE, 0x06));
+    assert!(O2G_IOC_FREE == _IOW::<IdArg>(O2G_IOC_TYPE, 0x07));
+    assert!(O2G_IOC_POLL == _IOWR::<PollArgs>(O2G_IOC_TYPE, 0x08));
+    assert!(O2G_IOC_PROBE == _IOWR::<ProbeArgs>(O2G_IOC_TYPE, 0x09));
+    assert!(O2G_IOC_SOCKET_STATS == _IOWR::<SocketStats>(O2G_IOC_TYPE, 0x0a));
+    assert!(O2G_IOC_LIST_ENDPOINTS == _IOWR::<EndpointList>(O2G_IOC_TYPE, 0x0b));
 };
 
 module! {

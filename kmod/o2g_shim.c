@@ -97,3 +97,13 @@ int o2g_spin_trylock_bh(spinlock_t *lock)
 {
 	return spin_trylock_bh(lock);
 }
+
+bool o2g_sock_owned_by_user(const struct sock *sk)
+{
+	return sock_owned_by_user_nocheck(sk);
+}
+
+bool o2g_sk_rcv_shutdown(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN;
+}

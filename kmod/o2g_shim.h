@@ -38,6 +38,10 @@ void o2g_sk_set_user_data(struct sock *sk, void *data);
 o2g_ready_fn o2g_sk_data_ready(const struct sock *sk);
 void o2g_sk_set_data_ready(struct sock *sk, o2g_ready_fn fn);
 
+/* Receive-path state, read from the socket hook. */
+bool o2g_sock_owned_by_user(const struct sock *sk);
+bool o2g_sk_rcv_shutdown(const struct sock *sk);
+
 /* spin_lock_bh() and friends are inline, with no Rust helper in 7.2. */
 void o2g_spin_lock_bh(spinlock_t *lock);
 void o2g_spin_unlock_bh(spinlock_t *lock);

@@ -1,30 +1,68 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The receive side of an endpoint: the state the socket hook updates from
-//! softirq and the ioctls read from process context.
+//! The receive side of an endpoint: what the socket hooks update from
+//! softirq and the ioctls use from process context.
 //!
 //! Every registered socket's [`crate::conn::Conn`] holds a reference, so the
 //! state outlives any hook that can still reach it. It sits under one
-//! BH-safe spinlock, taken after the socket's `sk_callback_lock` (see the
-//! lock order in `endpoint.rs`). The matching engine and the completion
-//! queue will live here too.
+//! BH-safe spinlock, taken after the socket's `sk_callback_lock` and the
+//! connection's own reader lock (see the lock order in `endpoint.rs`).
+//! Waiters in POLL sleep on [`Rx::wake`]'s condition variable; buffers that
+//! finish in softirq are unpinned by the reclaim work.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    impl_has_work, new_condvar, new_work,
+    prelude::*,
+    sync::{Arc, CondVar, SetOnce},
+    workqueue::{self, Work, WorkItem},
+};
 
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
+use crate::recv::RecvState;
+use crate::shared::SharedArea;
+
+/// Counters kept from open to release.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) data_ready_events: u64,
+    pub(crate) deferred_reads: u64,
+    pub(crate) matched_msgs: u64,
+    pub(crate) matched_bytes: u64,
+    pub(crate) unexpected_msgs: u64,
+    pub(crate) unexpected_bytes: u64,
+    pub(crate) backpressure_events: u64,
+    pub(crate) protocol_errors: u64,
+    /// Connections that failed (protocol error or peer gone).
+    pub(crate) failed_sockets: u32,
+    /// Connections waiting for room (dump area or unexpected queue).
+    pub(crate) stalled: u32,
+}
+
+/// The receive-side state, under [`Rx`]'s lock.
+#[derive(Default)]
+pub(crate) struct RxState {
+    pub(crate) counters: Counters,
+    /// Present after INIT.
+    pub(crate) recv: Option<KBox<RecvState>>,
+}
 
 /// What the hook and the ioctls share.
 #[pin_data]
 pub(crate) struct Rx {
     #[pin]
     state: SpinLockBh<RxState>,
+    /// Signalled when a completion is published or an unexpected message
+    /// is stored.
+    #[pin]
+    wake: CondVar,
+    /// The shared pages, set once by INIT (before `RxState::recv`).
+    shared: SetOnce<SharedArea>,
+    #[pin]
+    reclaim: Work<Rx>,
 }
 
-/// The receive-side state, under [`Rx`]'s lock.
-#[derive(Default)]
-pub(crate) struct RxState {
-    /// Times a registered socket signalled readable data.
-    pub(crate) data_ready_events: u64,
+impl_has_work! {
+    impl HasWork<Rx> for Rx { self.reclaim }
 }
 
 impl Rx {
@@ -33,6 +71,9 @@ impl Rx {
         Arc::pin_init(
             pin_init!(Rx {
                 state <- new_spinlock_bh!(RxState::default(), c"o2g_endpoint_rx"),
+                wake <- new_condvar!("o2g_endpoint_wake"),
+                shared: SetOnce::new(),
+                reclaim <- new_work!("o2g_reclaim"),
             }),
             GFP_KERNEL,
         )
@@ -43,5 +84,123 @@ impl Rx {
     /// Context: any (softirq or process); takes the endpoint's rx lock.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut RxState) -> R) -> R {
         f(&mut self.state.lock())
+    }
+
+    /// Runs `f` with the state locked and INIT's state, or fails with
+    /// `EBADFD` (the endpoint was not initialised).
+    pub(crate) fn with_recv<R>(
+        &self,
+        f: impl FnOnce(&SharedArea, &mut RecvState, &mut Counters) -> Result<R>,
+    ) -> Result<R> {
+        let shared = self.shared.as_ref().ok_or_else(crate::sock::errno::ebadfd)?;
+        let mut st = self.state.lock();
+        let RxState { counters, recv } = &mut *st;
+        let recv = recv.as_deref_mut().ok_or_else(crate::sock::errno::ebadfd)?;
+        f(shared, recv, counters)
+    }
+
+    /// The shared pages, after INIT.
+    pub(crate) fn shared(&self) -> Option<&SharedArea> {
+        self.shared.as_ref()
+    }
+
+    /// Installs INIT's state, once. Errors: `EBUSY` if already done.
+    ///
+    /// Context: process context; takes the rx lock.
+    pub(crate) fn install(&self, shared: SharedArea, recv: KBox<RecvState>) -> Result {
+        if !self.shared.populate(shared) {
+            return Err(EBUSY);
+        }
+        self.with(|st| st.recv = Some(recv));
+        Ok(())
+    }
+
+    /// Wakes every POLL waiter.
+    ///
+    /// Context: any.
+    pub(crate) fn notify(&self) {
+        self.wake.notify_all();
+    }
+
+    /// Waits until `ready` holds, `timeout` jiffies pass (`None`: no limit),
+    /// or a signal arrives. Returns `ready`'s last answer; `EINTR` on a
+    /// signal.
+    ///
+    /// Context: process context, may sleep; no locks held.
+    pub(crate) fn wait(
+        &self,
+        timeout: Option<u64>,
+        mut ready: impl FnMut(&mut RxState) -> u32,
+    ) -> Result<u32> {
+        use kernel::sync::CondVarTimeoutResult as R;
+        let mut guard = self.state.lock();
+        let mut left = timeout;
+        loop {
+            let events = ready(&mut guard);
+            if events != 0 || left == Some(0) {
+                return Ok(events);
+            }
+            match left {
+                None => {
+                    if self.wake.wait_interruptible(&mut guard) {
+                        return Err(EINTR);
+                    }
+                }
+                Some(j) => {
+                    let j = j.min(i64::MAX as u64 / 2) as kernel::time::Jiffies;
+                    match self.wake.wait_interruptible_timeout(&mut guard, j) {
+                        R::Timeout => left = Some(0),
+                        R::Woken { jiffies } => left = Some(jiffies as u64),
+                        R::Signal { .. } => return Err(EINTR),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues the reclaim work (unpinning finished buffers).
+    ///
+    /// Context: any.
+    pub(crate) fn schedule_reclaim(self: &Arc<Self>) {
+        // Already queued is fine: one run reclaims everything.
+        let _ = workqueue::system().enqueue(self.clone());
+    }
+
+    /// Unpins every finished buffer.
+    ///
+    /// Context: process context, may sleep; takes the rx lock briefly per
+    /// buffer.
+    pub(crate) fn reclaim_now(&self) {
+        loop {
+            let Some(buf) = self.with(|st| st.recv.as_mut().and_then(|r| r.book.pop_retired()))
+            else {
+                return;
+            };
+            let len = buf.len() as u64;
+            drop(buf);
+            self.with(|st| {
+                if let Some(r) = st.recv.as_mut() {
+                    r.book.pinned = r.book.pinned.saturating_sub(len);
+                }
+            });
+        }
+    }
+
+    /// Waits until a queued reclaim work has finished.
+    ///
+    /// Context: process context, may sleep; no locks held.
+    pub(crate) fn flush_reclaim(&self) {
+        // SAFETY: `reclaim` is an initialised work item inside `self`, which
+        // the caller's reference keeps alive for the call.
+        unsafe { kernel::bindings::flush_work(Work::raw_get(&self.reclaim)) };
+    }
+}
+
+impl WorkItem for Rx {
+    type Pointer = Arc<Rx>;
+
+    /// Context: process context (system workqueue), may sleep.
+    fn run(this: Arc<Rx>) {
+        this.reclaim_now();
     }
 }

@@ -30,9 +30,23 @@ extern "C" {
     pub(crate) fn o2g_sk_data_ready(sk: *const bindings::sock) -> Option<ReadyFn>;
     pub(crate) fn o2g_sk_set_data_ready(sk: *mut bindings::sock, f: Option<ReadyFn>);
 
+    pub(crate) fn o2g_sock_owned_by_user(sk: *const bindings::sock) -> bool;
+    pub(crate) fn o2g_sk_rcv_shutdown(sk: *const bindings::sock) -> bool;
+
     pub(crate) fn o2g_spin_lock_bh(lock: *mut bindings::spinlock_t);
     pub(crate) fn o2g_spin_unlock_bh(lock: *mut bindings::spinlock_t);
     pub(crate) fn o2g_spin_trylock_bh(lock: *mut bindings::spinlock_t) -> core::ffi::c_int;
+}
+
+// Exported by net/ipv4/tcp.c but declared in net/tcp.h, which the 7.2
+// bindings do not include; the prototype is stable since 2.6
+// (`int tcp_read_sock(struct sock *, read_descriptor_t *, sk_read_actor_t)`).
+extern "C" {
+    pub(crate) fn tcp_read_sock(
+        sk: *mut bindings::sock,
+        desc: *mut bindings::read_descriptor_t,
+        actor: bindings::sk_read_actor_t,
+    ) -> core::ffi::c_int;
 }
 
 /// Size of the kernel's `struct sock`, from the C shim.

@@ -26,6 +26,31 @@ pub(crate) mod errno {
         from(bindings::EPROTOTYPE)
     }
 
+    /// An endpoint used before INIT.
+    pub(crate) fn ebadfd() -> Error {
+        from(bindings::EBADFD)
+    }
+
+    /// A message longer than its receive buffer (a completion status).
+    pub(crate) fn emsgsize() -> Error {
+        from(bindings::EMSGSIZE)
+    }
+
+    /// The connection failed: protocol error or peer gone.
+    pub(crate) fn econnreset() -> Error {
+        from(bindings::ECONNRESET)
+    }
+
+    /// The socket was unregistered in the middle of a message.
+    pub(crate) fn econnaborted() -> Error {
+        from(bindings::ECONNABORTED)
+    }
+
+    /// The endpoint's pin budget would be exceeded.
+    pub(crate) fn enobufs() -> Error {
+        from(bindings::ENOBUFS)
+    }
+
     /// A TCP socket that is not connected.
     pub(crate) fn enotconn() -> Error {
         from(bindings::ENOTCONN)

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A posted receive buffer: user pages pinned so that the protocol handler
+//! can write them from softirq, whatever task that softirq interrupts.
+//!
+//! `copy_to_user()` is not an option there: on loopback the receive softirq
+//! runs in the *sender's* context, so user addresses would name the wrong
+//! process. The pages are pinned in the POST ioctl (process context of the
+//! owner) with `FOLL_WRITE | FOLL_LONGTERM` and written through
+//! `kmap_local_page()`; they are unpinned (and marked dirty) in process
+//! context only, because `unpin_user_pages_dirty_lock()` may sleep.
+
+use kernel::{alloc::KVVec, bindings, page::PAGE_SIZE, prelude::*};
+
+/// Runs `f` with `page` mapped at a kernel address.
+///
+/// Context: any; must not sleep inside `f`.
+///
+/// # Safety
+///
+/// `page` must be a valid page that stays allocated during the call.
+pub(crate) unsafe fn with_kmap<R>(page: *mut bindings::page, f: impl FnOnce(*mut u8) -> R) -> R {
+    // SAFETY: `page` is valid (caller); a local mapping needs nothing else.
+    let addr = unsafe { bindings::kmap_local_page(page) };
+    let r = f(addr.cast());
+    // SAFETY: Unmaps the mapping made above; nested mappings made inside
+    // `f` were unmapped before it returned, so the LIFO order holds.
+    unsafe { bindings::kunmap_local(addr) };
+    r
+}
+
+/// A range of user memory, pinned.
+///
+/// # Invariants
+///
+/// `pages` holds exactly the pages covering `[addr, addr + len)` of the
+/// process that pinned them, each with one pin this value owns; `first` is
+/// `addr`'s offset in the first page.
+pub(crate) struct PinnedBuf {
+    pages: KVVec<*mut bindings::page>,
+    first: usize,
+    len: usize,
+}
+
+// SAFETY: The pins may be released from any process context (the reclaim
+// work runs on a kworker), and the page pointers are plain references to
+// pinned pages.
+unsafe impl Send for PinnedBuf {}
+
+impl PinnedBuf {
+    /// Pins `len` bytes at user address `addr` of the current process for
+    /// writing. A zero-length buffer pins nothing.
+    ///
+    /// Errors: `EFAULT` (not mapped writable), `EINVAL` (range wraps),
+    /// `ENOMEM`.
+    ///
+    /// Context: process context of the buffer's owner, may sleep.
+    pub(crate) fn pin(addr: u64, len: u64) -> Result<Self> {
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
+        if len == 0 {
+            return Ok(Self { pages: KVVec::new(), first: 0, len: 0 });
+        }
+        let end = addr.checked_add(len).ok_or(EINVAL)?;
+        let first_page = addr & !(PAGE_SIZE - 1);
+        let n = (end - first_page).div_ceil(PAGE_SIZE);
+        let mut pages = KVVec::<*mut bindings::page>::with_capacity(n, GFP_KERNEL)?;
+        let flags = bindings::FOLL_WRITE | bindings::FOLL_LONGTERM;
+        while pages.len() < n {
+            let done = pages.len();
+            let want = i32::try_from(n - done).unwrap_or(i32::MAX);
+            // SAFETY: `pages` has room for `n` pointers and `done` are filled,
+            // so `want` more fit at `as_mut_ptr() + done`.
+            let got = unsafe {
+                bindings::pin_user_pages_fast(
+                    (first_page + done * PAGE_SIZE) as _,
+                    want,
+                    flags,
+                    pages.as_mut_ptr().add(done),
+                )
+            };
+            if got <= 0 {
+                // SAFETY: The first `done` entries hold pins we own.
+                unsafe { bindings::unpin_user_pages(pages.as_mut_ptr(), done as _) };
+                return Err(if got < 0 { Error::from_errno(got) } else { EFAULT });
+            }
+            // SAFETY: The kernel filled `got` more entries.
+            unsafe { pages.inc_len(got as usize) };
+        }
+        Ok(Self { pages, first: addr - first_page, len })
+    }
+
+    /// Length of the buffer in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `n` bytes into the buffer at `offset` (clamped to its end)
+    /// with `fill(dst, done, chunk)`, one page at a time: `fill` writes
+    /// `chunk` bytes at `dst`, which are bytes `done..done + chunk` of the
+    /// copy. Returns how many bytes were copied, or the first error `fill`
+    /// returns.
+    ///
+    /// Context: any (softirq included); must not sleep.
+    pub(crate) fn copy_in(
+        &self,
+        offset: usize,
+        n: usize,
+        mut fill: impl FnMut(*mut u8, usize, usize) -> Result,
+    ) -> Result<usize> {
+        let n = n.min(self.len.saturating_sub(offset));
+        let mut done = 0;
+        while done < n {
+            let pos = self.first + offset + done;
+            let in_page = pos % PAGE_SIZE;
+            let chunk = (PAGE_SIZE - in_page).min(n - done);
+            let page = *self.pages.get(pos / PAGE_SIZE).ok_or(EINVAL)?;
+            // SAFETY: `page` is pinned by this value (type invariants).
+            unsafe { with_kmap(page, |addr| fill(addr.wrapping_add(in_page), done, chunk)) }?;
+            done += chunk;
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for PinnedBuf {
+    /// Unpins the pages, marking them dirty.
+    ///
+    /// Context: process context only (may sleep on a page lock); the
+    /// softirq paths hand buffers to the reclaim work instead of dropping.
+    fn drop(&mut self) {
+        if self.pages.is_empty() {
+            return;
+        }
+        // SAFETY: Every entry holds a pin this value owns (type invariants).
+        unsafe {
+            bindings::unpin_user_pages_dirty_lock(self.pages.as_mut_ptr(), self.pages.len() as _, true)
+        };
+    }
+}

@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One connection's reader: TCP bytes to matched receives and stored
+//! unexpected messages, inside the protocol handler.
+//!
+//! `tcp_read_sock()` hands the actor pieces of socket buffers. Header bytes
+//! (at most 32 per message) are copied to the stack and fed to the pure
+//! reassembler; payload bytes are copied once, with `skb_copy_bits()`,
+//! straight into their destination: the pinned pages of a receive posted
+//! before the header arrived, or a region of the dump area. There is no
+//! staging copy.
+//!
+//! A header that matches no posted receive and finds no room (dump area or
+//! unexpected queue full) *stalls* the connection: the actor stops
+//! consuming, the bytes stay in TCP and flow control holds the sender back.
+//! A later FREE or POST kicks the connection's work item, which retries the
+//! decision (a receive posted meanwhile takes the message directly, however
+//! large) and reads on.
+//!
+//! Unmatched payloads become visible to receives only when complete: the
+//! engine learns of them at the message end. A receive posted while one
+//! streams in is queued and takes the message then, so a post and an arrival
+//! racing for one message resolve exactly once, under the rx lock.
+//!
+//! Locks: the caller holds the socket (softirq spinlock or ownership), the
+//! callback read lock and this reader's lock; the endpoint's rx lock is
+//! taken inside, briefly, for each decision.
+
+use core::ffi::{c_int, c_uint, c_void};
+
+use kernel::{bindings, prelude::*};
+
+use crate::abi::socket_state;
+use crate::conn::Conn;
+use crate::proto::{
+    dump::RegionId,
+    envelope::Envelope,
+    matching::Arrival,
+    stream::{Event, Reassembler},
+    wire::{Header, Limits, WireError, HEADER_LEN},
+};
+use crate::recv::PostedRecv;
+use crate::sock::errno;
+
+/// Where the current message's payload goes.
+enum Dest {
+    /// Between messages, or waiting for a decision.
+    None,
+    /// A receive posted earlier: straight into its pages.
+    Direct { recv: PostedRecv },
+    /// The dump area, at byte `at`, in region `region`.
+    Dump { region: RegionId, at: usize },
+}
+
+/// Why a connection stops being read.
+#[derive(Clone, Copy)]
+pub(crate) enum Failure {
+    /// The stream broke the wire rules.
+    Protocol(WireError),
+    /// The peer closed in the middle of a message.
+    Truncated,
+    /// The peer closed between messages.
+    Closed,
+}
+
+/// The reader state of one connection, under its own BH-safe lock.
+pub(crate) struct ConnRx {
+    reasm: Reassembler,
+    /// A header whose destination is not decided yet (stalled).
+    pending: Option<Header>,
+    dest: Dest,
+    pub(crate) state: u32,
+    pub(crate) rx_bytes: u64,
+    pub(crate) messages: u64,
+    pub(crate) protocol_errors: u64,
+    pub(crate) backpressure_events: u64,
+}
+
+/// Copies `n` bytes from the current socket buffer, `at` bytes past the
+/// actor's offset, to `dst`.
+type Source<'a> = &'a dyn Fn(usize, *mut u8, usize) -> Result;
+
+impl ConnRx {
+    /// A reader for a fresh connection accepting messages up to
+    /// `max_message` bytes.
+    pub(crate) fn new(max_message: u64) -> Self {
+        Self {
+            reasm: Reassembler::new(Limits {
+                max_payload: max_message,
+            }),
+            pending: None,
+            dest: Dest::None,
+            state: socket_state::ACTIVE,
+            rx_bytes: 0,
+            messages: 0,
+            protocol_errors: 0,
+            backpressure_events: 0,
+        }
+    }
+
+    /// Reads what the socket holds, then notices a peer that closed.
+    ///
+    /// # Safety
+    ///
+    /// `sk` is `conn`'s socket and the caller may read it: softirq with the
+    /// socket spinlock held and no owner, or process context owning it.
+    pub(crate) unsafe fn read(&mut self, conn: &Conn, sk: *mut bindings::sock) {
+        // Retry a stalled decision and finish an empty message first: the
+        // actor only runs when bytes are queued.
+        let none: Source<'_> = &|_, _, _| Err(EINVAL);
+        self.consume(conn, none, 0);
+        if self.state == socket_state::STALLED {
+            return;
+        }
+        let mut ctx = ReadCtx {
+            conn,
+            rx: self,
+            stopped_short: false,
+        };
+        let mut desc = bindings::read_descriptor_t {
+            written: 0,
+            count: 1,
+            arg: bindings::read_descriptor_t__bindgen_ty_1 {
+                data: (&raw mut ctx).cast::<c_void>(),
+            },
+            error: 0,
+        };
+        // SAFETY: The caller may read `sk`; `desc.arg` points at `ctx`,
+        // which outlives the call, and `actor` expects exactly that.
+        unsafe { crate::shim::tcp_read_sock(sk, &mut desc, Some(actor)) };
+        let stopped_short = ctx.stopped_short;
+        // SAFETY: `sk` is valid (caller).
+        if !stopped_short && unsafe { crate::shim::o2g_sk_rcv_shutdown(sk) } {
+            let idle = self.reasm.at_boundary() && self.pending.is_none();
+            self.fail(conn, if idle { Failure::Closed } else { Failure::Truncated });
+        }
+    }
+
+    /// Consumes up to `len` bytes from `src`; returns how many. Fewer means
+    /// the connection stalled (or the source failed, which fails it).
+    fn consume(&mut self, conn: &Conn, src: Source<'_>, len: usize) -> usize {
+        let mut pos = 0;
+        loop {
+            if self.state == socket_state::FAILED {
+                return len;
+            }
+            if self.state == socket_state::STALLED && !self.decide(conn) {
+                return pos;
+            }
+            if self.reasm.current().is_some_and(|(h, off)| off >= h.len) {
+                self.finish(conn);
+                continue;
+            }
+            if pos >= len {
+                return pos;
+            }
+            if let Some((off, n)) = self.reasm.take_payload(len - pos) {
+                if self.copy(conn, src, pos, off, n).is_err() {
+                    self.fail(conn, Failure::Truncated);
+                    return len;
+                }
+                pos += n;
+                self.rx_bytes += n as u64;
+                continue;
+            }
+            let mut buf = [0u8; HEADER_LEN];
+            let k = (len - pos).min(HEADER_LEN);
+            if src(pos, buf.as_mut_ptr(), k).is_err() {
+                self.fail(conn, Failure::Truncated);
+                return len;
+            }
+            match self.reasm.feed(&buf[..k]) {
+                Err(e) => {
+                    self.fail(conn, Failure::Protocol(e));
+                    return len;
+                }
+                Ok(step) => {
+                    pos += step.consumed;
+                    self.rx_bytes += step.consumed as u64;
+                    if let Some(Event::Header(h)) = step.event {
+                        self.pending = Some(h);
+                        if !self.decide(conn) {
+                            return pos;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Picks the pending header's destination: a posted receive, else room
+    /// in the dump area. Returns false (and stalls) when there is neither.
+    fn decide(&mut self, conn: &Conn) -> bool {
+        let Some(h) = self.pending else {
+            return true;
+        };
+        let was_stalled = self.state == socket_state::STALLED;
+        let dest = conn.rx().with_recv(|_, st, c| {
+            let dest = match st.engine.match_posted(h.envelope) {
+                Some(handle) => st.book.take(handle).map(|recv| {
+                    st.book.active += 1;
+                    c.matched_msgs += 1;
+                    c.matched_bytes += h.len;
+                    Dest::Direct { recv }
+                }),
+                None => {
+                    let stored = st.engine.unexpected_len() + st.book.streaming as usize;
+                    let region = if stored < st.engine.unexpected_capacity() {
+                        st.book.dump.alloc(h.len)
+                    } else {
+                        None
+                    };
+                    region.map(|region| {
+                        st.book.streaming += 1;
+                        let at = st.book.dump.offset(region).unwrap_or(0) as usize;
+                        Dest::Dump { region, at }
+                    })
+                }
+            };
+            match (&dest, was_stalled) {
+                (Some(_), true) => c.stalled -= 1,
+                (None, false) => {
+                    c.stalled += 1;
+                    c.backpressure_events += 1;
+                }
+                _ => {}
+            }
+            Ok(dest)
+        });
+        match dest {
+            Ok(Some(dest)) => {
+                self.dest = dest;
+                self.pending = None;
+                self.state = socket_state::ACTIVE;
+                true
+            }
+            _ => {
+                if !was_stalled {
+                    self.backpressure_events += 1;
+                }
+                self.state = socket_state::STALLED;
+                false
+            }
+        }
+    }
+
+    /// Copies payload bytes `off..off + n` of the current message from
+    /// `src` (at `pos`) to their destination.
+    fn copy(&self, conn: &Conn, src: Source<'_>, pos: usize, off: u64, n: usize) -> Result {
+        let off = usize::try_from(off).map_err(|_| EINVAL)?;
+        let fill = |dst: *mut u8, done: usize, chunk: usize| src(pos + done, dst, chunk);
+        match &self.dest {
+            // Past the buffer's end the bytes are dropped: truncation.
+            Dest::Direct { recv } => recv.buf.copy_in(off, n, fill).map(|_| ()),
+            Dest::Dump { at, .. } => conn.rx().shared().ok_or(EINVAL)?.dump_in(at + off, n, fill),
+            Dest::None => Ok(()),
+        }
+    }
+
+    /// The current message is complete: completes its receive, or makes it
+    /// visible as unexpected (or hands it to a receive posted meanwhile).
+    fn finish(&mut self, conn: &Conn) {
+        let Ok(step) = self.reasm.feed(&[]) else {
+            return;
+        };
+        let Some(Event::End(h)) = step.event else {
+            return;
+        };
+        self.messages += 1;
+        let env = h.envelope;
+        let dest = core::mem::replace(&mut self.dest, Dest::None);
+        let _ = conn.rx().with_recv(|shared, st, c| {
+            match dest {
+                Dest::Direct { recv } => {
+                    st.book.active -= 1;
+                    let status = if h.len > recv.buf.len() as u64 {
+                        errno::emsgsize().to_errno()
+                    } else {
+                        0
+                    };
+                    st.book.complete(shared, recv, env, h.len, status);
+                }
+                Dest::Dump { region, at } => {
+                    st.book.streaming -= 1;
+                    c.unexpected_msgs += 1;
+                    c.unexpected_bytes += h.len;
+                    match st.engine.arrive(env, h.len, u64::from(region.to_raw())) {
+                        Ok(Arrival::Unexpected(_)) => st.book.unexpected_event = true,
+                        Ok(Arrival::Matched { handle }) => {
+                            if let Some(recv) = st.book.take(handle) {
+                                let status = copy_stored(shared, &recv, at, h.len);
+                                st.book.dump.free(region);
+                                st.book.complete(shared, recv, env, h.len, status);
+                            }
+                        }
+                        // Reserved in `decide`; cannot happen.
+                        Err(_) => {
+                            st.book.dump.free(region);
+                        }
+                    }
+                }
+                Dest::None => {}
+            }
+            Ok(())
+        });
+        conn.rx().notify();
+        conn.schedule_reclaim();
+    }
+
+    /// Stops reading this connection for good: completes what it was
+    /// filling and every receive posted for its rank with `-ECONNRESET`.
+    pub(crate) fn fail(&mut self, conn: &Conn, why: Failure) {
+        if self.state == socket_state::FAILED {
+            return;
+        }
+        let was_stalled = self.state == socket_state::STALLED;
+        self.state = socket_state::FAILED;
+        let protocol = matches!(why, Failure::Protocol(_));
+        if protocol {
+            self.protocol_errors += 1;
+        }
+        let status = errno::econnreset().to_errno();
+        let dest = core::mem::replace(&mut self.dest, Dest::None);
+        let current = self.reasm.current().map(|(h, _)| h);
+        let rank = conn.rank();
+        let _ = conn.rx().with_recv(|shared, st, c| {
+            if was_stalled {
+                c.stalled -= 1;
+            }
+            c.failed_sockets += 1;
+            if protocol {
+                c.protocol_errors += 1;
+            }
+            release(shared, st, dest, current, status);
+            conn.mark_failed();
+            let crate::recv::RecvState { engine, book } = st;
+            let env = Envelope {
+                source: rank,
+                tag: 0,
+                context: 0,
+            };
+            engine.cancel_from(rank, |handle| {
+                if let Some(recv) = book.take(handle) {
+                    book.complete(shared, recv, env, 0, status);
+                }
+            });
+            Ok(())
+        });
+        conn.rx().notify();
+        conn.schedule_reclaim();
+        let log = match why {
+            Failure::Protocol(_) | Failure::Truncated => {
+                // SAFETY: `net_ratelimit` only touches its own state.
+                unsafe { bindings::net_ratelimit() != 0 }
+            }
+            Failure::Closed => false,
+        };
+        if log {
+            match why {
+                Failure::Protocol(e) => pr_warn!("rank {rank}: {e:?}; connection failed\n"),
+                _ => pr_warn!("rank {rank}: peer closed mid-message; connection failed\n"),
+            }
+        }
+    }
+
+    /// The socket is being unregistered: completes the receive being
+    /// filled with `-ECONNABORTED` and frees a half-stored message.
+    ///
+    /// Context: process context, after the hook is removed.
+    pub(crate) fn abort(&mut self, conn: &Conn) {
+        let dest = core::mem::replace(&mut self.dest, Dest::None);
+        let current = self.reasm.current().map(|(h, _)| h);
+        let stalled = self.state == socket_state::STALLED;
+        let _ = conn.rx().with_recv(|shared, st, c| {
+            if stalled {
+                c.stalled -= 1;
+            }
+            release(shared, st, dest, current, errno::econnaborted().to_errno());
+            Ok(())
+        });
+        self.state = socket_state::FAILED;
+        conn.rx().notify();
+        conn.schedule_reclaim();
+    }
+}
+
+/// Completes or frees whatever `dest` holds, with `status`.
+fn release(
+    shared: &crate::shared::SharedArea,
+    st: &mut crate::recv::RecvState,
+    dest: Dest,
+    current: Option<Header>,
+    status: i32,
+) {
+    match dest {
+        Dest::Direct { recv } => {
+            st.book.active -= 1;
+            let (env, len) = current.map_or((Envelope::default(), 0), |h| (h.envelope, h.len));
+            st.book.complete(shared, recv, env, len, status);
+        }
+        Dest::Dump { region, .. } => {
+            st.book.streaming -= 1;
+            st.book.dump.free(region);
+        }
+        Dest::None => {}
+    }
+}
+
+/// Copies a stored message into a receive posted while it streamed in;
+/// returns the completion status.
+fn copy_stored(shared: &crate::shared::SharedArea, recv: &PostedRecv, at: usize, len: u64) -> i32 {
+    let n = (len as usize).min(recv.buf.len());
+    let copied = recv.buf.copy_in(0, n, |dst, done, chunk| {
+        shared.dump_out(at + done, chunk, |src, d2, c2| {
+            // SAFETY: `src` and `dst` are mapped for these lengths by the
+            // page walkers, and distinct memory (dump page vs user page).
+            unsafe { core::ptr::copy_nonoverlapping(src, dst.add(d2), c2) };
+            Ok(())
+        })
+    });
+    match copied {
+        Err(e) => e.to_errno(),
+        Ok(_) if len > recv.buf.len() as u64 => errno::emsgsize().to_errno(),
+        Ok(_) => 0,
+    }
+}
+
+/// What the actor reaches through `read_descriptor_t::arg`.
+struct ReadCtx<'a> {
+    conn: &'a Conn,
+    rx: &'a mut ConnRx,
+    stopped_short: bool,
+}
+
+/// `tcp_read_sock()`'s actor.
+///
+/// Context: as [`ConnRx::read`]: softirq or process context with the socket
+/// held; must not sleep.
+///
+/// # Safety
+///
+/// Called by `tcp_read_sock` with the descriptor set up in
+/// [`ConnRx::read`] and a valid `skb` holding `len` bytes from `offset`.
+unsafe extern "C" fn actor(
+    desc: *mut bindings::read_descriptor_t,
+    skb: *mut bindings::sk_buff,
+    offset: c_uint,
+    len: usize,
+) -> c_int {
+    // SAFETY: `desc.arg.data` is the `ReadCtx` that `read` passed, alive
+    // and not otherwise borrowed during the call.
+    let ctx = unsafe { &mut *(*desc).arg.data.cast::<ReadCtx<'_>>() };
+    let len = len.min(c_int::MAX as usize);
+    let src = |at: usize, dst: *mut u8, n: usize| -> Result {
+        let from = (offset as usize).checked_add(at).ok_or(EINVAL)?;
+        // SAFETY: `skb` is valid for the call and `dst` is writable for `n`
+        // bytes (the destination walkers map exactly that much).
+        let rc = unsafe { bindings::skb_copy_bits(skb, from as c_int, dst.cast(), n as c_int) };
+        if rc < 0 {
+            Err(Error::from_errno(rc))
+        } else {
+            Ok(())
+        }
+    };
+    let used = ctx.rx.consume(ctx.conn, &src, len);
+    if used < len {
+        ctx.stopped_short = true;
+        // SAFETY: As above; `count == 0` makes tcp_read_sock stop.
+        unsafe { (*desc).count = 0 };
+    }
+    used as c_int
+}

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An endpoint's receive bookkeeping after INIT: the matching engine, the
+//! posted buffers, the dump-area allocator and the completion producer.
+//!
+//! Everything here runs under the endpoint's rx lock (BH off) and never
+//! sleeps or allocates: all storage is sized at INIT. Pinned buffers that
+//! finish in softirq are parked in `retired` for the reclaim work, because
+//! unpinning may sleep.
+
+use kernel::{alloc::KVVec, prelude::*};
+
+use crate::abi;
+use crate::pinned::PinnedBuf;
+use crate::proto::{
+    dump::{DumpAlloc, Record, RegionId},
+    envelope::{Envelope, Selector, SourceSel, TagSel},
+    matching::{Bucket, Engine, MsgId, MsgInfo, Slot},
+};
+use crate::shared::SharedArea;
+
+/// A receive the process posted: its pinned buffer and its cookie.
+pub(crate) struct PostedRecv {
+    pub(crate) buf: PinnedBuf,
+    pub(crate) user_data: u64,
+}
+
+/// Capacities fixed at INIT, checked against the ABI limits.
+pub(crate) struct Capacities {
+    pub(crate) max_posted: u32,
+    pub(crate) max_unexpected: u32,
+    pub(crate) dump_bytes: u64,
+    pub(crate) max_message: u64,
+    pub(crate) pin_budget: u64,
+}
+
+impl Capacities {
+    /// Checks INIT's input. Errors: `EINVAL`.
+    pub(crate) fn from_args(a: &abi::InitArgs) -> Result<Self> {
+        let queue_ok = |n: u32| (1..=abi::O2G_MAX_QUEUE).contains(&n);
+        if !queue_ok(a.max_posted)
+            || !queue_ok(a.max_unexpected)
+            || a.dump_bytes == 0
+            || a.dump_bytes > abi::O2G_MAX_DUMP
+            || a.dump_bytes % abi::O2G_PAGE != 0
+            || a.max_message > abi::O2G_MAX_MESSAGE
+            || a.pin_budget > abi::O2G_MAX_PIN_BUDGET
+            || a.flags != 0
+        {
+            return Err(EINVAL);
+        }
+        Ok(Self {
+            max_posted: a.max_posted,
+            max_unexpected: a.max_unexpected,
+            dump_bytes: a.dump_bytes,
+            max_message: a.max_message,
+            pin_budget: a.pin_budget,
+        })
+    }
+
+    /// Ring records: enough for every receive that can be outstanding.
+    pub(crate) fn ring_entries(&self) -> u32 {
+        self.max_posted.next_power_of_two()
+    }
+}
+
+/// The receive bookkeeping; see the module docs.
+pub(crate) struct RecvState {
+    pub(crate) engine: Engine<KVVec<Slot>, KVVec<Bucket>>,
+    pub(crate) book: Book,
+}
+
+/// Everything but the engine, so that engine callbacks can complete
+/// receives while the engine is borrowed.
+pub(crate) struct Book {
+    /// Posted receives by engine handle (the index).
+    table: KVVec<Option<PostedRecv>>,
+    /// Free indices of `table`.
+    free: KVVec<u32>,
+    /// Finished buffers waiting to be unpinned in process context.
+    retired: KVVec<PinnedBuf>,
+    pub(crate) dump: DumpAlloc<KVVec<Record>>,
+    /// Matched receives being filled by a connection right now.
+    pub(crate) active: u32,
+    /// Unexpected messages being streamed into the dump area right now
+    /// (each holds an unexpected-queue slot in reserve).
+    pub(crate) streaming: u32,
+    /// Buffer bytes pinned (including retired ones not yet unpinned).
+    pub(crate) pinned: u64,
+    pub(crate) caps: Capacities,
+    /// An unexpected message was stored since the last POLL.
+    pub(crate) unexpected_event: bool,
+}
+
+impl RecvState {
+    /// Allocates all storage for `caps`.
+    ///
+    /// Context: process context, may sleep.
+    pub(crate) fn new(caps: Capacities, seed: u64) -> Result<KBox<Self>> {
+        let posted = caps.max_posted as usize;
+        let unexpected = caps.max_unexpected as usize;
+        let engine = Engine::new(
+            filled(posted, Slot::EMPTY)?,
+            filled(unexpected, Slot::EMPTY)?,
+            filled(posted.max(unexpected).next_power_of_two(), Bucket::EMPTY)?,
+            seed,
+        )
+        .map_err(|_| EINVAL)?;
+        let mut table = KVVec::with_capacity(posted, GFP_KERNEL)?;
+        let mut free = KVVec::with_capacity(posted, GFP_KERNEL)?;
+        for i in (0..caps.max_posted).rev() {
+            table.push(None, GFP_KERNEL)?;
+            free.push(i, GFP_KERNEL)?;
+        }
+        let book = Book {
+            table,
+            free,
+            retired: KVVec::with_capacity(posted, GFP_KERNEL)?,
+            // One record per unexpected message, stored or streaming.
+            dump: DumpAlloc::new(filled(unexpected, Record::EMPTY)?, caps.dump_bytes, 64),
+            active: 0,
+            streaming: 0,
+            pinned: 0,
+            caps,
+            unexpected_event: false,
+        };
+        Ok(KBox::new(Self { engine, book }, GFP_KERNEL)?)
+    }
+
+    /// Whether a new post may proceed: errors are `ENOSPC` (posted queue
+    /// full), `EAGAIN` (the ring could overflow: reap completions first),
+    /// `ENOBUFS` (pin budget).
+    pub(crate) fn admit(&self, shared: &SharedArea, buf_len: u64) -> Result {
+        let posted = self.engine.posted_len() as u64;
+        let b = &self.book;
+        let outstanding = posted + u64::from(b.active) + b.retired.len() as u64;
+        if outstanding >= u64::from(b.caps.max_posted) {
+            return Err(ENOSPC);
+        }
+        let ring = u64::from(shared.ring_pending()) + posted + u64::from(b.active);
+        if ring >= u64::from(b.caps.ring_entries()) {
+            return Err(EAGAIN);
+        }
+        if b.pinned.saturating_add(buf_len) > b.caps.pin_budget {
+            return Err(crate::sock::errno::enobufs());
+        }
+        Ok(())
+    }
+
+    /// Stored unexpected message `id` as the ABI describes it.
+    pub(crate) fn stored(&self, shared: &SharedArea, id: MsgId, info: MsgInfo) -> abi::StoredMessage {
+        let region = RegionId::from_raw(info.location as u32);
+        let at = self.book.dump.offset(region).unwrap_or(0);
+        abi::StoredMessage {
+            id: id.to_raw(),
+            offset: shared.dump_offset() + at,
+            len: info.len,
+            source: info.envelope.source,
+            tag: info.envelope.tag,
+            context: info.envelope.context,
+            reserved: 0,
+        }
+    }
+}
+
+impl Book {
+    /// Stores a pinned receive under a free handle; `None` if the table is
+    /// full (admission makes that impossible).
+    pub(crate) fn insert(&mut self, recv: PostedRecv) -> core::result::Result<u64, PostedRecv> {
+        let Some(i) = self.free.pop() else {
+            return Err(recv);
+        };
+        self.table[i as usize] = Some(recv);
+        Ok(u64::from(i))
+    }
+
+    /// Takes the receive the engine handed out as `handle` out of the table.
+    pub(crate) fn take(&mut self, handle: u64) -> Option<PostedRecv> {
+        let i = u32::try_from(handle).ok()?;
+        let recv = self.table.get_mut(i as usize)?.take()?;
+        // Capacity is the table size and each index is free at most once.
+        let _ = self.free.push_within_capacity(i);
+        Some(recv)
+    }
+
+    /// Publishes the completion of `recv` and parks its buffer for the
+    /// reclaim work.
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn complete(
+        &mut self,
+        shared: &SharedArea,
+        recv: PostedRecv,
+        env: Envelope,
+        len: u64,
+        status: i32,
+    ) {
+        shared.push(&abi::Completion {
+            user_data: recv.user_data,
+            len,
+            source: env.source,
+            tag: env.tag,
+            context: env.context,
+            status,
+        });
+        self.retire(recv.buf);
+    }
+
+    /// Parks `buf` for unpinning in process context.
+    pub(crate) fn retire(&mut self, buf: PinnedBuf) {
+        if let Err(e) = self.retired.push_within_capacity(buf) {
+            // Admission keeps posted + active + retired within capacity, so
+            // this is a bug; leaking the pins beats sleeping in softirq.
+            pr_err!("retired list full; leaking a pinned buffer\n");
+            core::mem::forget(e.0);
+        }
+    }
+
+    /// One buffer to unpin, taken out of the bookkeeping.
+    pub(crate) fn pop_retired(&mut self) -> Option<PinnedBuf> {
+        self.retired.pop()
+    }
+
+    /// Every pinned buffer still held (posted or retired), for teardown:
+    /// the caller drops them outside the lock, in process context.
+    pub(crate) fn take_all(&mut self) -> (KVVec<Option<PostedRecv>>, KVVec<PinnedBuf>) {
+        self.free.clear();
+        (core::mem::take(&mut self.table), core::mem::take(&mut self.retired))
+    }
+}
+
+/// The selector of a POST or PROBE, with the ABI's wildcards.
+pub(crate) fn selector(source: u32, tag: u32, context: u32) -> Result<Selector> {
+    let source = match source {
+        abi::O2G_ANY_SOURCE => SourceSel::Any,
+        r if r < abi::O2G_MAX_RANK => SourceSel::Rank(r),
+        _ => return Err(EINVAL),
+    };
+    let tag = match tag {
+        abi::O2G_ANY_TAG => TagSel::Any,
+        t => TagSel::Tag(t),
+    };
+    Ok(Selector { source, tag, context })
+}
+
+/// A vector of `n` copies of `value`, allocated with vmalloc fallback.
+fn filled<T: Copy>(n: usize, value: T) -> Result<KVVec<T>> {
+    let mut v = KVVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        v.push(value, GFP_KERNEL)?;
+    }
+    Ok(v)
+}

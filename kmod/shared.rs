@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The memory an endpoint shares with its process: the completion ring and
+//! the dump area, as module-owned pages the process maps (`mmap`).
+//!
+//! Module memory rather than pinned user memory: the pages exist from INIT
+//! to the endpoint's release whatever the process does with its address
+//! space, the softirq writes them without any user-memory concern, and one
+//! `mmap` shows them to the process. The layout is `abi::InitArgs`'s: a
+//! control page with the ring indices, the ring records, the dump area.
+//!
+//! The module trusts nothing the process writes here: it reads only the
+//! consumer index, and only to decide whether the ring has room.
+
+use kernel::{
+    alloc::flags::__GFP_ZERO,
+    mm::virt::{flags as vm_flags, VmaNew},
+    page::{Page, PAGE_SIZE},
+    prelude::*,
+    sync::atomic::{Atomic, Acquire, Release},
+};
+
+use crate::abi;
+use crate::pinned::with_kmap;
+
+/// The shared pages and where things lie in them.
+pub(crate) struct SharedArea {
+    pages: KVVec<Page>,
+    ring_entries: u32,
+    ring_offset: usize,
+    dump_offset: usize,
+    dump_bytes: usize,
+}
+
+impl SharedArea {
+    /// Allocates zeroed pages for a ring of `ring_entries` (a power of two)
+    /// records and a dump area of `dump_bytes` (a page multiple).
+    ///
+    /// Context: process context, may sleep.
+    pub(crate) fn new(ring_entries: u32, dump_bytes: usize) -> Result<Self> {
+        let ring_offset = PAGE_SIZE;
+        let ring_bytes = (ring_entries as usize)
+            .checked_mul(size_of::<abi::Completion>())
+            .ok_or(EINVAL)?
+            .next_multiple_of(PAGE_SIZE);
+        let dump_offset = ring_offset + ring_bytes;
+        let total = dump_offset.checked_add(dump_bytes).ok_or(EINVAL)?;
+        let n = total / PAGE_SIZE;
+        let mut pages = KVVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            pages.push(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?, GFP_KERNEL)?;
+        }
+        Ok(Self { pages, ring_entries, ring_offset, dump_offset, dump_bytes })
+    }
+
+    /// The layout, as INIT reports it.
+    pub(crate) fn layout(&self) -> (u32, u64, u64, u64) {
+        (
+            self.ring_entries,
+            self.ring_offset as u64,
+            self.dump_offset as u64,
+            (self.pages.len() * PAGE_SIZE) as u64,
+        )
+    }
+
+    /// Offset of the dump area in the mapping.
+    pub(crate) fn dump_offset(&self) -> u64 {
+        self.dump_offset as u64
+    }
+
+    /// Maps every page into `vma`, which must cover exactly the area, from
+    /// offset 0, shared (a private mapping would hide the consumer index
+    /// from the module).
+    ///
+    /// Context: process context (`mmap(2)`), mmap lock held for writing.
+    pub(crate) fn map(&self, vma: &VmaNew) -> Result {
+        // SAFETY: `vma` is valid during the call; `vm_pgoff` is a plain field.
+        let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
+        let len = vma.end() - vma.start();
+        if pgoff != 0 || len != self.pages.len() * PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        if vma.flags() & vm_flags::SHARED == 0 {
+            return Err(EINVAL);
+        }
+        vma.try_clear_mayexec()?;
+        vma.set_dontcopy();
+        vma.set_dontexpand();
+        let vma = vma.set_mixedmap();
+        for (i, page) in self.pages.iter().enumerate() {
+            vma.vm_insert_page(vma.start() + i * PAGE_SIZE, page)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the `u32` at byte `offset` of the control page, as an
+    /// atomic shared with the process.
+    fn control<R>(&self, offset: usize, f: impl FnOnce(&Atomic<u32>) -> R) -> R {
+        let page = self.pages[0].as_ptr();
+        // SAFETY: Page 0 lives as long as `self`. The process may write the
+        // word concurrently, which is why it is only accessed atomically.
+        unsafe {
+            with_kmap(page, |addr| {
+                f(Atomic::from_ptr(addr.wrapping_add(offset).cast::<u32>()))
+            })
+        }
+    }
+
+    /// The producer index the module last published.
+    pub(crate) fn ring_prod(&self) -> u32 {
+        self.control(abi::O2G_RING_PROD, |a| a.load(Acquire))
+    }
+
+    /// Records the process has not consumed yet, clamped to the ring size
+    /// (a consumer index the process corrupted cannot make it look bigger).
+    pub(crate) fn ring_pending(&self) -> u32 {
+        let cons = self.control(abi::O2G_RING_CONS, |a| a.load(Acquire));
+        self.ring_prod().wrapping_sub(cons).min(self.ring_entries)
+    }
+
+    /// Writes `rec` at the next producer slot and publishes it.
+    ///
+    /// Context: any; caller holds the endpoint's rx lock (one producer).
+    pub(crate) fn push(&self, rec: &abi::Completion) {
+        let prod = self.ring_prod();
+        let slot = (prod & (self.ring_entries - 1)) as usize;
+        let at = self.ring_offset + slot * size_of::<abi::Completion>();
+        let page = self.pages[at / PAGE_SIZE].as_ptr();
+        // SAFETY: The record lies inside one page (records are 32 bytes and
+        // pages a multiple of that), which lives as long as `self`.
+        unsafe {
+            with_kmap(page, |addr| {
+                core::ptr::write_unaligned(
+                    addr.wrapping_add(at % PAGE_SIZE).cast::<abi::Completion>(),
+                    *rec,
+                )
+            })
+        };
+        // Release: the record is visible before the index that covers it.
+        self.control(abi::O2G_RING_PROD, |a| a.store(prod.wrapping_add(1), Release));
+    }
+
+    /// Copies `n` bytes to dump offset `at` with `fill(dst, done, chunk)`,
+    /// page by page (see `PinnedBuf::copy_in`).
+    ///
+    /// Context: any; must not sleep.
+    pub(crate) fn dump_in(
+        &self,
+        at: usize,
+        n: usize,
+        mut fill: impl FnMut(*mut u8, usize, usize) -> Result,
+    ) -> Result {
+        if at.checked_add(n).is_none_or(|end| end > self.dump_bytes) {
+            return Err(EINVAL);
+        }
+        let mut done = 0;
+        while done < n {
+            let pos = self.dump_offset + at + done;
+            let in_page = pos % PAGE_SIZE;
+            let chunk = (PAGE_SIZE - in_page).min(n - done);
+            let page = self.pages[pos / PAGE_SIZE].as_ptr();
+            // SAFETY: The page lives as long as `self`.
+            unsafe { with_kmap(page, |addr| fill(addr.wrapping_add(in_page), done, chunk)) }?;
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    /// Runs `f(src, done, chunk)` over `n` bytes of the dump area from `at`,
+    /// page by page, for copying out of it.
+    ///
+    /// Context: any; must not sleep.
+    pub(crate) fn dump_out(
+        &self,
+        at: usize,
+        n: usize,
+        mut f: impl FnMut(*const u8, usize, usize) -> Result,
+    ) -> Result {
+        self.dump_in(at, n, |p, done, chunk| f(p.cast_const(), done, chunk))
+    }
+}
