@@ -70,7 +70,9 @@ plain_data!(
     abi::IdArg,
     abi::PollArgs,
     abi::SocketStats,
-    abi::StoredMessage
+    abi::StoredMessage,
+    abi::EndpointList,
+    abi::EndpointSummary
 );
 
 /// The most sockets one endpoint may register: far above any MPI job's
@@ -98,13 +100,17 @@ impl MiscDevice for Endpoint {
     ///
     /// Context: process context (`open(2)`), may sleep; no locks held.
     fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
-        KBox::try_pin_init(
+        let endpoint = KBox::try_pin_init(
             try_pin_init!(Endpoint {
                 inner <- new_mutex!(Inner { conns: KVec::new() }),
                 rx: Rx::new()?,
             }),
             GFP_KERNEL,
-        )
+        )?;
+        let pid = kernel::current!().group_leader().pid();
+        // The box's address is stable from here until release removes it.
+        crate::registry::add(&endpoint, pid as u32)?;
+        Ok(endpoint)
     }
 
     /// Dispatches an ioctl. Unknown opcodes get `ENOTTY`; a bad argument
@@ -157,6 +163,7 @@ impl MiscDevice for Endpoint {
             abi::O2G_IOC_FREE => me.free(input::<abi::IdArg>(arg)?.id).map(|()| 0),
             abi::O2G_IOC_POLL => io(arg, |a| me.poll(a).map(|()| 0)),
             abi::O2G_IOC_PROBE => io(arg, |a| me.probe(a).map(|()| 0)),
+            abi::O2G_IOC_LIST_ENDPOINTS => io(arg, |a| crate::registry::list(a).map(|()| 0)),
             abi::O2G_IOC_SOCKET_STATS => io(arg, |a: &mut abi::SocketStats| {
                 *a = me.find(a.rank).ok_or(ENOENT)?.stats();
                 Ok(0)
@@ -223,7 +230,8 @@ impl Endpoint {
         Ok(())
     }
 
-    fn stats(&self) -> abi::EndpointStats {
+    /// This endpoint's counters.
+    pub(crate) fn stats(&self) -> abi::EndpointStats {
         // At most `MAX_SOCKETS`, which fits.
         let sockets = self.inner.lock().conns.len() as u32;
         self.rx.with(|st| {
@@ -484,6 +492,7 @@ impl PinnedDrop for Endpoint {
     ///
     /// Context: process context (last `fput`), may sleep.
     fn drop(self: Pin<&mut Self>) {
+        crate::registry::remove(&self);
         let conns = core::mem::take(&mut self.inner.lock().conns);
         for conn in conns.iter() {
             conn.unhook();

@@ -31,6 +31,7 @@ mod misc_registration;
 mod pinned;
 mod reader;
 mod recv;
+mod registry;
 mod rx;
 mod shared;
 mod shim;
@@ -89,6 +90,8 @@ impl kernel::InPlaceModule for O2gModule {
             abi::O2G_ABI_MINOR,
             shim::sizeof_sock()
         );
+        // SAFETY: Called once, here, before the device is registered.
+        unsafe { registry::init() };
         try_pin_init!(Self {
             _misc <- OwnedMiscRegistration::register(MiscDeviceOptions { name: c"o2g" }, module),
         })

@@ -289,7 +289,9 @@ pub mod poll_events {
 pub struct Completion {
     /// The receive's [`PostArgs::user_data`].
     pub user_data: u64,
-    /// Length of the message as sent; `min(len, buf_len)` bytes were written.
+    /// Length of the message as its header announced it; with status zero
+    /// or `-EMSGSIZE`, `min(len, buf_len)` bytes were written; with a
+    /// connection error the buffer contents are undefined.
     pub len: u64,
     /// The message's source rank.
     pub source: u32,
@@ -381,31 +383,32 @@ pub const O2G_IOC_REGISTER_SOCKET: u32 =
 pub const O2G_IOC_UNREGISTER_SOCKET: u32 = ioc(IOC_WRITE, 0x02, core::mem::size_of::<RankArg>());
 /// Reads the endpoint's counters ([`EndpointStats`]).
 pub const O2G_IOC_STATS: u32 = ioc(IOC_READ, 0x03, core::mem::size_of::<EndpointStats>());
-/// Sets the endpoint's capacities, once ([`InitArgs`]).
-pub const O2G_IOC_INIT: u32 = ioc(
-    IOC_READ | IOC_WRITE,
-    0x04,
-    core::mem::size_of::<InitArgs>(),
-);
+/// Sets the endpoint's capacities, once ([`InitArgs`]): `EBUSY` the second
+/// time, `EINVAL` out of range. Every other receive-path call, REGISTER
+/// included, gets `EBADFD` before it. Everything is freed and unpinned when
+/// the open file is released (last close, or process exit).
+pub const O2G_IOC_INIT: u32 = ioc(IOC_READ | IOC_WRITE, 0x04, core::mem::size_of::<InitArgs>());
 /// Posts a receive ([`PostArgs`]).
-pub const O2G_IOC_POST: u32 = ioc(
-    IOC_READ | IOC_WRITE,
-    0x05,
-    core::mem::size_of::<PostArgs>(),
-);
+///
+/// With outcome `UNEXPECTED` the module kept no reference to the buffer.
+/// Errors: `EINVAL` (bad selector, flags, or `buf_len`), `EFAULT` (buffer
+/// not writable), `ENOSPC` (posted queue full), `EAGAIN` (unconsumed ring
+/// records plus receives in flight would exceed `ring_entries`: consume
+/// completions first, so the ring never overflows), `ENOBUFS` (pin budget),
+/// `ECONNRESET` (the connection to that exact source failed), `EBADFD`
+/// (before INIT). Receive ids carry a 32-bit generation: a stale id is
+/// recognised until its slot is reused 2^32 times.
+pub const O2G_IOC_POST: u32 = ioc(IOC_READ | IOC_WRITE, 0x05, core::mem::size_of::<PostArgs>());
 /// Cancels a queued receive ([`IdArg`] with the receive id). Returns 1 if it
 /// was cancelled (no completion will appear), 0 if it already matched (its
 /// completion will appear, or has).
 pub const O2G_IOC_CANCEL: u32 = ioc(IOC_WRITE, 0x06, core::mem::size_of::<IdArg>());
 /// Frees a stored unexpected message taken by a post or claiming probe
-/// ([`IdArg`] with the message id); its dump space is reused.
+/// ([`IdArg`] with the message id); its dump space is reused. `ENOENT` if
+/// the id names no taken message (a queued one cannot be freed).
 pub const O2G_IOC_FREE: u32 = ioc(IOC_WRITE, 0x07, core::mem::size_of::<IdArg>());
 /// Waits for a completion or an unexpected message ([`PollArgs`]).
-pub const O2G_IOC_POLL: u32 = ioc(
-    IOC_READ | IOC_WRITE,
-    0x08,
-    core::mem::size_of::<PollArgs>(),
-);
+pub const O2G_IOC_POLL: u32 = ioc(IOC_READ | IOC_WRITE, 0x08, core::mem::size_of::<PollArgs>());
 /// Looks for a stored unexpected message ([`ProbeArgs`]).
 pub const O2G_IOC_PROBE: u32 = ioc(
     IOC_READ | IOC_WRITE,

@@ -3,9 +3,12 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use crate::{abi, raw, Error, Result};
+use crate::{abi, list, raw, Endpoint, EndpointConfig, EndpointListing, Error, Result};
 
 /// An open `/dev/o2g`: one endpoint of the module, i.e. one MPI process.
+///
+/// A fresh device can report the ABI version and list the module's
+/// endpoints; [`Device::init`] turns it into an [`Endpoint`] that receives.
 #[derive(Debug)]
 pub struct Device {
     fd: OwnedFd,
@@ -45,9 +48,30 @@ impl Device {
         raw::version(self.fd.as_fd()).map_err(|e| Error::io("O2G_IOC_VERSION", e))
     }
 
+    /// Sets the endpoint's capacities (`O2G_IOC_INIT`, once per open device)
+    /// and maps its shared area.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] before asking the module; the module's errno
+    /// as [`Error::Io`]; [`Error::BadAnswer`] if the layout it answers breaks
+    /// the ABI. The device is closed on error.
+    pub fn init(self, cfg: EndpointConfig) -> Result<Endpoint> {
+        Endpoint::init(self, cfg)
+    }
+
+    /// Every endpoint of the module (all processes), with its counters. Works
+    /// on a fresh device, without [`Device::init`].
+    pub fn list_endpoints(&self) -> Result<EndpointListing> {
+        list::list_with(|buf| raw::list_endpoints(self.fd.as_fd(), buf))
+            .map_err(|e| Error::io("O2G_IOC_LIST_ENDPOINTS", e))
+    }
+
     /// Attaches a connected TCP socket of this process as the connection to
     /// peer `rank`. The module holds its own reference to the socket until
-    /// [`Device::unregister_socket`] or until this device is closed.
+    /// [`Device::unregister_socket`] or until this device is closed. Since
+    /// ABI 0.2 the module wants [`Device::init`] first; use
+    /// [`Endpoint::register_socket`].
     ///
     /// Errors (as [`Error::Io`] with the errno): `ENOTSOCK`, `EPROTOTYPE` (not
     /// TCP), `ENOTCONN`, `EBUSY` (already hooked by o2g or another kernel
@@ -71,6 +95,29 @@ impl Device {
     /// This endpoint's counters.
     pub fn stats(&self) -> Result<abi::EndpointStats> {
         raw::stats(self.fd.as_fd()).map_err(|e| Error::io("O2G_IOC_STATS", e))
+    }
+
+    /// The counters of the connection to peer `rank`.
+    pub fn socket_stats(&self, rank: u32) -> Result<abi::SocketStats> {
+        let mut stats = abi::SocketStats {
+            rank,
+            ..Default::default()
+        };
+        raw::socket_stats(self.fd.as_fd(), &mut stats)
+            .map_err(|e| Error::io("O2G_IOC_SOCKET_STATS", e))?;
+        Ok(stats)
+    }
+
+    /// `/dev/null` posing as a device, for host tests of the paths that end
+    /// in an ioctl (which fails there with `ENOTTY`).
+    #[cfg(test)]
+    pub(crate) fn dev_null() -> Self {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        Device { fd: file.into() }
     }
 }
 
@@ -124,5 +171,45 @@ mod tests {
         // /dev/null accepts open but not our ioctl: ENOTTY, reported as Io.
         let err = Device::open_path(Path::new("/dev/null")).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOTTY), "{err}");
+    }
+
+    #[test]
+    fn every_ioctl_on_a_non_o2g_file_reports_enotty_with_its_name() {
+        let dev = Device::dev_null();
+        let checks: [(&str, Error); 4] = [
+            ("O2G_IOC_STATS", dev.stats().unwrap_err()),
+            ("O2G_IOC_SOCKET_STATS", dev.socket_stats(1).unwrap_err()),
+            ("O2G_IOC_LIST_ENDPOINTS", dev.list_endpoints().unwrap_err()),
+            ("unregister socket", dev.unregister_socket(1).unwrap_err()),
+        ];
+        for (op, err) in checks {
+            assert_eq!(err.raw_os_error(), Some(libc::ENOTTY), "{op}: {err}");
+            assert!(err.to_string().starts_with(op), "{op}: {err}");
+        }
+    }
+
+    #[test]
+    fn init_checks_the_config_before_asking_the_module() {
+        let cfg = EndpointConfig {
+            max_posted: 0,
+            ..Default::default()
+        };
+        let err = Device::dev_null().init(cfg).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidConfig {
+                    field: "max_posted",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // A valid config reaches the ioctl, which /dev/null refuses.
+        let err = Device::dev_null()
+            .init(EndpointConfig::default())
+            .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOTTY), "{err}");
+        assert!(err.to_string().starts_with("O2G_IOC_INIT"), "{err}");
     }
 }

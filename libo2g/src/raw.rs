@@ -43,6 +43,98 @@ pub(crate) fn stats(fd: BorrowedFd<'_>) -> io::Result<abi::EndpointStats> {
     check(rc).map(|()| stats)
 }
 
+/// `O2G_IOC_INIT`: sends the capacities in `args`, which the kernel
+/// overwrites with the shared mapping's layout.
+pub(crate) fn init(fd: BorrowedFd<'_>, args: &mut abi::InitArgs) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<InitArgs>()`: the kernel reads and
+    // writes that many bytes of `args`, a valid, exclusively borrowed struct of
+    // integers that any byte pattern may fill.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_INIT as _, args) };
+    check(rc)
+}
+
+/// `O2G_IOC_POST`: posts a receive into `args.buf[..args.buf_len]`.
+///
+/// # Safety
+///
+/// If the answer is [`abi::outcome::QUEUED`], the kernel keeps writing into
+/// `args.buf[..args.buf_len]`, asynchronously, until the receive's completion
+/// appears in the ring or a cancel of it returns 1 (or the endpoint's open
+/// file is released). Until then that memory must stay allocated and must not
+/// be accessed by the process. On any other answer the kernel did not keep
+/// the buffer.
+pub(crate) unsafe fn post(fd: BorrowedFd<'_>, args: &mut abi::PostArgs) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<PostArgs>()`, read and written in
+    // `args`, a valid, exclusively borrowed struct of integers. The later,
+    // asynchronous writes into the receive buffer are the caller's contract.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_POST as _, args) };
+    check(rc)
+}
+
+/// `O2G_IOC_CANCEL`: returns the ioctl's value, 1 (cancelled: no completion
+/// will appear) or 0 (too late: the completion will appear, or has).
+pub(crate) fn cancel(fd: BorrowedFd<'_>, arg: &abi::IdArg) -> io::Result<i32> {
+    // SAFETY: `_IOW` of exactly `size_of::<IdArg>()`, read from a valid reference.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_CANCEL as _, arg) };
+    check(rc).map(|()| rc)
+}
+
+/// `O2G_IOC_FREE`: gives a taken unexpected message's dump space back.
+///
+/// Memory-safe by itself, but the kernel reuses the space at once: callers
+/// must hold no borrow of the message's bytes (see `UnexpectedMessage`).
+pub(crate) fn free(fd: BorrowedFd<'_>, arg: &abi::IdArg) -> io::Result<()> {
+    // SAFETY: `_IOW` of exactly `size_of::<IdArg>()`, read from a valid reference.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_FREE as _, arg) };
+    check(rc)
+}
+
+/// `O2G_IOC_POLL`: waits up to `args.timeout_ns`; fills `args.events`.
+pub(crate) fn poll(fd: BorrowedFd<'_>, args: &mut abi::PollArgs) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<PollArgs>()` in a valid, exclusively
+    // borrowed struct of integers.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_POLL as _, args) };
+    check(rc)
+}
+
+/// `O2G_IOC_PROBE`: looks for a stored unexpected message matching `args`.
+pub(crate) fn probe(fd: BorrowedFd<'_>, args: &mut abi::ProbeArgs) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<ProbeArgs>()` in a valid, exclusively
+    // borrowed struct of integers.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_PROBE as _, args) };
+    check(rc)
+}
+
+/// `O2G_IOC_SOCKET_STATS`: `stats.rank` in, the rest out.
+pub(crate) fn socket_stats(fd: BorrowedFd<'_>, stats: &mut abi::SocketStats) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<SocketStats>()` in a valid,
+    // exclusively borrowed struct of integers.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_SOCKET_STATS as _, stats) };
+    check(rc)
+}
+
+/// `O2G_IOC_LIST_ENDPOINTS` into `buf` (at most [`abi::O2G_MAX_LIST`] entries
+/// of it are offered). Returns the number of endpoints that exist; the first
+/// `min(count, offered)` entries of `buf` were written.
+pub(crate) fn list_endpoints(
+    fd: BorrowedFd<'_>,
+    buf: &mut [abi::EndpointSummary],
+) -> io::Result<u32> {
+    let capacity = u32::try_from(buf.len()).map_or(abi::O2G_MAX_LIST, |n| n.min(abi::O2G_MAX_LIST));
+    let mut list = abi::EndpointList {
+        buf: buf.as_mut_ptr() as u64,
+        capacity,
+        count: 0,
+    };
+    // SAFETY: `_IOWR` of exactly `size_of::<EndpointList>()` in `list`, a valid,
+    // exclusively borrowed struct of integers. During the call the kernel
+    // writes at most `capacity <= buf.len()` `EndpointSummary` records (plain
+    // integers) at `list.buf`, which points to `buf`, exclusively borrowed for
+    // the whole call; nothing is written after the call returns.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_LIST_ENDPOINTS as _, &mut list) };
+    check(rc).map(|()| list.count)
+}
+
 fn check(rc: libc::c_int) -> io::Result<()> {
     if rc < 0 {
         Err(io::Error::last_os_error())

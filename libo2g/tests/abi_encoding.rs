@@ -50,3 +50,160 @@ fn argument_structs_have_fixed_layout() {
         8
     );
 }
+
+#[test]
+fn receive_path_opcodes_match_nix_encoding() {
+    use nix::{request_code_readwrite as rw, request_code_write as w};
+    let t = abi::O2G_IOC_TYPE;
+    let cases: [(&str, u32, ioctl_num_type); 8] = [
+        (
+            "INIT",
+            abi::O2G_IOC_INIT,
+            rw!(t, 0x04, size_of::<abi::InitArgs>()),
+        ),
+        (
+            "POST",
+            abi::O2G_IOC_POST,
+            rw!(t, 0x05, size_of::<abi::PostArgs>()),
+        ),
+        (
+            "CANCEL",
+            abi::O2G_IOC_CANCEL,
+            w!(t, 0x06, size_of::<abi::IdArg>()),
+        ),
+        (
+            "FREE",
+            abi::O2G_IOC_FREE,
+            w!(t, 0x07, size_of::<abi::IdArg>()),
+        ),
+        (
+            "POLL",
+            abi::O2G_IOC_POLL,
+            rw!(t, 0x08, size_of::<abi::PollArgs>()),
+        ),
+        (
+            "PROBE",
+            abi::O2G_IOC_PROBE,
+            rw!(t, 0x09, size_of::<abi::ProbeArgs>()),
+        ),
+        (
+            "SOCKET_STATS",
+            abi::O2G_IOC_SOCKET_STATS,
+            rw!(t, 0x0a, size_of::<abi::SocketStats>()),
+        ),
+        (
+            "LIST_ENDPOINTS",
+            abi::O2G_IOC_LIST_ENDPOINTS,
+            rw!(t, 0x0b, size_of::<abi::EndpointList>()),
+        ),
+    ];
+    for (name, ours, nix) in cases {
+        assert_eq!(ours as ioctl_num_type, nix, "O2G_IOC_{name}");
+    }
+}
+
+#[test]
+fn opcode_numbers_are_distinct() {
+    let all = [
+        abi::O2G_IOC_VERSION,
+        abi::O2G_IOC_REGISTER_SOCKET,
+        abi::O2G_IOC_UNREGISTER_SOCKET,
+        abi::O2G_IOC_STATS,
+        abi::O2G_IOC_INIT,
+        abi::O2G_IOC_POST,
+        abi::O2G_IOC_CANCEL,
+        abi::O2G_IOC_FREE,
+        abi::O2G_IOC_POLL,
+        abi::O2G_IOC_PROBE,
+        abi::O2G_IOC_SOCKET_STATS,
+        abi::O2G_IOC_LIST_ENDPOINTS,
+    ];
+    // The `nr` byte alone tells them apart, and numbers them 0, 1, 2, ...
+    let nrs: Vec<u32> = all.iter().map(|op| op & 0xff).collect();
+    assert_eq!(nrs, (0..all.len() as u32).collect::<Vec<_>>());
+}
+
+#[test]
+fn receive_path_structs_have_fixed_layout() {
+    use std::mem::offset_of;
+
+    assert_eq!(size_of::<abi::InitArgs>(), 64);
+    assert_eq!(align_of::<abi::InitArgs>(), 8);
+    assert_eq!(offset_of!(abi::InitArgs, max_unexpected), 4);
+    assert_eq!(offset_of!(abi::InitArgs, dump_bytes), 8);
+    assert_eq!(offset_of!(abi::InitArgs, max_message), 16);
+    assert_eq!(offset_of!(abi::InitArgs, pin_budget), 24);
+    assert_eq!(offset_of!(abi::InitArgs, flags), 32);
+    assert_eq!(offset_of!(abi::InitArgs, ring_entries), 36);
+    assert_eq!(offset_of!(abi::InitArgs, ring_offset), 40);
+    assert_eq!(offset_of!(abi::InitArgs, dump_offset), 48);
+    assert_eq!(offset_of!(abi::InitArgs, map_bytes), 56);
+
+    assert_eq!(size_of::<abi::StoredMessage>(), 40);
+    assert_eq!(offset_of!(abi::StoredMessage, offset), 8);
+    assert_eq!(offset_of!(abi::StoredMessage, len), 16);
+    assert_eq!(offset_of!(abi::StoredMessage, source), 24);
+    assert_eq!(offset_of!(abi::StoredMessage, tag), 28);
+    assert_eq!(offset_of!(abi::StoredMessage, context), 32);
+    assert_eq!(offset_of!(abi::StoredMessage, reserved), 36);
+
+    assert_eq!(size_of::<abi::PostArgs>(), 96);
+    assert_eq!(offset_of!(abi::PostArgs, buf_len), 8);
+    assert_eq!(offset_of!(abi::PostArgs, user_data), 16);
+    assert_eq!(offset_of!(abi::PostArgs, source), 24);
+    assert_eq!(offset_of!(abi::PostArgs, tag), 28);
+    assert_eq!(offset_of!(abi::PostArgs, context), 32);
+    assert_eq!(offset_of!(abi::PostArgs, flags), 36);
+    assert_eq!(offset_of!(abi::PostArgs, outcome), 40);
+    assert_eq!(offset_of!(abi::PostArgs, recv_id), 48);
+    assert_eq!(offset_of!(abi::PostArgs, msg), 56);
+
+    assert_eq!(size_of::<abi::ProbeArgs>(), 64);
+    assert_eq!(offset_of!(abi::ProbeArgs, flags), 12);
+    assert_eq!(offset_of!(abi::ProbeArgs, outcome), 16);
+    assert_eq!(offset_of!(abi::ProbeArgs, msg), 24);
+
+    assert_eq!(size_of::<abi::IdArg>(), 8);
+    assert_eq!(size_of::<abi::PollArgs>(), 16);
+    assert_eq!(offset_of!(abi::PollArgs, events), 8);
+
+    // The ring record: 32 bytes, so records never straddle a cache line.
+    assert_eq!(size_of::<abi::Completion>(), 32);
+    assert_eq!(align_of::<abi::Completion>(), 8);
+    assert_eq!(offset_of!(abi::Completion, len), 8);
+    assert_eq!(offset_of!(abi::Completion, source), 16);
+    assert_eq!(offset_of!(abi::Completion, tag), 20);
+    assert_eq!(offset_of!(abi::Completion, context), 24);
+    assert_eq!(offset_of!(abi::Completion, status), 28);
+
+    assert_eq!(offset_of!(abi::EndpointStats, protocol_errors), 64);
+    assert_eq!(offset_of!(abi::EndpointStats, posted), 72);
+    assert_eq!(offset_of!(abi::EndpointStats, unexpected), 76);
+    assert_eq!(offset_of!(abi::EndpointStats, dump_used), 80);
+    assert_eq!(offset_of!(abi::EndpointStats, pinned_bytes), 88);
+
+    assert_eq!(size_of::<abi::SocketStats>(), 40);
+    assert_eq!(offset_of!(abi::SocketStats, state), 4);
+    assert_eq!(offset_of!(abi::SocketStats, rx_bytes), 8);
+    assert_eq!(offset_of!(abi::SocketStats, backpressure_events), 32);
+
+    assert_eq!(size_of::<abi::EndpointSummary>(), 104);
+    assert_eq!(offset_of!(abi::EndpointSummary, endpoint), 4);
+    assert_eq!(offset_of!(abi::EndpointSummary, stats), 8);
+
+    assert_eq!(size_of::<abi::EndpointList>(), 16);
+    assert_eq!(offset_of!(abi::EndpointList, capacity), 8);
+    assert_eq!(offset_of!(abi::EndpointList, count), 12);
+}
+
+// The ring indices sit in the control page, on separate cache lines, and
+// ranks never collide with the ANY_SOURCE sentinel the library maps `None` to.
+const _: () = assert!(abi::O2G_RING_PROD + 64 <= abi::O2G_RING_CONS);
+const _: () = assert!(abi::O2G_RING_CONS + 4 <= abi::O2G_PAGE as usize);
+const _: () = assert!(abi::O2G_MAX_RANK - 1 < abi::O2G_ANY_SOURCE);
+
+#[test]
+fn sentinels_are_all_ones() {
+    assert_eq!(abi::O2G_ANY_SOURCE, u32::MAX);
+    assert_eq!(abi::O2G_ANY_TAG, u32::MAX);
+}

@@ -1,0 +1,260 @@
+//! The capacities an endpoint asks for at `O2G_IOC_INIT`.
+
+use crate::{abi, Error, Result};
+
+/// Capacities of an endpoint, checked against the ABI's limits before the
+/// module is asked (see [`abi::InitArgs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndpointConfig {
+    /// Most receives posted at once, `1..=O2G_MAX_QUEUE`.
+    pub max_posted: u32,
+    /// Most unexpected messages stored at once, `1..=O2G_MAX_QUEUE`.
+    pub max_unexpected: u32,
+    /// Size of the dump area for unexpected payloads, a multiple of
+    /// [`abi::O2G_PAGE`] in `O2G_PAGE..=O2G_MAX_DUMP`.
+    pub dump_bytes: u64,
+    /// Largest message accepted from a peer, `..=O2G_MAX_MESSAGE`.
+    pub max_message: u64,
+    /// Most bytes of posted receive buffers pinned at once,
+    /// `..=O2G_MAX_PIN_BUDGET`.
+    pub pin_budget: u64,
+}
+
+impl Default for EndpointConfig {
+    /// 1024 posted receives, 4096 unexpected messages, a 16 MiB dump area,
+    /// 64 MiB messages and a 256 MiB pin budget.
+    fn default() -> Self {
+        Self {
+            max_posted: 1024,
+            max_unexpected: 4096,
+            dump_bytes: 16 << 20,
+            max_message: 64 << 20,
+            pin_budget: 256 << 20,
+        }
+    }
+}
+
+impl EndpointConfig {
+    /// Checks every field against the ABI's limits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] naming the first offending field.
+    pub fn validate(&self) -> Result<()> {
+        let queue = 1..=abi::O2G_MAX_QUEUE;
+        if !queue.contains(&self.max_posted) {
+            return Err(invalid(
+                "max_posted",
+                out_of_range(self.max_posted, 1, abi::O2G_MAX_QUEUE),
+            ));
+        }
+        if !queue.contains(&self.max_unexpected) {
+            return Err(invalid(
+                "max_unexpected",
+                out_of_range(self.max_unexpected, 1, abi::O2G_MAX_QUEUE),
+            ));
+        }
+        if !(abi::O2G_PAGE..=abi::O2G_MAX_DUMP).contains(&self.dump_bytes) {
+            return Err(invalid(
+                "dump_bytes",
+                out_of_range(self.dump_bytes, abi::O2G_PAGE, abi::O2G_MAX_DUMP),
+            ));
+        }
+        if self.dump_bytes % abi::O2G_PAGE != 0 {
+            return Err(invalid(
+                "dump_bytes",
+                format!(
+                    "{} is not a multiple of the {}-byte page",
+                    self.dump_bytes,
+                    abi::O2G_PAGE
+                ),
+            ));
+        }
+        if self.max_message > abi::O2G_MAX_MESSAGE {
+            return Err(invalid(
+                "max_message",
+                out_of_range(self.max_message, 0, abi::O2G_MAX_MESSAGE),
+            ));
+        }
+        if self.pin_budget > abi::O2G_MAX_PIN_BUDGET {
+            return Err(invalid(
+                "pin_budget",
+                out_of_range(self.pin_budget, 0, abi::O2G_MAX_PIN_BUDGET),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `O2G_IOC_INIT` argument asking for these capacities.
+    pub(crate) fn to_init_args(self) -> abi::InitArgs {
+        abi::InitArgs {
+            max_posted: self.max_posted,
+            max_unexpected: self.max_unexpected,
+            dump_bytes: self.dump_bytes,
+            max_message: self.max_message,
+            pin_budget: self.pin_budget,
+            ..Default::default()
+        }
+    }
+}
+
+fn invalid(field: &'static str, problem: String) -> Error {
+    Error::InvalidConfig { field, problem }
+}
+
+fn out_of_range(
+    value: impl std::fmt::Display,
+    min: impl std::fmt::Display,
+    max: impl std::fmt::Display,
+) -> String {
+    format!("{value} is outside {min}..={max}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(cfg: EndpointConfig) -> &'static str {
+        match cfg.validate() {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid_and_as_documented() {
+        let cfg = EndpointConfig::default();
+        cfg.validate().unwrap();
+        assert_eq!(cfg.max_posted, 1024);
+        assert_eq!(cfg.max_unexpected, 4096);
+        assert_eq!(cfg.dump_bytes, 16 << 20);
+        assert_eq!(cfg.max_message, 64 << 20);
+        assert_eq!(cfg.pin_budget, 256 << 20);
+    }
+
+    #[test]
+    fn limits_are_inclusive() {
+        let cfg = EndpointConfig {
+            max_posted: abi::O2G_MAX_QUEUE,
+            max_unexpected: 1,
+            dump_bytes: abi::O2G_MAX_DUMP,
+            max_message: abi::O2G_MAX_MESSAGE,
+            pin_budget: abi::O2G_MAX_PIN_BUDGET,
+        };
+        cfg.validate().unwrap();
+        let small = EndpointConfig {
+            max_posted: 1,
+            max_unexpected: abi::O2G_MAX_QUEUE,
+            dump_bytes: abi::O2G_PAGE,
+            max_message: 0,
+            pin_budget: 0,
+        };
+        small.validate().unwrap();
+    }
+
+    #[test]
+    fn each_field_out_of_range_is_named() {
+        let d = EndpointConfig::default();
+        let cases = [
+            (EndpointConfig { max_posted: 0, ..d }, "max_posted"),
+            (
+                EndpointConfig {
+                    max_posted: abi::O2G_MAX_QUEUE + 1,
+                    ..d
+                },
+                "max_posted",
+            ),
+            (
+                EndpointConfig {
+                    max_unexpected: 0,
+                    ..d
+                },
+                "max_unexpected",
+            ),
+            (
+                EndpointConfig {
+                    max_unexpected: abi::O2G_MAX_QUEUE + 1,
+                    ..d
+                },
+                "max_unexpected",
+            ),
+            (EndpointConfig { dump_bytes: 0, ..d }, "dump_bytes"),
+            (
+                EndpointConfig {
+                    dump_bytes: abi::O2G_PAGE - 1,
+                    ..d
+                },
+                "dump_bytes",
+            ),
+            (
+                EndpointConfig {
+                    dump_bytes: abi::O2G_PAGE * 3 + 8,
+                    ..d
+                },
+                "dump_bytes",
+            ),
+            (
+                EndpointConfig {
+                    dump_bytes: abi::O2G_MAX_DUMP + abi::O2G_PAGE,
+                    ..d
+                },
+                "dump_bytes",
+            ),
+            (
+                EndpointConfig {
+                    max_message: abi::O2G_MAX_MESSAGE + 1,
+                    ..d
+                },
+                "max_message",
+            ),
+            (
+                EndpointConfig {
+                    pin_budget: abi::O2G_MAX_PIN_BUDGET + 1,
+                    ..d
+                },
+                "pin_budget",
+            ),
+        ];
+        for (cfg, want) in cases {
+            assert_eq!(field_of(cfg), want, "{cfg:?}");
+        }
+    }
+
+    #[test]
+    fn error_message_says_what_is_wrong() {
+        let cfg = EndpointConfig {
+            dump_bytes: 5000,
+            ..Default::default()
+        };
+        let msg = cfg.validate().unwrap_err().to_string();
+        assert!(
+            msg.contains("dump_bytes") && msg.contains("multiple"),
+            "{msg}"
+        );
+        assert_eq!(
+            cfg.validate().unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+    }
+
+    #[test]
+    fn init_args_carry_the_inputs_and_zero_everything_else() {
+        let cfg = EndpointConfig::default();
+        let args = cfg.to_init_args();
+        assert_eq!(args.max_posted, cfg.max_posted);
+        assert_eq!(args.max_unexpected, cfg.max_unexpected);
+        assert_eq!(args.dump_bytes, cfg.dump_bytes);
+        assert_eq!(args.max_message, cfg.max_message);
+        assert_eq!(args.pin_budget, cfg.pin_budget);
+        assert_eq!(args.flags, 0);
+        assert_eq!(
+            (
+                args.ring_entries,
+                args.ring_offset,
+                args.dump_offset,
+                args.map_bytes
+            ),
+            (0, 0, 0, 0)
+        );
+    }
+}
