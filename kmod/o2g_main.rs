@@ -79,6 +79,8 @@ module! {
 struct O2gModule {
     #[pin]
     _misc: OwnedMiscRegistration<Endpoint>,
+    /// Declared after `_misc`, so it drops after the device is gone.
+    _registry: registry::Cleanup,
 }
 
 impl kernel::InPlaceModule for O2gModule {
@@ -94,6 +96,7 @@ impl kernel::InPlaceModule for O2gModule {
         unsafe { registry::init() };
         try_pin_init!(Self {
             _misc <- OwnedMiscRegistration::register(MiscDeviceOptions { name: c"o2g" }, module),
+            _registry: registry::Cleanup,
         })
     }
 }

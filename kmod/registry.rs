@@ -46,6 +46,18 @@ pub(crate) unsafe fn init() {
     unsafe { ENDPOINTS.init() };
 }
 
+/// Frees the registry's storage when the module goes (a `global_lock!`
+/// static is never dropped).
+pub(crate) struct Cleanup;
+
+impl Drop for Cleanup {
+    /// Context: process context (`delete_module(2)`), after the device is
+    /// gone, so no endpoint exists any more.
+    fn drop(&mut self) {
+        drop(core::mem::take(&mut ENDPOINTS.lock().list));
+    }
+}
+
 /// Lists `endpoint`, opened by process `pid`; returns its id.
 ///
 /// Context: process context, may sleep.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device};
 
+mod recv;
 mod sockets;
 mod storm;
 
@@ -25,9 +26,14 @@ fn main() -> ExitCode {
         Some("register-errors") => sockets::register_errors(),
         Some("hook-passthrough") => sockets::hook_passthrough(),
         Some("ioctl-storm") => storm::storm(&args[1..]),
+        Some("recv-paths") => recv::paths(),
+        Some("recv-misbehaviour") => recv::misbehaviour(),
+        Some("recv-flood") => recv::flood(&args[1..]),
+        Some("recv-teardown") => recv::teardown(),
+        Some("recv-sigkill") => recv::sigkill(),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-flood [BYTES]|recv-teardown|recv-sigkill"
                 .into(),
         ),
     };

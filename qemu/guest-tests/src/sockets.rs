@@ -7,7 +7,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use libo2g::Device;
+use libo2g::{Device, Endpoint, EndpointConfig};
 
 use crate::CheckResult;
 
@@ -24,8 +24,15 @@ fn tcp_pair() -> Result<(TcpStream, TcpStream), String> {
     Ok((ours, peer))
 }
 
-fn open() -> Result<Device, String> {
-    Device::open().map_err(|e| e.to_string())
+/// An initialised endpoint with small capacities.
+fn open() -> Result<Endpoint, String> {
+    let cfg = EndpointConfig {
+        dump_bytes: 1 << 20,
+        ..EndpointConfig::default()
+    };
+    Device::open()
+        .and_then(|d| d.init(cfg))
+        .map_err(|e| e.to_string())
 }
 
 fn expect_errno(r: libo2g::Result<()>, want: i32, what: &str) -> CheckResult {
@@ -38,6 +45,15 @@ fn expect_errno(r: libo2g::Result<()>, want: i32, what: &str) -> CheckResult {
 
 /// Every kind of bad registration gets its own clear errno.
 pub(crate) fn register_errors() -> CheckResult {
+    {
+        let (tcp, _peer) = tcp_pair()?;
+        let raw = Device::open().map_err(|e| e.to_string())?;
+        expect_errno(
+            raw.register_socket(&tcp, 1),
+            libc::EBADFD,
+            "register before INIT",
+        )?;
+    }
     let dev = open()?;
     let other = open()?;
     let (tcp, _peer) = tcp_pair()?;
@@ -128,29 +144,48 @@ fn plain_roundtrip(ours: &mut TcpStream, peer: &mut TcpStream, msg: &[u8]) -> Ch
     Ok(())
 }
 
-/// While hooked, the hook sees the socket's traffic; for now it passes every
-/// event on, so the data is still read normally. Unregistering, closing the
-/// socket's fd first, and closing the device all leave plain sockets.
+/// While hooked, the module consumes the socket's traffic (an o2g message
+/// lands in a posted receive). Unregistering, closing the socket's fd
+/// first, and closing the device all leave plain sockets.
 pub(crate) fn hook_passthrough() -> CheckResult {
-    let dev = open()?;
+    use o2g_core::proto::{
+        envelope::Envelope,
+        wire::{Encoder, Kind},
+    };
+    let mut dev = open()?;
     let (mut ours, mut peer) = tcp_pair()?;
     dev.register_socket(&ours, 3).map_err(|e| e.to_string())?;
     let before = dev.stats().map_err(|e| e.to_string())?.data_ready_events;
-    let big = vec![0x5au8; 1 << 20];
-    let writer = {
-        let mut peer = peer.try_clone().map_err(|e| e.to_string())?;
-        let big = big.clone();
-        std::thread::spawn(move || peer.write_all(&big))
+    let sel = libo2g::Selector {
+        source: Some(3),
+        tag: Some(1),
+        context: 0,
     };
-    let mut got = vec![0u8; big.len()];
-    ours.read_exact(&mut got)
-        .map_err(|e| format!("read while hooked: {e}"))?;
-    writer
-        .join()
-        .map_err(|_| "writer panicked")?
+    let _ = dev
+        .post(vec![0u8; 1 << 20], sel, 9)
+        .map_err(|p| p.error.to_string())?;
+    let big = vec![0x5au8; 1 << 20];
+    let env = Envelope {
+        source: 3,
+        tag: 1,
+        context: 0,
+    };
+    peer.write_all(&Encoder::new().encode(Kind::Eager, env, big.len() as u64))
+        .and_then(|()| peer.write_all(&big))
         .map_err(|e| e.to_string())?;
-    if got != big {
-        return Err("data changed while hooked".into());
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        if let Some(libo2g::Reaped::Owned(c)) = dev.reap().map_err(|e| e.to_string())? {
+            break c;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err("no completion while hooked".into());
+        }
+        dev.poll(Some(Duration::from_millis(200)))
+            .map_err(|e| e.to_string())?;
+    };
+    if done.status.is_err() || done.buf != big {
+        return Err(format!("message changed while hooked: {:?}", done.status));
     }
     let after = dev.stats().map_err(|e| e.to_string())?.data_ready_events;
     if after <= before {

@@ -101,6 +101,14 @@ pub(crate) fn storm_child(args: &[String]) -> CheckResult {
         abi::O2G_IOC_REGISTER_SOCKET,
         abi::O2G_IOC_UNREGISTER_SOCKET,
         abi::O2G_IOC_STATS,
+        abi::O2G_IOC_INIT,
+        abi::O2G_IOC_POST,
+        abi::O2G_IOC_CANCEL,
+        abi::O2G_IOC_FREE,
+        abi::O2G_IOC_POLL,
+        abi::O2G_IOC_PROBE,
+        abi::O2G_IOC_SOCKET_STATS,
+        abi::O2G_IOC_LIST_ENDPOINTS,
     ];
     // Arguments point into the first half of `area`; the second half is
     // slack, so whatever the module writes through a known opcode (at most
@@ -112,7 +120,7 @@ pub(crate) fn storm_child(args: &[String]) -> CheckResult {
             0 | 1 => known[rng.below(known.len() as u64) as usize],
             // A known number with another size or direction.
             2 => {
-                let nr = rng.below(8) as u32;
+                let nr = rng.below(16) as u32;
                 abi::ioc(rng.below(4) as u32, nr, rng.below(512) as usize)
             }
             _ => rng.next() as u32,
