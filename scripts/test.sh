@@ -53,7 +53,7 @@ vm_suite() {
     passed=$((passed + p)); failed=$((failed + f))
     if ((rc != 0 && f == 0)); then failed=$((failed + 1)); fi
 }
-vm_suite module module
+vm_suite module --timeout 300 module
 vm_suite cluster --nodes 3 cluster
 
 # The harness must also be able to fail: injected reports, hangs, crashes.

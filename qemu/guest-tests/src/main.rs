@@ -29,11 +29,12 @@ fn main() -> ExitCode {
         Some("recv-paths") => recv::paths(),
         Some("recv-misbehaviour") => recv::misbehaviour(),
         Some("recv-flood") => recv::flood(&args[1..]),
+        Some("recv-race") => recv::race(&args[1..]),
         Some("recv-teardown") => recv::teardown(),
         Some("recv-sigkill") => recv::sigkill(),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-flood [BYTES]|recv-teardown|recv-sigkill"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-flood [BYTES]|recv-race [MESSAGES]|recv-teardown|recv-sigkill"
                 .into(),
         ),
     };
