@@ -180,7 +180,8 @@ impl Conn {
         self.failed.load(Ordering::Relaxed)
     }
 
-    /// Whether the reader waits for room; a hint, read without the lock.
+    /// Whether the reader waits for room (a hint: it may change as soon as
+    /// the reader lock is dropped).
     pub(crate) fn is_stalled(&self) -> bool {
         self.reader.lock().state == abi::socket_state::STALLED
     }
