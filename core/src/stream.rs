@@ -141,7 +141,7 @@ impl Reassembler {
                 })
             }
             State::Header { fill } => self.feed_header(fill, input),
-            State::Payload { header, offset } => Ok(self.feed_payload(header, offset, input)),
+            State::Payload { .. } => Ok(self.feed_payload(input)),
         }
     }
 
@@ -181,35 +181,18 @@ impl Reassembler {
         }
     }
 
-    fn feed_payload<'a>(&mut self, header: Header, offset: u64, input: &'a [u8]) -> Step<'a> {
-        let remaining = header.len.saturating_sub(offset);
-        // Whichever is smaller fits in usize: input.len() does.
-        let take = usize::try_from(remaining).map_or(input.len(), |r| r.min(input.len()));
-        let Some(data) = input.get(..take) else {
-            return Step {
+    fn feed_payload<'a>(&mut self, input: &'a [u8]) -> Step<'a> {
+        match self.take_payload(input.len()) {
+            Some((offset, take)) => Step {
+                consumed: take,
+                event: input
+                    .get(..take)
+                    .map(|data| Event::Payload { offset, data }),
+            },
+            None => Step {
                 consumed: 0,
                 event: None,
-            };
-        };
-        if data.is_empty() {
-            return Step {
-                consumed: 0,
-                event: None,
-            };
-        }
-        // take <= remaining, so this cannot pass header.len.
-        let end = offset.saturating_add(data.len() as u64);
-        self.state = if end >= header.len {
-            State::End { header }
-        } else {
-            State::Payload {
-                header,
-                offset: end,
-            }
-        };
-        Step {
-            consumed: take,
-            event: Some(Event::Payload { offset, data }),
+            },
         }
     }
 
