@@ -29,6 +29,35 @@ pub(crate) unsafe fn with_kmap<R>(page: *mut bindings::page, f: impl FnOnce(*mut
     r
 }
 
+/// Runs `fill(dst, done, chunk)` over bytes `start..start + n` of the
+/// memory behind a page array, one mapped page piece at a time: `fill`
+/// gets `chunk` bytes at `dst`, which are bytes `done..done + chunk` of the
+/// walk. `page(i)` names the array's `i`-th page. Stops at the first error.
+///
+/// Context: any; must not sleep.
+///
+/// # Safety
+///
+/// Every page `page` returns must stay allocated during the call.
+pub(crate) unsafe fn walk_pages(
+    start: usize,
+    n: usize,
+    page: impl Fn(usize) -> Option<*mut bindings::page>,
+    mut fill: impl FnMut(*mut u8, usize, usize) -> Result,
+) -> Result {
+    let mut done = 0;
+    while done < n {
+        let pos = start + done;
+        let in_page = pos % PAGE_SIZE;
+        let chunk = (PAGE_SIZE - in_page).min(n - done);
+        let page = page(pos / PAGE_SIZE).ok_or(EINVAL)?;
+        // SAFETY: The page stays allocated (caller).
+        unsafe { with_kmap(page, |addr| fill(addr.wrapping_add(in_page), done, chunk)) }?;
+        done += chunk;
+    }
+    Ok(())
+}
+
 /// A range of user memory, pinned.
 ///
 /// # Invariants
@@ -106,19 +135,12 @@ impl PinnedBuf {
         &self,
         offset: usize,
         n: usize,
-        mut fill: impl FnMut(*mut u8, usize, usize) -> Result,
+        fill: impl FnMut(*mut u8, usize, usize) -> Result,
     ) -> Result<usize> {
         let n = n.min(self.len.saturating_sub(offset));
-        let mut done = 0;
-        while done < n {
-            let pos = self.first + offset + done;
-            let in_page = pos % PAGE_SIZE;
-            let chunk = (PAGE_SIZE - in_page).min(n - done);
-            let page = *self.pages.get(pos / PAGE_SIZE).ok_or(EINVAL)?;
-            // SAFETY: `page` is pinned by this value (type invariants).
-            unsafe { with_kmap(page, |addr| fill(addr.wrapping_add(in_page), done, chunk)) }?;
-            done += chunk;
-        }
+        let page = |i: usize| self.pages.get(i).copied();
+        // SAFETY: The pages are pinned by this value (type invariants).
+        unsafe { walk_pages(self.first + offset, n, page, fill) }?;
         Ok(n)
     }
 }

@@ -21,7 +21,7 @@ use kernel::{
 };
 
 use crate::abi;
-use crate::pinned::with_kmap;
+use crate::pinned::{walk_pages, with_kmap};
 
 /// The shared pages and where things lie in them.
 pub(crate) struct SharedArea {
@@ -148,22 +148,14 @@ impl SharedArea {
         &self,
         at: usize,
         n: usize,
-        mut fill: impl FnMut(*mut u8, usize, usize) -> Result,
+        fill: impl FnMut(*mut u8, usize, usize) -> Result,
     ) -> Result {
         if at.checked_add(n).is_none_or(|end| end > self.dump_bytes) {
             return Err(EINVAL);
         }
-        let mut done = 0;
-        while done < n {
-            let pos = self.dump_offset + at + done;
-            let in_page = pos % PAGE_SIZE;
-            let chunk = (PAGE_SIZE - in_page).min(n - done);
-            let page = self.pages[pos / PAGE_SIZE].as_ptr();
-            // SAFETY: The page lives as long as `self`.
-            unsafe { with_kmap(page, |addr| fill(addr.wrapping_add(in_page), done, chunk)) }?;
-            done += chunk;
-        }
-        Ok(())
+        let page = |i: usize| self.pages.get(i).map(Page::as_ptr);
+        // SAFETY: The pages live as long as `self`.
+        unsafe { walk_pages(self.dump_offset + at, n, page, fill) }
     }
 
     /// Runs `f(src, done, chunk)` over `n` bytes of the dump area from `at`,
