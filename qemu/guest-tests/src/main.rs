@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use libo2g::{abi, raw, Device};
 
 mod recv;
+mod remote;
+mod scale;
 mod sockets;
 mod storm;
 
@@ -32,9 +34,11 @@ fn main() -> ExitCode {
         Some("recv-race") => recv::race(&args[1..]),
         Some("recv-teardown") => recv::teardown(),
         Some("recv-sigkill") => recv::sigkill(),
+        Some("recv-scale") => scale::scale(&args[1..]),
+        Some("recv-remote") => remote::remote(&args[1..]),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-flood [BYTES]|recv-race [MESSAGES]|recv-teardown|recv-sigkill"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-flood [BYTES]|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]"
                 .into(),
         ),
     };

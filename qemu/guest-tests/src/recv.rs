@@ -15,7 +15,7 @@ use crate::CheckResult;
 /// The rank our peer has in every check.
 const PEER: u32 = 1;
 
-fn e(what: &str) -> impl Fn(libo2g::Error) -> String + '_ {
+pub(crate) fn e(what: &str) -> impl Fn(libo2g::Error) -> String + '_ {
     move |err| format!("{what}: {err}")
 }
 
@@ -28,7 +28,7 @@ pub(crate) fn tcp_pair() -> Result<(TcpStream, TcpStream), String> {
     Ok((ours, peer))
 }
 
-fn endpoint(cfg: EndpointConfig) -> Result<Endpoint, String> {
+pub(crate) fn endpoint(cfg: EndpointConfig) -> Result<Endpoint, String> {
     Device::open()
         .map_err(e("open"))?
         .init(cfg)
@@ -36,29 +36,36 @@ fn endpoint(cfg: EndpointConfig) -> Result<Endpoint, String> {
 }
 
 /// Bytes `i` of message `seq`: recognisable and different per message.
-fn pattern(seq: u64, len: usize) -> Vec<u8> {
+pub(crate) fn pattern(seq: u64, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| (seq.wrapping_mul(131).wrapping_add(i as u64 * 7) % 251) as u8)
         .collect()
 }
 
 /// The sending half: frames messages like every o2g sender.
-struct Sender {
-    sock: TcpStream,
+pub(crate) struct Sender {
+    pub(crate) sock: TcpStream,
     enc: Encoder,
+    source: u32,
 }
 
 impl Sender {
-    fn new(sock: TcpStream) -> Self {
+    pub(crate) fn new(sock: TcpStream) -> Self {
+        Self::from_rank(sock, PEER)
+    }
+
+    /// A sender whose messages say they come from `source`.
+    pub(crate) fn from_rank(sock: TcpStream, source: u32) -> Self {
         Self {
             sock,
             enc: Encoder::new(),
+            source,
         }
     }
 
-    fn send(&mut self, tag: u32, payload: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn send(&mut self, tag: u32, payload: &[u8]) -> std::io::Result<()> {
         let env = Envelope {
-            source: PEER,
+            source: self.source,
             tag,
             context: 0,
         };
@@ -68,7 +75,7 @@ impl Sender {
     }
 }
 
-fn sel(tag: u32) -> Selector {
+pub(crate) fn sel(tag: u32) -> Selector {
     Selector {
         source: Some(PEER),
         tag: Some(tag),
@@ -77,7 +84,7 @@ fn sel(tag: u32) -> Selector {
 }
 
 /// Waits (bounded) for the next completion.
-fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
+pub(crate) fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         match ep.reap().map_err(e("reap"))? {
@@ -93,14 +100,26 @@ fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
     }
 }
 
-/// Posts for `tag` and returns the message data, whichever path it took.
-fn receive(
+/// Posts for `tag` from [`PEER`] and returns the message data, whichever
+/// path it took.
+pub(crate) fn receive(
     ep: &mut Endpoint,
     tag: u32,
     cap: usize,
 ) -> Result<(Vec<u8>, Result<(), RecvError>), String> {
+    receive_from(ep, sel(tag), cap)
+}
+
+/// Posts a receive for `sel` (with its tag as user data) and returns the
+/// message data, whichever path it took.
+pub(crate) fn receive_from(
+    ep: &mut Endpoint,
+    sel: Selector,
+    cap: usize,
+) -> Result<(Vec<u8>, Result<(), RecvError>), String> {
+    let tag = sel.tag.unwrap_or(u32::MAX);
     let stored = match ep
-        .post(vec![0u8; cap], sel(tag), u64::from(tag))
+        .post(vec![0u8; cap], sel, u64::from(tag))
         .map_err(|p| format!("post: {}", p.error))?
     {
         Post::Queued(_) => None,
@@ -396,7 +415,7 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
     Ok(())
 }
 
-fn slab_kib() -> u64 {
+pub(crate) fn slab_kib() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
