@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One registered socket: o2g's hook on its `sk_data_ready`.
+//! One registered socket: o2g's hooks on its `sk_data_ready` and
+//! `sk_state_change`.
 //!
 //! Installing and removing the hook follows net/rds/tcp.c and net/kcm: both
 //! happen under `lock_sock()` and `write_lock_bh(&sk->sk_callback_lock)`, and a
@@ -16,6 +17,11 @@
 //!
 //! The hook consumes the stream itself (see `reader.rs`) and does not call
 //! the original callback: the bytes are o2g's, not the process's `read()`'s.
+//! `sk_state_change` is hooked too, because a reset (RST) calls only it and
+//! `sk_error_report`, never `sk_data_ready`: without it a receive posted
+//! for a peer that reset would wait forever. It calls the original first
+//! and then lets the work item see the shutdown.
+//!
 //! When the socket is owned by a thread (a `sendmsg` on the same socket, for
 //! example), the hook defers to the connection's work item, as strparser
 //! and kTLS do, instead of reading under someone else's ownership.
@@ -33,17 +39,17 @@ use crate::abi;
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::reader::ConnRx;
 use crate::rx::Rx;
-use crate::shim::{self, ReadyFn};
-use crate::sock::{self, TcpSocket};
+use crate::shim;
+use crate::sock::{self, Callbacks, TcpSocket};
 
 /// A TCP socket attached to an endpoint as the connection to one peer rank.
 #[pin_data]
 pub(crate) struct Conn {
     rank: u32,
     sock: TcpSocket,
-    /// The `sk_data_ready` found when the hook was installed; set once, under
+    /// The callbacks found when the hook was installed; set once, under
     /// the callback lock, before the hook is published.
-    saved_ready: SetOnce<Option<ReadyFn>>,
+    saved: SetOnce<Callbacks>,
     /// The owning endpoint's receive side.
     rx: Arc<Rx>,
     /// The reader; lock order: after `sk_callback_lock`, before `rx`'s lock.
@@ -80,7 +86,7 @@ impl Conn {
             pin_init!(Conn {
                 rank,
                 sock,
-                saved_ready: SetOnce::new(),
+                saved: SetOnce::new(),
                 rx,
                 reader <- new_spinlock_bh!(ConnRx::new(max_message), c"o2g_conn_reader"),
                 failed: AtomicBool::new(false),
@@ -104,11 +110,15 @@ impl Conn {
         if !callbacks.user_data().is_null() || callbacks.has_ulp() {
             return Err(EBUSY);
         }
-        self.saved_ready.populate(callbacks.data_ready());
+        self.saved.populate(callbacks.current());
         let hook_ref = Arc::into_raw(self.clone());
+        let ours = Callbacks {
+            data_ready: Some(data_ready),
+            state_change: Some(state_change),
+        };
         // SAFETY: `hook_ref` keeps the `Conn` alive until `unhook` takes it
-        // back under this same lock, and `data_ready` expects a `Conn`.
-        unsafe { callbacks.replace(hook_ref.cast_mut().cast(), Some(data_ready)) };
+        // back under this same lock, and both hooks expect a `Conn`.
+        unsafe { callbacks.replace(hook_ref.cast_mut().cast(), ours) };
         Ok(())
     }
 
@@ -116,7 +126,7 @@ impl Conn {
     /// for the work item, and completes the receive it was filling with
     /// `-ECONNABORTED`.
     ///
-    /// After this returns no CPU is running [`data_ready`] or the work for
+    /// After this returns no CPU is running a hook or the work for
     /// this socket: the softirq receive path runs the protocol under the
     /// socket spinlock, which `lock_sock()` waits for, backlog processing
     /// happens under ownership, which we hold, and the work is flushed. The
@@ -135,8 +145,8 @@ impl Conn {
             let callbacks = owner.callbacks();
             let ours = Arc::as_ptr(self).cast_mut().cast::<core::ffi::c_void>();
             if callbacks.user_data() == ours {
-                let saved = self.saved_ready.copy().flatten();
-                // SAFETY: Putting back the callback found at install time,
+                let saved = self.saved.copy().unwrap_or_default();
+                // SAFETY: Putting back the callbacks found at install time,
                 // with no user data, is the state the socket had before `hook`.
                 unsafe { callbacks.replace(core::ptr::null_mut(), saved) };
                 drop(callbacks);
@@ -258,12 +268,12 @@ impl WorkItem for Conn {
 /// Called by the network stack with a valid `sk` whose callbacks were set by
 /// [`Conn::hook`].
 unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
-    let handle = |data: *mut core::ffi::c_void, current| {
+    let handle = |data: *mut core::ffi::c_void, current: Callbacks| {
         let conn = data.cast::<Conn>().cast_const();
         if conn.is_null() {
             // Unhooked since the stack loaded our pointer: `current` is the
             // restored original.
-            return current;
+            return current.data_ready;
         }
         // SAFETY: Non-null `sk_user_data` is the hook's `Conn` reference,
         // valid while the callback read lock is held.
@@ -290,6 +300,46 @@ unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
     if let Some(next) = next {
         // SAFETY: `next` is the socket's original `sk_data_ready`, called as
         // the stack would have called it.
+        unsafe { next(sk) };
+    }
+}
+
+/// o2g's `sk_state_change`: FIN, RST (`tcp_reset` calls only this and
+/// `sk_error_report`) or a local shutdown. Queues the work item, which
+/// reads what is left and, seeing the shutdown, fails the connection so
+/// that receives posted for the peer complete; then calls the original.
+///
+/// Context: softirq (TCP receive, socket spinlock held) or process context
+/// (the owner's `shutdown()`/`close()`, socket owned). Must not sleep.
+/// Takes `sk_callback_lock` for reading.
+///
+/// # Safety
+///
+/// Called by the network stack with a valid `sk` whose callbacks were set by
+/// [`Conn::hook`].
+unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
+    let handle = |data: *mut core::ffi::c_void, current: Callbacks| {
+        let conn = data.cast::<Conn>().cast_const();
+        if conn.is_null() {
+            // Unhooked meanwhile: `current` is the restored original.
+            return current.state_change;
+        }
+        // SAFETY: Non-null `sk_user_data` is the hook's `Conn` reference,
+        // valid while the callback read lock is held.
+        let conn = unsafe { ArcBorrow::from_raw(conn) };
+        // SAFETY: `sk` is valid for the call.
+        if unsafe { shim::o2g_sk_rcv_shutdown(sk) } {
+            // Under the read lock the hook's reference is alive, so the
+            // clone the workqueue may drop is never the last one.
+            Arc::<Conn>::from(conn).kick();
+        }
+        conn.saved.copy().unwrap_or_default().state_change
+    };
+    // SAFETY: The stack passes a valid socket for the duration of the call.
+    let next = unsafe { sock::with_callbacks_read(sk, handle) };
+    if let Some(next) = next {
+        // SAFETY: `next` is the socket's original `sk_state_change`, called
+        // as the stack would have called it.
         unsafe { next(sk) };
     }
 }

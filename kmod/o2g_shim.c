@@ -83,6 +83,16 @@ void o2g_sk_set_data_ready(struct sock *sk, o2g_ready_fn fn)
 	WRITE_ONCE(sk->sk_data_ready, fn);
 }
 
+o2g_ready_fn o2g_sk_state_change(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_state_change);
+}
+
+void o2g_sk_set_state_change(struct sock *sk, o2g_ready_fn fn)
+{
+	WRITE_ONCE(sk->sk_state_change, fn);
+}
+
 void o2g_spin_lock_bh(spinlock_t *lock)
 {
 	spin_lock_bh(lock);

@@ -37,6 +37,8 @@ void *o2g_sk_user_data(const struct sock *sk);
 void o2g_sk_set_user_data(struct sock *sk, void *data);
 o2g_ready_fn o2g_sk_data_ready(const struct sock *sk);
 void o2g_sk_set_data_ready(struct sock *sk, o2g_ready_fn fn);
+o2g_ready_fn o2g_sk_state_change(const struct sock *sk);
+void o2g_sk_set_state_change(struct sock *sk, o2g_ready_fn fn);
 
 /* Receive-path state, read from the socket hook. */
 bool o2g_sock_owned_by_user(const struct sock *sk);

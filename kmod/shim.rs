@@ -7,7 +7,7 @@
 
 use kernel::bindings;
 
-/// A socket's `sk_data_ready` callback.
+/// A socket's `sk_data_ready` or `sk_state_change` callback.
 pub(crate) type ReadyFn = unsafe extern "C" fn(sk: *mut bindings::sock);
 
 extern "C" {
@@ -29,6 +29,8 @@ extern "C" {
     pub(crate) fn o2g_sk_set_user_data(sk: *mut bindings::sock, data: *mut core::ffi::c_void);
     pub(crate) fn o2g_sk_data_ready(sk: *const bindings::sock) -> Option<ReadyFn>;
     pub(crate) fn o2g_sk_set_data_ready(sk: *mut bindings::sock, f: Option<ReadyFn>);
+    pub(crate) fn o2g_sk_state_change(sk: *const bindings::sock) -> Option<ReadyFn>;
+    pub(crate) fn o2g_sk_set_state_change(sk: *mut bindings::sock, f: Option<ReadyFn>);
 
     pub(crate) fn o2g_sock_owned_by_user(sk: *const bindings::sock) -> bool;
     pub(crate) fn o2g_sk_rcv_shutdown(sk: *const bindings::sock) -> bool;

@@ -168,25 +168,26 @@ impl CallbackGuard<'_> {
         unsafe { shim::o2g_sk_has_ulp(self.sk) }
     }
 
-    /// The current `sk_data_ready`.
-    pub(crate) fn data_ready(&self) -> Option<ReadyFn> {
+    /// The current `sk_data_ready` and `sk_state_change`.
+    pub(crate) fn current(&self) -> Callbacks {
         // SAFETY: `sk` is valid and the callback lock is held.
-        unsafe { shim::o2g_sk_data_ready(self.sk) }
+        unsafe { Callbacks::read(self.sk) }
     }
 
-    /// Replaces `sk_user_data` and `sk_data_ready` together.
+    /// Replaces `sk_user_data` and both callbacks together.
     ///
     /// # Safety
     ///
     /// `data` must stay valid until it is replaced again under this lock, and
-    /// `ready` must accept it as its `sk_user_data` (or be the callback that
-    /// was there before `data` was installed, with `data` null).
-    pub(crate) unsafe fn replace(&self, data: *mut core::ffi::c_void, ready: Option<ReadyFn>) {
+    /// the callbacks must accept it as their `sk_user_data` (or be the ones
+    /// that were there before `data` was installed, with `data` null).
+    pub(crate) unsafe fn replace(&self, data: *mut core::ffi::c_void, cbs: Callbacks) {
         // SAFETY: `sk` is valid, the lock is held, and the caller vouches for
-        // the pair.
+        // the set.
         unsafe {
             shim::o2g_sk_set_user_data(self.sk, data);
-            shim::o2g_sk_set_data_ready(self.sk, ready);
+            shim::o2g_sk_set_data_ready(self.sk, cbs.data_ready);
+            shim::o2g_sk_set_state_change(self.sk, cbs.state_change);
         }
     }
 }
@@ -198,21 +199,45 @@ impl Drop for CallbackGuard<'_> {
     }
 }
 
+/// The socket callbacks o2g replaces while a socket is registered.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Callbacks {
+    /// `sk_data_ready`: bytes arrived.
+    pub(crate) data_ready: Option<ReadyFn>,
+    /// `sk_state_change`: FIN, RST or a local shutdown changed the state.
+    pub(crate) state_change: Option<ReadyFn>,
+}
+
+impl Callbacks {
+    /// # Safety
+    ///
+    /// `sk` is valid and its callback lock is held.
+    unsafe fn read(sk: *const bindings::sock) -> Self {
+        // SAFETY: Forwarded from the caller.
+        unsafe {
+            Self {
+                data_ready: shim::o2g_sk_data_ready(sk),
+                state_change: shim::o2g_sk_state_change(sk),
+            }
+        }
+    }
+}
+
 /// Runs `f` with `sk_callback_lock` held for reading (BH off) and the
-/// socket's current `sk_user_data` and `sk_data_ready`.
+/// socket's current `sk_user_data` and callbacks.
 ///
 /// # Safety
 ///
 /// `sk` must be a valid socket for the duration of the call.
 pub(crate) unsafe fn with_callbacks_read<R>(
     sk: *mut bindings::sock,
-    f: impl FnOnce(*mut core::ffi::c_void, Option<ReadyFn>) -> R,
+    f: impl FnOnce(*mut core::ffi::c_void, Callbacks) -> R,
 ) -> R {
     // SAFETY: `sk` is valid (caller).
     unsafe { shim::o2g_sk_callback_read_lock(sk) };
     // SAFETY: As above, with the read lock held.
-    let (data, ready) = unsafe { (shim::o2g_sk_user_data(sk), shim::o2g_sk_data_ready(sk)) };
-    let r = f(data, ready);
+    let (data, cbs) = unsafe { (shim::o2g_sk_user_data(sk), Callbacks::read(sk)) };
+    let r = f(data, cbs);
     // SAFETY: Taken above.
     unsafe { shim::o2g_sk_callback_read_unlock(sk) };
     r

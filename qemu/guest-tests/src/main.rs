@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Some("ioctl-storm") => storm::storm(&args[1..]),
         Some("recv-paths") => recv::paths(),
         Some("recv-misbehaviour") => recv::misbehaviour(),
+        Some("recv-peer-gone") => recv::peer_gone(),
         Some("recv-flood") => recv::flood(&args[1..]),
         Some("recv-race") => recv::race(&args[1..]),
         Some("recv-teardown") => recv::teardown(),
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
         Some("recv-remote") => remote::remote(&args[1..]),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-flood [BYTES]|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]"
                 .into(),
         ),
     };

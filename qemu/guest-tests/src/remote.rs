@@ -65,11 +65,7 @@ impl Command {
         let (tag, a, len) = (word(4..8) as u32, word(8..16), word(16..24));
         match word(0..4) {
             1 => Ok(Command::One { tag, seq: a, len }),
-            2 => Ok(Command::Flood {
-                tag,
-                count: a,
-                len,
-            }),
+            2 => Ok(Command::Flood { tag, count: a, len }),
             3 => Ok(Command::Done),
             op => Err(format!("unknown command {op}")),
         }
@@ -172,8 +168,7 @@ fn receiver(nodes: u32, flood: u64) -> CheckResult {
     let mut ep = endpoint(cfg)?;
     let mut peers = accept_senders(nodes)?;
     for p in &peers {
-        ep.register_socket(&p.sock, p.rank)
-            .map_err(e("register"))?;
+        ep.register_socket(&p.sock, p.rank).map_err(e("register"))?;
     }
     for p in &mut peers {
         expected(&mut ep, p)?;

@@ -30,7 +30,9 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
     let mut peers = Vec::new();
     for rank in 1..=sockets {
         let ours_sock = TcpStream::connect(addr).map_err(|e| format!("connect {rank}: {e}"))?;
-        let (peer, _) = listener.accept().map_err(|e| format!("accept {rank}: {e}"))?;
+        let (peer, _) = listener
+            .accept()
+            .map_err(|e| format!("accept {rank}: {e}"))?;
         ours.push(ours_sock);
         peers.push(Sender::from_rank(peer, rank));
     }
