@@ -73,22 +73,28 @@ fn check_tag(tag: i32) -> Result<u32> {
 }
 
 impl Communicator {
+    /// The envelope of a message from this process: the source is its world
+    /// rank, so that a message names the connection it must come from
+    /// whatever the communicator (the o2g module relies on that).
     pub(crate) fn envelope(&self, tag: u32, context: u32) -> Envelope {
         Envelope {
-            source: self.rank,
+            source: self.members[self.rank as usize],
             tag,
             context,
         }
     }
 
     fn selector(&self, source: i32, tag: i32, context: u32) -> Result<(Selector, Watch)> {
-        let (source, watch) = match source {
-            ANY_SOURCE => (
-                SourceSel::Any,
-                Watch::Any(self.members.clone(), self.members[self.rank as usize]),
-            ),
-            r => (SourceSel::Rank(r as u32), Watch::Rank(self.world_rank(r)?)),
+        let world = match source {
+            ANY_SOURCE => None,
+            r => Some(self.world_rank(r)?),
         };
+        let watch = Watch {
+            members: self.members.clone(),
+            me: self.members[self.rank as usize],
+            source: world,
+        };
+        let source = world.map_or(SourceSel::Any, SourceSel::Rank);
         let tag = match tag {
             ANY_TAG => TagSel::Any,
             t => TagSel::Tag(check_tag(t)?),
@@ -225,7 +231,7 @@ impl Communicator {
             Ok(t.iprobe(sel))
         })?;
         Ok(found.map(|(env, len)| Status {
-            source: env.source as i32,
+            source: Watch::comm_rank(&self.members, env.source),
             tag: env.tag as i32,
             bytes: len as usize,
             cancelled: false,
@@ -244,7 +250,7 @@ impl Communicator {
             if let Some(s) = self.iprobe(source, tag)? {
                 return Ok(s);
             }
-            if let Watch::Rank(w) = watch {
+            if let Some(w) = watch.source {
                 if let Some(reason) = self.rt.with(|t| Ok(t.peer_failure(w)))? {
                     return Err(Error::PeerGone { rank: w, reason });
                 }

@@ -16,13 +16,40 @@ use crate::error::{Error, Result};
 use crate::point_to_point::Status;
 use crate::transport::{RecvOutcome, RecvToken, SendToken};
 
-/// Which peers a receive depends on, to fail it when they die.
-pub(crate) enum Watch {
-    /// One world rank.
-    Rank(u32),
-    /// Any of these world ranks (`MPI_ANY_SOURCE`); fails only when all
-    /// but this process are gone.
-    Any(Rc<[u32]>, u32),
+/// Which peers a receive depends on, to fail it when they die, and the
+/// communicator its status reports ranks in.
+pub(crate) struct Watch {
+    /// The communicator's members by world rank: messages carry world
+    /// ranks, statuses report the sender's rank in the communicator.
+    pub(crate) members: Rc<[u32]>,
+    /// This process's world rank.
+    pub(crate) me: u32,
+    /// The source's world rank; `None` for `MPI_ANY_SOURCE`, which fails
+    /// only when all members but this process are gone.
+    pub(crate) source: Option<u32>,
+}
+
+impl Watch {
+    /// The communicator rank of world rank `world` (`-1` if not a member,
+    /// which the transports never deliver).
+    pub(crate) fn comm_rank(members: &[u32], world: u32) -> i32 {
+        members
+            .iter()
+            .position(|&m| m == world)
+            .map_or(-1, |r| r as i32)
+    }
+
+    /// A dead peer this receive can no longer be satisfied without.
+    fn dead_peer(&self, t: &dyn crate::transport::Transport) -> Option<(u32, String)> {
+        if let Some(w) = self.source {
+            return t.peer_failure(w).map(|r| (w, r));
+        }
+        let mut why = None;
+        for &w in self.members.iter().filter(|&&w| w != self.me) {
+            why = Some((w, t.peer_failure(w)?));
+        }
+        why
+    }
 }
 
 enum State<'buf> {
@@ -81,22 +108,7 @@ impl<'buf> Request<'buf> {
                         return Ok(Some(o));
                     }
                     // Nothing more can arrive from dead peers.
-                    let dead = match watch {
-                        Watch::Rank(w) => t.peer_failure(*w).map(|r| (*w, r)),
-                        Watch::Any(members, me) => {
-                            let others = members.iter().filter(|w| **w != *me);
-                            let mut why = None;
-                            let mut all = members.len() > 1;
-                            for w in others {
-                                match t.peer_failure(*w) {
-                                    Some(r) => why = Some((*w, r)),
-                                    None => all = false,
-                                }
-                            }
-                            why.filter(|_| all)
-                        }
-                    };
-                    match dead {
+                    match watch.dead_peer(t) {
                         Some((rank, reason)) if t.cancel_recv(token) => {
                             let _ = t.test_recv(token);
                             Err(Error::PeerGone { rank, reason })
@@ -112,7 +124,7 @@ impl<'buf> Request<'buf> {
                         return Err(e);
                     }
                 };
-                let finished = finish_recv(outcome, buf);
+                let finished = finish_recv(outcome, buf, &watch.members);
                 self.state = State::Done(Status::empty());
                 finished?
             }
@@ -170,7 +182,7 @@ impl<'buf> Request<'buf> {
 }
 
 /// Copies a completed receive into the caller's buffer.
-fn finish_recv(outcome: RecvOutcome, buf: &mut [u8]) -> Result<Status> {
+fn finish_recv(outcome: RecvOutcome, buf: &mut [u8], members: &[u32]) -> Result<Status> {
     match outcome {
         RecvOutcome::Cancelled => Ok(Status {
             cancelled: true,
@@ -183,7 +195,8 @@ fn finish_recv(outcome: RecvOutcome, buf: &mut [u8]) -> Result<Status> {
             data,
         } => {
             buf[..data.len()].copy_from_slice(&data);
-            let (source, tag) = (envelope.source as i32, envelope.tag as i32);
+            let source = Watch::comm_rank(members, envelope.source);
+            let tag = envelope.tag as i32;
             if len > buf.len() as u64 {
                 return Err(Error::Truncated {
                     len,
