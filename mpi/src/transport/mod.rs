@@ -60,6 +60,7 @@ pub(crate) mod bootstrap;
 mod epoll;
 pub(crate) mod matcher;
 mod o2g;
+mod outbox;
 mod select;
 pub(crate) mod self_loop;
 mod sockets;

@@ -16,11 +16,10 @@
 //!
 //! # Sending
 //!
-//! A message is the 32-byte o2g-core header then the payload, written with
-//! one `writev` where possible. A blocking send writes straight from the
-//! caller's buffer, polling (and so receiving) whenever the socket is full.
-//! An `isend` writes what the socket takes at once and copies only the
-//! rest into the connection's queue. Sends to one peer leave in order.
+//! Framing and the queue of unsent bytes are `outbox.rs`'s. A blocking
+//! send writes straight from the caller's buffer, polling (and so
+//! receiving) whenever the socket is full. Sends to one peer leave in
+//! order.
 //!
 //! # Unexpected-queue overflow
 //!
@@ -29,8 +28,8 @@
 //! list and enter the engine as soon as it has room, so nothing is dropped
 //! and per-sender order holds.
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{self, ErrorKind, IoSlice, Read, Write};
+use std::collections::VecDeque;
+use std::io::{self, ErrorKind, Read};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
@@ -41,6 +40,7 @@ use o2g_core::proto::wire::{Encoder, Kind, Limits, HEADER_LEN};
 
 use super::bootstrap::Link;
 use super::matcher::{Matcher, RecvOutcome, RecvToken, Sink};
+use super::outbox::{write_parts, Out, Sends};
 use super::{SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -93,15 +93,6 @@ pub(crate) trait Poller {
     ) -> io::Result<()>;
 }
 
-/// A message, or what is left of it, waiting to be written.
-struct Out {
-    header: [u8; HEADER_LEN],
-    header_done: usize,
-    data: Vec<u8>,
-    data_done: usize,
-    token: u64,
-}
-
 /// Where the payload of the message being read goes.
 #[derive(Clone, Copy)]
 enum Target {
@@ -123,12 +114,6 @@ struct Conn {
     dead: Option<String>,
 }
 
-enum SendState {
-    Pending { released: bool },
-    Done,
-    Failed(String),
-}
-
 /// A TCP transport over poller `P`; see the module documentation.
 pub(crate) struct Sockets<P: Poller> {
     me: u32,
@@ -136,31 +121,8 @@ pub(crate) struct Sockets<P: Poller> {
     matcher: Matcher,
     poller: P,
     scratch: Vec<u8>,
-    sends: HashMap<u64, SendState>,
-    next_send: u64,
+    sends: Sends,
     ready: Vec<Ready>,
-}
-
-/// Writes as much of `header` then `data` as the socket takes; returns
-/// the bytes written of each.
-fn write_parts(s: &mut TcpStream, header: &[u8], data: &[u8]) -> io::Result<(usize, usize)> {
-    let (mut h, mut d) = (0, 0);
-    while h < header.len() || d < data.len() {
-        let bufs = [IoSlice::new(&header[h..]), IoSlice::new(&data[d..])];
-        match s.write_vectored(&bufs) {
-            Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(mut n) => {
-                let take = n.min(header.len() - h);
-                h += take;
-                n -= take;
-                d += n;
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok((h, d))
 }
 
 impl Conn {
@@ -211,8 +173,7 @@ impl<P: Poller> Sockets<P> {
             matcher: Matcher::new(),
             poller,
             scratch: vec![0; SCRATCH],
-            sends: HashMap::new(),
-            next_send: 1,
+            sends: Sends::new(),
             ready: Vec::new(),
         })
     }
@@ -258,21 +219,9 @@ impl<P: Poller> Sockets<P> {
             self.matcher.fail(sink, rank as u32, &reason);
         }
         for out in c.out.drain(..) {
-            if let Some(s) = self.sends.get_mut(&out.token) {
-                *s = SendState::Failed(reason.clone());
-            }
+            self.sends.fail(out.token, &reason);
         }
         c.dead = Some(reason);
-    }
-
-    fn finish_send(&mut self, token: u64) {
-        if let Some(SendState::Pending { released }) = self.sends.get(&token) {
-            if *released {
-                self.sends.remove(&token);
-            } else {
-                self.sends.insert(token, SendState::Done);
-            }
-        }
     }
 
     /// Writes queued messages until the socket is full.
@@ -285,18 +234,15 @@ impl<P: Poller> Sockets<P> {
                 return;
             };
             let w = c.writer.as_mut().unwrap_or(&mut c.stream);
-            let res = write_parts(w, &o.header[o.header_done..], &o.data[o.data_done..]);
-            match res {
-                Ok((h, d)) => {
-                    o.header_done += h;
-                    o.data_done += d;
-                    if o.header_done < HEADER_LEN || o.data_done < o.data.len() {
-                        c.writable = false;
-                        return;
-                    }
+            match o.write(w) {
+                Ok(false) => {
+                    c.writable = false;
+                    return;
+                }
+                Ok(true) => {
                     let token = o.token;
                     c.out.pop_front();
-                    self.finish_send(token);
+                    self.sends.finish(token);
                 }
                 Err(e) => return self.kill(rank, format!("write failed: {e}")),
             }
@@ -461,11 +407,6 @@ impl<P: Poller> Sockets<P> {
         Ok(())
     }
 
-    fn new_token(&mut self) -> u64 {
-        let t = self.next_send;
-        self.next_send += 1;
-        t
-    }
 }
 
 impl<P: Poller> Transport for Sockets<P> {
@@ -509,7 +450,6 @@ impl<P: Poller> Transport for Sockets<P> {
             self.send(dest, env, data)?;
             return Ok(SendToken(0));
         }
-        let token = self.new_token();
         let c = self.conn(dest)?;
         let header = c.tx.encode(Kind::Eager, env, data.len() as u64);
         let (h, d) = if c.out.is_empty() {
@@ -527,42 +467,18 @@ impl<P: Poller> Transport for Sockets<P> {
             return Ok(SendToken(0));
         }
         c.writable = false;
-        c.out.push_back(Out {
-            header,
-            header_done: h,
-            data: data[d..].to_vec(),
-            data_done: 0,
-            token,
-        });
-        self.sends
-            .insert(token, SendState::Pending { released: false });
+        let token = self.sends.start();
+        let c = self.conn(dest)?;
+        c.out.push_back(Out::rest(header, (h, d), data, token));
         Ok(SendToken(token))
     }
 
     fn test_send(&mut self, token: SendToken) -> Result<bool> {
-        if token.0 == 0 {
-            return Ok(true);
-        }
-        match self.sends.remove(&token.0) {
-            Some(SendState::Done) | None => Ok(true),
-            Some(SendState::Failed(reason)) => Err(Error::PeerGone {
-                rank: u32::MAX,
-                reason,
-            }),
-            Some(pending) => {
-                self.sends.insert(token.0, pending);
-                Ok(false)
-            }
-        }
+        self.sends.test(token)
     }
 
     fn release_send(&mut self, token: SendToken) {
-        match self.sends.get_mut(&token.0) {
-            Some(SendState::Pending { released }) => *released = true,
-            _ => {
-                self.sends.remove(&token.0);
-            }
-        }
+        self.sends.release(token);
     }
 
     fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {

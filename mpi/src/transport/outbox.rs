@@ -1,0 +1,160 @@
+//! The send half every TCP-based transport shares: writing a header and
+//! payload to a nonblocking socket, the queue of what the socket did not
+//! take yet, and the bookkeeping of `isend` tokens.
+//!
+//! A message is the 32-byte o2g-core header then the payload, written with
+//! one `writev` where possible. An `isend` writes what the socket takes at
+//! once and copies only the rest into an [`Out`], so a token never refers
+//! to the caller's memory.
+
+use std::collections::HashMap;
+use std::io::{self, ErrorKind, IoSlice, Write};
+use std::net::TcpStream;
+
+use o2g_core::proto::wire::HEADER_LEN;
+
+use super::SendToken;
+use crate::error::{Error, Result};
+
+/// Writes as much of `header` then `data` as the socket takes; returns
+/// the bytes written of each.
+pub(crate) fn write_parts(
+    s: &mut TcpStream,
+    header: &[u8],
+    data: &[u8],
+) -> io::Result<(usize, usize)> {
+    let (mut h, mut d) = (0, 0);
+    while h < header.len() || d < data.len() {
+        let bufs = [IoSlice::new(&header[h..]), IoSlice::new(&data[d..])];
+        match s.write_vectored(&bufs) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(mut n) => {
+                let take = n.min(header.len() - h);
+                h += take;
+                n -= take;
+                d += n;
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((h, d))
+}
+
+/// A message, or what is left of it, waiting to be written.
+pub(crate) struct Out {
+    header: [u8; HEADER_LEN],
+    header_done: usize,
+    data: Vec<u8>,
+    data_done: usize,
+    /// The `isend` it belongs to.
+    pub(crate) token: u64,
+}
+
+impl Out {
+    /// What is left of a message after the first `done` bytes of `header`
+    /// and of `data` were written.
+    pub(crate) fn rest(
+        header: [u8; HEADER_LEN],
+        done: (usize, usize),
+        data: &[u8],
+        token: u64,
+    ) -> Self {
+        Self {
+            header,
+            header_done: done.0,
+            data: data[done.1..].to_vec(),
+            data_done: 0,
+            token,
+        }
+    }
+
+    /// Writes as much as the socket takes; whether the message is out.
+    pub(crate) fn write(&mut self, s: &mut TcpStream) -> io::Result<bool> {
+        let (h, d) = write_parts(
+            s,
+            &self.header[self.header_done..],
+            &self.data[self.data_done..],
+        )?;
+        self.header_done += h;
+        self.data_done += d;
+        Ok(self.header_done == HEADER_LEN && self.data_done == self.data.len())
+    }
+}
+
+enum SendState {
+    Pending { released: bool },
+    Done,
+    Failed(String),
+}
+
+/// The `isend`s that have not completed, or completed and were not asked
+/// about yet. Token 0 names a send that completed at once.
+pub(crate) struct Sends {
+    states: HashMap<u64, SendState>,
+    next: u64,
+}
+
+impl Sends {
+    pub(crate) fn new() -> Self {
+        Self {
+            states: HashMap::new(),
+            next: 1,
+        }
+    }
+
+    /// A new pending send.
+    pub(crate) fn start(&mut self) -> u64 {
+        let t = self.next;
+        self.next += 1;
+        self.states.insert(t, SendState::Pending { released: false });
+        t
+    }
+
+    /// The last byte of `token` went out.
+    pub(crate) fn finish(&mut self, token: u64) {
+        if let Some(SendState::Pending { released }) = self.states.get(&token) {
+            if *released {
+                self.states.remove(&token);
+            } else {
+                self.states.insert(token, SendState::Done);
+            }
+        }
+    }
+
+    /// `token` can never go out.
+    pub(crate) fn fail(&mut self, token: u64, reason: &str) {
+        if let Some(s) = self.states.get_mut(&token) {
+            *s = SendState::Failed(reason.to_owned());
+        }
+    }
+
+    /// Whether `token` completed; a completed token is forgotten.
+    pub(crate) fn test(&mut self, token: SendToken) -> Result<bool> {
+        if token.0 == 0 {
+            return Ok(true);
+        }
+        match self.states.remove(&token.0) {
+            Some(SendState::Done) | None => Ok(true),
+            Some(SendState::Failed(reason)) => Err(Error::PeerGone {
+                rank: u32::MAX,
+                reason,
+            }),
+            Some(pending) => {
+                self.states.insert(token.0, pending);
+                Ok(false)
+            }
+        }
+    }
+
+    /// Nobody will ask about `token` any more.
+    pub(crate) fn release(&mut self, token: SendToken) {
+        match self.states.get_mut(&token.0) {
+            Some(SendState::Pending { released }) => *released = true,
+            _ => {
+                self.states.remove(&token.0);
+            }
+        }
+    }
+}
