@@ -336,7 +336,9 @@ impl Endpoint {
             user_data: a.user_data,
         };
         let (result, unused) = self.rx.with_recv(|shared, st, _| {
-            if failed() {
+            // A message stored before the connection failed is still
+            // delivered; only a receive that could wait forever is refused.
+            if failed() && st.engine.probe(sel).is_none() {
                 return Ok((Err(errno::econnreset()), Some(recv)));
             }
             let handle = match st.book.insert(recv) {

@@ -56,8 +56,15 @@ mkdir -p "$run"
 kdir="$("$O2G_ROOT/qemu/build-kernel.sh" "$flavour")"
 module="$("$O2G_ROOT/qemu/build-module.sh" "$flavour")"
 log "building guest test programs"
-cargo build --quiet --release -p o2g-guest-tests --manifest-path "$O2G_ROOT/Cargo.toml"
-guest_bins="$O2G_ROOT/target/release/o2g-vmtest ${O2G_GUEST_BINS:-}"
+manifest=(--manifest-path "$O2G_ROOT/Cargo.toml")
+cargo build --quiet --release -p o2g-guest-tests -p mpi --bins "${manifest[@]}"
+# The MPI conformance binary (a test target), copied in as /bin/mpi-conformance.
+conformance="$(cargo test --quiet --release -p mpi --test conformance --no-run \
+    --message-format=json "${manifest[@]}" |
+    grep -o '"executable":"[^"]*conformance[^"]*"' | tail -1 | cut -d'"' -f4)"
+[[ -x "$conformance" ]] || die "could not build the MPI conformance binary"
+ln -f "$conformance" "$run/mpi-conformance"
+guest_bins="$O2G_ROOT/target/release/o2g-vmtest $O2G_ROOT/target/release/o2grun $run/mpi-conformance ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
 qemu_pids=()

@@ -4,7 +4,8 @@
 #   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here)
 #   3. one VM: the module suite (qemu/suites/module.suite)
 #   4. three VMs on a private network: the cluster suite
-#   5. the harness's self-test: injected failures must be caught
+#   5. one VM: the MPI conformance suite over the o2g transport
+#   6. the harness's self-test: injected failures must be caught
 # Ends with one line "N passed, N failed" over all of it.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
@@ -55,6 +56,8 @@ vm_suite() {
 }
 vm_suite module --timeout 300 module
 vm_suite cluster --nodes 3 cluster
+# The MPI conformance suite over the o2g transport (a 1 GiB message: 6 GiB guest).
+O2G_VM_MEM=6144 vm_suite mpi --timeout 900 mpi
 
 # The harness must also be able to fail: injected reports, hangs, crashes.
 "$O2G_ROOT/qemu/selftest.sh" >"$logdir/selftest.log" 2>&1

@@ -9,6 +9,8 @@
 //! | `O2G_MAX_MESSAGE` | 4 GiB | largest payload accepted in one message |
 //! | `O2G_ADDR` | `127.0.0.1` | address this process listens on and publishes to its peers |
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
+//! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
+//! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -35,6 +37,8 @@ pub(crate) struct Config {
     pub(crate) max_message: u64,
     pub(crate) addr: IpAddr,
     pub(crate) connect_timeout: Duration,
+    pub(crate) o2g_dump_bytes: u64,
+    pub(crate) o2g_pin_budget: u64,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -79,6 +83,8 @@ impl Config {
             max_message: parse("O2G_MAX_MESSAGE")?.unwrap_or(4 << 30),
             addr: parse("O2G_ADDR")?.unwrap_or(IpAddr::from([127, 0, 0, 1])),
             connect_timeout: Duration::from_secs(parse("O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
+            o2g_dump_bytes: parse("O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
+            o2g_pin_budget: parse("O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
         })
     }
 }

@@ -3,7 +3,8 @@
 //! Every process listens on an ephemeral port of `O2G_ADDR`, publishes
 //! `ip:port` in the PMI key-value space under `o2g-addr-<rank>`, and after
 //! one PMI barrier
-//! - connects to every lower rank (and to itself when `O2G_SELF=0`),
+//! - connects to every lower rank (and to itself when `O2G_SELF=0`, and
+//!   always for the `o2g` transport),
 //!   sending a hello that names its rank, then
 //! - accepts one connection from every higher rank (and its own).
 //!
@@ -49,8 +50,12 @@ pub(crate) fn tune(s: &TcpStream, config: &Config) -> Result<()> {
 pub(crate) type Link = (TcpStream, Option<TcpStream>);
 
 /// Connects this process to every peer; entry `r` is the connection to
-/// world rank `r` (`None` for itself when the self path is on).
-pub(crate) fn connect_all(config: &Config, pmi: &mut Pmi) -> Result<Vec<Option<Link>>> {
+/// world rank `r`, and to itself only with `self_link` (`None` otherwise).
+pub(crate) fn connect_all(
+    config: &Config,
+    pmi: &mut Pmi,
+    self_link: bool,
+) -> Result<Vec<Option<Link>>> {
     let (me, size) = (pmi.rank(), pmi.size());
     let deadline = Instant::now() + config.connect_timeout;
     let listener = TcpListener::bind(SocketAddr::new(config.addr, 0))
@@ -63,7 +68,7 @@ pub(crate) fn connect_all(config: &Config, pmi: &mut Pmi) -> Result<Vec<Option<L
 
     let mut conns: Vec<Option<Link>> = (0..size).map(|_| None).collect();
     let mut self_writer = None;
-    let with_self = !config.self_path;
+    let with_self = self_link;
     for peer in (0..me).chain(with_self.then_some(me)) {
         let text = pmi.get(&format!("o2g-addr-{peer}"))?;
         let peer_addr: SocketAddr = text

@@ -33,11 +33,11 @@ pub(crate) struct RecvToken {
 }
 
 impl RecvToken {
-    fn to_handle(self) -> u64 {
+    pub(crate) fn to_handle(self) -> u64 {
         u64::from(self.generation) << 32 | u64::from(self.index)
     }
 
-    fn from_handle(h: u64) -> Self {
+    pub(crate) fn from_handle(h: u64) -> Self {
         Self {
             index: h as u32,
             generation: (h >> 32) as u32,

@@ -9,7 +9,7 @@
 //! | `sockets-epoll` (default) | `epoll.rs` | TCP, readiness through epoll (mio) |
 //! | `sockets-select` | `select.rs` | TCP, the classic `select` + nonblocking read loop (the YAMPII/Sock baseline of the o2g paper; deliberately not modernised) |
 //! | `self` | `self_loop.rs` | no network: a world of one process sending to itself |
-//! | `o2g` | `o2g.rs` | the kernel module; not available yet, selecting it is an error |
+//! | `o2g` | `o2g.rs` | the kernel module (`/dev/o2g`) matches and receives; sends are plain writes; no fallback when the module is missing |
 //!
 //! # The contract every transport provides
 //!
@@ -30,8 +30,9 @@
 //!    semantics: ANY_SOURCE/ANY_TAG, non-overtaking, no match across
 //!    contexts, probe, cancel. The socket transports and `self` all use the
 //!    matching engine of `o2g-core` (through `matcher.rs`), so there is one
-//!    implementation of matching in user space; the `o2g` transport will
-//!    use the same engine inside the kernel.
+//!    implementation of matching in user space; the `o2g` transport uses
+//!    the same engine inside the kernel. Envelopes carry the sender's
+//!    world rank.
 //! 3. **Complete** receives (`post_recv`, `test_recv`): a completed receive
 //!    yields the envelope, the length the sender sent and the payload
 //!    truncated to the posted capacity; the MPI layer turns a longer
@@ -136,7 +137,7 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             Ok(Box::new(self_loop::SelfLoop::new(config)?))
         }
         TransportKind::SocketsSelect => {
-            let conns = bootstrap::connect_all(config, pmi)?;
+            let conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
             Ok(Box::new(sockets::Sockets::new(
                 rank,
                 size,
@@ -146,12 +147,18 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             )?))
         }
         TransportKind::SocketsEpoll => {
-            let conns = bootstrap::connect_all(config, pmi)?;
+            let conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
             let poller = epoll::Epoll::new().map_err(|e| Error::io("epoll_create", e))?;
             Ok(Box::new(sockets::Sockets::new(
                 rank, size, conns, poller, config,
             )?))
         }
-        TransportKind::O2g => Err(o2g::unavailable()),
+        TransportKind::O2g => {
+            // Open the device first: a missing module fails before any
+            // peer is contacted.
+            let ep = o2g::open_endpoint(config)?;
+            let conns = bootstrap::connect_all(config, pmi, true)?;
+            Ok(Box::new(o2g::O2g::new(rank, ep, conns, config)?))
+        }
     }
 }

@@ -1,24 +1,572 @@
-//! `o2g`: the kernel-module transport (reserved).
+//! `o2g`: the kernel-module transport.
 //!
-//! With the module, receives are posted into the kernel's matching engine
-//! (the same o2g-core code, through `libo2g`), payloads land in the posted
-//! buffers or the shared dump area from the socket's `sk_data_ready`, and
-//! completions are read from a shared ring without a system call. Sends
-//! stay plain writes on the same sockets, so `bootstrap.rs` and the send
-//! half of `sockets.rs` carry over; the receive half (matcher, reassembly,
-//! polling) is what the module replaces.
+//! Connections are made as for the socket transports (`bootstrap.rs`),
+//! plus always a loopback connection to this process itself, and every
+//! connection's socket is registered with this process's `/dev/o2g`
+//! endpoint under the peer's world rank. From then on the module reads
+//! them: in the socket's `sk_data_ready` it matches each arriving message
+//! against the posted receives (o2g-core's engine, in the kernel) and
+//! writes the payload straight into the posted buffer, or into the
+//! endpoint's dump area when nothing matches yet.
 //!
-//! Until that lands, selecting it is an error and never a silent fallback
-//! to another transport: a benchmark must measure what it names.
+//! - **Receive:** `post_recv` hands a buffer to the module (it pins it).
+//!   A message already stored comes back at once and is copied out of the
+//!   dump area, which is then freed.
+//! - **Completion:** read from the ring shared with the module, with no
+//!   system call; `progress` sleeps in `O2G_IOC_POLL` only when there is
+//!   nothing to do.
+//! - **Send:** plain nonblocking writes of header + payload on the same
+//!   sockets (`outbox.rs`), exactly as the socket transports send, so a
+//!   comparison with them changes only the receive side, as in the paper.
+//! - **Self:** messages to oneself go through the loopback connection and
+//!   the module too, so one engine orders every message.
+//! - **Dead peers:** the module fails a connection that closes, resets or
+//!   breaks the protocol, and completes the receives posted for that rank
+//!   with an error; `progress` learns of failures from those completions
+//!   and, when idle, from the endpoint's counters.
+//!
+//! There is no fallback: without `/dev/o2g` the transport refuses to start,
+//! so a benchmark measures what it names.
 
-use crate::error::Error;
+use std::collections::{HashMap, VecDeque};
+use std::net::TcpStream;
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
 
-/// The error `O2G_TRANSPORT=o2g` gives for now.
-pub(crate) fn unavailable() -> Error {
-    Error::TransportUnavailable {
+use libo2g::{abi, Device, Endpoint, EndpointConfig, Post, Reaped, RecvError, RecvHandle};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
+use o2g_core::proto::wire::{Encoder, Kind, HEADER_LEN};
+
+use super::bootstrap::Link;
+use super::outbox::{write_parts, Out, Sends};
+use super::{RecvOutcome, RecvToken, SendToken, Transport};
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// Longest sleep in the module before the counters are checked for a
+/// failed connection that no posted receive would report.
+const IDLE_SLICE: Duration = Duration::from_millis(200);
+/// Longest wait for room on a socket before completions are looked at.
+const SEND_SLICE: Duration = Duration::from_millis(1);
+/// Receives posted at once and unexpected messages stored at once.
+const QUEUE: u32 = 1 << 14;
+
+/// Opens `/dev/o2g` and creates this process's endpoint, sized from the
+/// configuration. Fails with [`Error::TransportUnavailable`] when the
+/// module is not loaded or refuses.
+pub(crate) fn open_endpoint(config: &Config) -> Result<Endpoint> {
+    let unavailable = |reason: String| Error::TransportUnavailable {
         name: "o2g".into(),
-        reason: "the kernel-module transport is not implemented in this build yet; \
-                 use sockets-epoll or sockets-select"
-            .into(),
+        reason,
+    };
+    let cfg = EndpointConfig {
+        max_posted: QUEUE,
+        max_unexpected: QUEUE,
+        dump_bytes: config.o2g_dump_bytes,
+        max_message: config.max_message.min(abi::O2G_MAX_MESSAGE),
+        pin_budget: config.o2g_pin_budget,
+    };
+    Device::open()
+        .map_err(|e| unavailable(e.to_string()))?
+        .init(cfg)
+        .map_err(|e| unavailable(format!("creating the endpoint: {e}")))
+}
+
+fn lib_err(context: &str, e: libo2g::Error) -> Error {
+    Error::io(context, std::io::Error::other(e))
+}
+
+/// The connection to one world rank.
+struct Peer {
+    /// The socket registered with the module (for oneself, the accepted
+    /// end of the loopback connection).
+    registered: TcpStream,
+    /// For oneself, the connecting end, which is the one written to.
+    writer: Option<TcpStream>,
+    tx: Encoder,
+    out: VecDeque<Out>,
+    dead: Option<String>,
+}
+
+impl Peer {
+    fn wstream(&mut self) -> &mut TcpStream {
+        self.writer.as_mut().unwrap_or(&mut self.registered)
+    }
+}
+
+enum RecvState {
+    /// In the module.
+    Posted {
+        handle: RecvHandle,
+        /// Nobody will take the outcome: drop it when it comes.
+        released: bool,
+    },
+    Done(RecvOutcome),
+}
+
+/// The `o2g` transport; see the module documentation.
+pub(crate) struct O2g {
+    ep: Endpoint,
+    peers: Vec<Peer>,
+    recvs: HashMap<RecvToken, RecvState>,
+    next_recv: u64,
+    sends: Sends,
+    max_message: u64,
+    /// The endpoint's failed-connection count when last looked at.
+    failures_seen: u32,
+}
+
+impl O2g {
+    /// Registers every connection of `links` (one per world rank, this
+    /// process's own included) with `ep`.
+    pub(crate) fn new(
+        me: u32,
+        ep: Endpoint,
+        links: Vec<Option<Link>>,
+        config: &Config,
+    ) -> Result<Self> {
+        let mut peers = Vec::with_capacity(links.len());
+        for (rank, link) in links.into_iter().enumerate() {
+            let Some((registered, writer)) = link else {
+                return Err(Error::Config(format!(
+                    "rank {me}: no connection to rank {rank}"
+                )));
+            };
+            ep.register_socket(&registered, rank as u32)
+                .map_err(|e| lib_err(&format!("registering the socket of rank {rank}"), e))?;
+            peers.push(Peer {
+                registered,
+                writer,
+                tx: Encoder::new(),
+                out: VecDeque::new(),
+                dead: None,
+            });
+        }
+        Ok(Self {
+            ep,
+            peers,
+            recvs: HashMap::new(),
+            next_recv: 1,
+            sends: Sends::new(),
+            max_message: config.max_message.min(abi::O2G_MAX_MESSAGE),
+            failures_seen: 0,
+        })
+    }
+
+    fn peer(&mut self, dest: u32) -> Result<&mut Peer> {
+        let size = self.peers.len() as i32;
+        let p = self
+            .peers
+            .get_mut(dest as usize)
+            .ok_or(Error::InvalidRank {
+                rank: dest as i32,
+                size,
+            })?;
+        match &p.dead {
+            Some(reason) => Err(Error::PeerGone {
+                rank: dest,
+                reason: reason.clone(),
+            }),
+            None => Ok(p),
+        }
+    }
+
+    /// Marks `rank` dead and fails its queued sends.
+    fn kill(&mut self, rank: u32, reason: String) {
+        let Some(p) = self.peers.get_mut(rank as usize) else {
+            return;
+        };
+        if p.dead.is_some() {
+            return;
+        }
+        for out in p.out.drain(..) {
+            self.sends.fail(out.token, &reason);
+        }
+        p.dead = Some(reason);
+    }
+
+    /// Takes every completion from the shared ring; whether there was one.
+    fn reap(&mut self) -> Result<bool> {
+        let mut any = false;
+        while let Some(r) = self.ep.reap().map_err(|e| lib_err("reaping", e))? {
+            let Reaped::Owned(c) = r else { continue };
+            any = true;
+            let token = RecvToken::from_handle(c.user_data);
+            let envelope = Envelope {
+                source: c.source,
+                tag: c.tag,
+                context: c.context,
+            };
+            let outcome = match c.status {
+                Ok(()) | Err(RecvError::Truncated) => {
+                    let mut data = c.buf;
+                    data.truncate(c.written);
+                    RecvOutcome::Done {
+                        envelope,
+                        len: c.len,
+                        data,
+                    }
+                }
+                Err(e) => {
+                    let reason = e.to_string();
+                    if e == RecvError::ConnectionFailed {
+                        self.kill(c.source, reason.clone());
+                    }
+                    RecvOutcome::Failed {
+                        rank: c.source,
+                        reason,
+                    }
+                }
+            };
+            match self.recvs.get(&token) {
+                Some(RecvState::Posted { released: true, .. }) => {
+                    self.recvs.remove(&token);
+                }
+                Some(RecvState::Posted { .. }) => {
+                    self.recvs.insert(token, RecvState::Done(outcome));
+                }
+                _ => {}
+            }
+        }
+        Ok(any)
+    }
+
+    /// Writes queued messages until each socket is full; whether any
+    /// message went out.
+    fn flush_queues(&mut self) -> bool {
+        let mut any = false;
+        for rank in 0..self.peers.len() {
+            loop {
+                let p = &mut self.peers[rank];
+                if p.dead.is_some() {
+                    break;
+                }
+                let Some(mut o) = p.out.pop_front() else {
+                    break;
+                };
+                match o.write(p.wstream()) {
+                    Ok(true) => {
+                        any = true;
+                        self.sends.finish(o.token);
+                    }
+                    Ok(false) => {
+                        p.out.push_front(o);
+                        break;
+                    }
+                    Err(e) => {
+                        p.out.push_front(o);
+                        self.kill(rank as u32, format!("write failed: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+        any
+    }
+
+    /// Waits at most `timeout` for room on the sockets in `ranks`.
+    fn wait_writable(&self, ranks: &[usize], timeout: Duration) -> Result<()> {
+        let mut fds: Vec<PollFd<'_>> = ranks
+            .iter()
+            .map(|&r| {
+                let p = &self.peers[r];
+                let s = p.writer.as_ref().unwrap_or(&p.registered);
+                PollFd::new(s.as_fd(), PollFlags::POLLOUT)
+            })
+            .collect();
+        let ms = timeout.as_millis().clamp(1, u128::from(u16::MAX)) as u16;
+        match poll(&mut fds, PollTimeout::from(ms)) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
+            Err(e) => Err(Error::io("poll for room to send", e.into())),
+        }
+    }
+
+    /// Learns of connections the module failed that no completion reported
+    /// (a peer that left while nothing was posted for it).
+    fn check_failures(&mut self) -> Result<()> {
+        let failed = self
+            .ep
+            .stats()
+            .map_err(|e| lib_err("endpoint counters", e))?
+            .failed_sockets;
+        if failed == self.failures_seen {
+            return Ok(());
+        }
+        self.failures_seen = failed;
+        for rank in 0..self.peers.len() as u32 {
+            if self.peers[rank as usize].dead.is_some() {
+                continue;
+            }
+            let st = self
+                .ep
+                .socket_stats(rank)
+                .map_err(|e| lib_err("socket counters", e))?;
+            if st.state == abi::socket_state::FAILED {
+                self.kill(
+                    rank,
+                    "the connection closed, was reset or broke the protocol".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn queued(&self) -> Vec<usize> {
+        (0..self.peers.len())
+            .filter(|&r| self.peers[r].dead.is_none() && !self.peers[r].out.is_empty())
+            .collect()
+    }
+
+    fn check_size(&self, len: usize) -> Result<()> {
+        if len as u64 > self.max_message {
+            return Err(Error::InvalidArgument(format!(
+                "a {len}-byte message exceeds the o2g transport's largest, {} bytes",
+                self.max_message
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn lib_selector(sel: Selector) -> libo2g::Selector {
+    libo2g::Selector {
+        source: match sel.source {
+            SourceSel::Rank(r) => Some(r),
+            SourceSel::Any => None,
+        },
+        tag: match sel.tag {
+            TagSel::Tag(t) => Some(t),
+            TagSel::Any => None,
+        },
+        context: sel.context,
+    }
+}
+
+impl Transport for O2g {
+    fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
+        self.check_size(data.len())?;
+        // Earlier isends to `dest` leave first.
+        while !self.peer(dest)?.out.is_empty() {
+            self.progress(None)?;
+        }
+        let p = self.peer(dest)?;
+        let header = p.tx.encode(Kind::Eager, env, data.len() as u64);
+        let (mut h, mut d) = (0, 0);
+        loop {
+            let p = self.peer(dest)?;
+            match write_parts(p.wstream(), &header[h..], &data[d..]) {
+                Ok((dh, dd)) => {
+                    h += dh;
+                    d += dd;
+                }
+                Err(e) => {
+                    self.kill(dest, format!("write failed: {e}"));
+                    return self.peer(dest).map(drop);
+                }
+            }
+            if h == HEADER_LEN && d == data.len() {
+                return Ok(());
+            }
+            // The receiver holds back (its dump area is full, or it reads
+            // slower): wait for room, keeping completions moving.
+            self.wait_writable(&[dest as usize], IDLE_SLICE)?;
+            self.reap()?;
+        }
+    }
+
+    fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
+        self.check_size(data.len())?;
+        let p = self.peer(dest)?;
+        let header = p.tx.encode(Kind::Eager, env, data.len() as u64);
+        let done = if p.out.is_empty() {
+            match write_parts(p.wstream(), &header, data) {
+                Ok(done) => done,
+                Err(e) => {
+                    self.kill(dest, format!("write failed: {e}"));
+                    return self.peer(dest).map(|_| SendToken(0));
+                }
+            }
+        } else {
+            (0, 0)
+        };
+        if done == (HEADER_LEN, data.len()) {
+            return Ok(SendToken(0));
+        }
+        let token = self.sends.start();
+        let p = self.peer(dest)?;
+        p.out.push_back(Out::rest(header, done, data, token));
+        Ok(SendToken(token))
+    }
+
+    fn test_send(&mut self, token: SendToken) -> Result<bool> {
+        self.sends.test(token)
+    }
+
+    fn release_send(&mut self, token: SendToken) {
+        self.sends.release(token);
+    }
+
+    fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
+        // No message can be longer than `max_message`, so a larger buffer
+        // would only pin memory for nothing.
+        let cap = capacity.min(self.max_message as usize);
+        let token = RecvToken::from_handle(self.next_recv);
+        self.next_recv += 1;
+        let mut buf = vec![0u8; cap];
+        let state = loop {
+            let refused = match self.ep.post(buf, lib_selector(sel), token.to_handle()) {
+                Ok(Post::Queued(handle)) => {
+                    break RecvState::Posted {
+                        handle,
+                        released: false,
+                    }
+                }
+                Ok(Post::Unexpected { msg, mut buf }) => {
+                    let env = msg.envelope();
+                    let n = msg.copy_to(&mut buf);
+                    buf.truncate(n);
+                    msg.free()
+                        .map_err(|e| lib_err("freeing a stored message", e))?;
+                    break RecvState::Done(RecvOutcome::Done {
+                        envelope: Envelope {
+                            source: env.source,
+                            tag: env.tag,
+                            context: env.context,
+                        },
+                        len: env.len,
+                        data: buf,
+                    });
+                }
+                Err(refused) => refused,
+            };
+            let errno = refused.error.raw_os_error();
+            match (&refused.error, errno) {
+                (libo2g::Error::RingFull { .. }, _) => {
+                    // Completions not yet taken count as in flight.
+                    if !self.reap()? {
+                        return Err(Error::ResourceExhausted(
+                            "o2g completion ring (too many receives posted)",
+                        ));
+                    }
+                }
+                (_, Some(nix::libc::ECONNRESET)) => {
+                    let rank = match sel.source {
+                        SourceSel::Rank(r) => r,
+                        SourceSel::Any => u32::MAX,
+                    };
+                    let reason = "the connection failed before the receive was posted";
+                    self.kill(rank, reason.into());
+                    break RecvState::Done(RecvOutcome::Failed {
+                        rank,
+                        reason: reason.into(),
+                    });
+                }
+                (_, Some(nix::libc::ENOBUFS)) => {
+                    return Err(Error::ResourceExhausted(
+                        "o2g pin budget (raise O2G_PIN_BUDGET)",
+                    ))
+                }
+                (_, Some(nix::libc::ENOSPC)) => {
+                    return Err(Error::ResourceExhausted("o2g posted-receive queue"))
+                }
+                _ => return Err(lib_err("posting a receive", refused.error)),
+            }
+            buf = refused.buf.unwrap_or_else(|| vec![0u8; cap]);
+        };
+        self.recvs.insert(token, state);
+        Ok(token)
+    }
+
+    fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
+        if matches!(self.recvs.get(&token), Some(RecvState::Posted { .. })) {
+            // An error here shows up again in `progress`.
+            let _ = self.reap();
+        }
+        match self.recvs.remove(&token)? {
+            RecvState::Done(o) => Some(o),
+            posted => {
+                self.recvs.insert(token, posted);
+                None
+            }
+        }
+    }
+
+    fn cancel_recv(&mut self, token: RecvToken) -> bool {
+        let Some(RecvState::Posted { handle, .. }) = self.recvs.get(&token) else {
+            return false;
+        };
+        let handle = *handle;
+        match self.ep.cancel(&handle) {
+            Ok(Some(_buf)) => {
+                self.recvs
+                    .insert(token, RecvState::Done(RecvOutcome::Cancelled));
+                true
+            }
+            // Too late (or the module refused): it completes normally.
+            Ok(None) | Err(_) => false,
+        }
+    }
+
+    fn release_recv(&mut self, token: RecvToken) {
+        if self.cancel_recv(token) {
+            self.recvs.remove(&token);
+            return;
+        }
+        match self.recvs.get_mut(&token) {
+            Some(RecvState::Posted { released, .. }) => *released = true,
+            _ => {
+                self.recvs.remove(&token);
+            }
+        }
+    }
+
+    fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
+        let env = self.ep.probe(lib_selector(sel)).ok()??;
+        Some((
+            Envelope {
+                source: env.source,
+                tag: env.tag,
+                context: env.context,
+            },
+            env.len,
+        ))
+    }
+
+    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
+        let worked = self.reap()? | self.flush_queues();
+        if worked || timeout == Some(Duration::ZERO) {
+            return Ok(());
+        }
+        let slice = timeout.map_or(IDLE_SLICE, |t| t.min(IDLE_SLICE));
+        let queued = self.queued();
+        if queued.is_empty() {
+            match self.ep.poll(Some(slice)) {
+                Ok(_) | Err(libo2g::Error::Interrupted { .. }) => {}
+                Err(e) => return Err(lib_err("waiting for a completion", e)),
+            }
+        } else {
+            self.wait_writable(&queued, slice.min(SEND_SLICE))?;
+        }
+        if !(self.reap()? | self.flush_queues()) {
+            self.check_failures()?;
+        }
+        Ok(())
+    }
+
+    fn peer_failure(&self, rank: u32) -> Option<String> {
+        self.peers.get(rank as usize)?.dead.clone()
+    }
+
+    fn flush(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        while !self.queued().is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Timeout("flushing queued sends at finalize".into()));
+            }
+            self.progress(Some(left.min(Duration::from_millis(100))))?;
+        }
+        Ok(())
     }
 }

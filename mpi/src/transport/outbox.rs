@@ -108,7 +108,8 @@ impl Sends {
     pub(crate) fn start(&mut self) -> u64 {
         let t = self.next;
         self.next += 1;
-        self.states.insert(t, SendState::Pending { released: false });
+        self.states
+            .insert(t, SendState::Pending { released: false });
         t
     }
 

@@ -406,7 +406,6 @@ impl<P: Poller> Sockets<P> {
         self.pump();
         Ok(())
     }
-
 }
 
 impl<P: Poller> Transport for Sockets<P> {
