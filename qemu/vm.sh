@@ -57,14 +57,15 @@ kdir="$("$O2G_ROOT/qemu/build-kernel.sh" "$flavour")"
 module="$("$O2G_ROOT/qemu/build-module.sh" "$flavour")"
 log "building guest test programs"
 manifest=(--manifest-path "$O2G_ROOT/Cargo.toml")
-cargo build --quiet --release -p o2g-guest-tests -p mpi --bins "${manifest[@]}"
+cargo build --quiet --release -p o2g-guest-tests -p mpi -p o2g-bench --bins "${manifest[@]}"
 # The MPI conformance binary (a test target), copied in as /bin/mpi-conformance.
 conformance="$(cargo test --quiet --release -p mpi --test conformance --no-run \
     --message-format=json "${manifest[@]}" |
     grep -o '"executable":"[^"]*conformance[^"]*"' | tail -1 | cut -d'"' -f4)"
 [[ -x "$conformance" ]] || die "could not build the MPI conformance binary"
 ln -f "$conformance" "$run/mpi-conformance"
-guest_bins="$O2G_ROOT/target/release/o2g-vmtest $O2G_ROOT/target/release/o2grun $run/mpi-conformance ${O2G_GUEST_BINS:-}"
+rel="$O2G_ROOT/target/release"
+guest_bins="$rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
 qemu_pids=()
