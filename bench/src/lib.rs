@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+pub mod is;
+
 /// Sizes `0, 1, 2, 4, ..., max` (powers of two up to `max`, with 0 first).
 pub fn power_of_two_sizes(max: usize) -> Vec<usize> {
     std::iter::once(0)
