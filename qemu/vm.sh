@@ -18,7 +18,8 @@
 # Environment (defaults): O2G_ACCEL=auto|tcg|kvm (auto: KVM only if a short
 # smoke boot works on this machine), O2G_VM_MEM=1024 (MiB per VM),
 # O2G_VM_SMP=2 (1 per VM in cluster mode), O2G_BOOT_TIMEOUT=240,
-# O2G_GUEST_BINS (extra host programs to copy into the guest).
+# O2G_GUEST_BINS (extra host programs to copy into the guest), O2G_GUEST_ENV
+# ("NAME=value ..." exported to the guest's tests; no spaces inside values).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
 
@@ -65,7 +66,7 @@ conformance="$(cargo test --quiet --release -p mpi --test conformance --no-run \
 [[ -x "$conformance" ]] || die "could not build the MPI conformance binary"
 ln -f "$conformance" "$run/mpi-conformance"
 rel="$O2G_ROOT/target/release"
-guest_bins="$rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong ${O2G_GUEST_BINS:-}"
+guest_bins="$rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
 qemu_pids=()
@@ -149,7 +150,9 @@ fi
 log "booting $nodes VM(s): $flavour kernel, $accel, ${#tests[@]} test(s), ${timeout}s each; logs in $run"
 for ((i = 0; i < nodes; i++)); do
     args=()
-    mapfile -d '' args < <(qemu_cmd "$i" "$accel" "$run/console-$i.log" "")
+    guest_env=""
+    for kv in ${O2G_GUEST_ENV:-}; do guest_env+=" o2g.env=$kv"; done
+    mapfile -d '' args < <(qemu_cmd "$i" "$accel" "$run/console-$i.log" "$guest_env")
     if [[ -n "$netns" ]]; then
         ip netns exec "$netns" "${args[@]}" >"$run/qemu-$i.log" 2>&1 &
     else
