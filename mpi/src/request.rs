@@ -124,7 +124,14 @@ impl<'buf> Request<'buf> {
                         return Err(e);
                     }
                 };
-                let finished = finish_recv(outcome, buf, &watch.members);
+                let (finished, spent) = finish_recv(outcome, buf, &watch.members);
+                if let Some(spent) = spent {
+                    // The transport may reuse the buffer for a later receive.
+                    let _ = self.rt.with(|t| {
+                        t.recycle(spent);
+                        Ok(())
+                    });
+                }
                 self.state = State::Done(Status::empty());
                 finished?
             }
@@ -181,14 +188,22 @@ impl<'buf> Request<'buf> {
     }
 }
 
-/// Copies a completed receive into the caller's buffer.
-fn finish_recv(outcome: RecvOutcome, buf: &mut [u8], members: &[u32]) -> Result<Status> {
+/// Copies a completed receive into the caller's buffer; also hands back
+/// the transport's buffer the data came in.
+fn finish_recv(
+    outcome: RecvOutcome,
+    buf: &mut [u8],
+    members: &[u32],
+) -> (Result<Status>, Option<Vec<u8>>) {
     match outcome {
-        RecvOutcome::Cancelled => Ok(Status {
-            cancelled: true,
-            ..Status::empty()
-        }),
-        RecvOutcome::Failed { rank, reason } => Err(Error::PeerGone { rank, reason }),
+        RecvOutcome::Cancelled => (
+            Ok(Status {
+                cancelled: true,
+                ..Status::empty()
+            }),
+            None,
+        ),
+        RecvOutcome::Failed { rank, reason } => (Err(Error::PeerGone { rank, reason }), None),
         RecvOutcome::Done {
             envelope,
             len,
@@ -197,20 +212,22 @@ fn finish_recv(outcome: RecvOutcome, buf: &mut [u8], members: &[u32]) -> Result<
             buf[..data.len()].copy_from_slice(&data);
             let source = Watch::comm_rank(members, envelope.source);
             let tag = envelope.tag as i32;
-            if len > buf.len() as u64 {
-                return Err(Error::Truncated {
+            let status = if len > buf.len() as u64 {
+                Err(Error::Truncated {
                     len,
                     capacity: buf.len(),
                     source_rank: source,
                     tag,
-                });
-            }
-            Ok(Status {
-                source,
-                tag,
-                bytes: data.len(),
-                cancelled: false,
-            })
+                })
+            } else {
+                Ok(Status {
+                    source,
+                    tag,
+                    bytes: data.len(),
+                    cancelled: false,
+                })
+            };
+            (status, Some(data))
         }
     }
 }

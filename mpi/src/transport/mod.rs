@@ -115,6 +115,10 @@ pub(crate) trait Transport {
 
     /// Delivers every queued byte, waiting at most `timeout`.
     fn flush(&mut self, timeout: Duration) -> Result<()>;
+
+    /// Takes back the buffer of a completed receive's data once the MPI
+    /// layer has copied it out, to reuse it; dropping it is fine too.
+    fn recycle(&mut self, _buf: Vec<u8>) {}
 }
 
 /// Builds the transport the configuration selects, connecting to every

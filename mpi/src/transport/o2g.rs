@@ -51,6 +51,9 @@ const IDLE_SLICE: Duration = Duration::from_millis(200);
 const SEND_SLICE: Duration = Duration::from_millis(1);
 /// Receives posted at once and unexpected messages stored at once.
 const QUEUE: u32 = 1 << 14;
+/// Most bytes, and most buffers, kept for reuse by later receives.
+const POOL_BYTES: usize = 64 << 20;
+const POOL_BUFFERS: usize = 64;
 
 /// Opens `/dev/o2g` and creates this process's endpoint, sized from the
 /// configuration. Fails with [`Error::TransportUnavailable`] when the
@@ -115,6 +118,10 @@ pub(crate) struct O2g {
     max_message: u64,
     /// The endpoint's failed-connection count when last looked at.
     failures_seen: u32,
+    /// Buffers of completed receives, kept so that a later receive finds
+    /// its pages already mapped: neither faulted in nor zeroed again.
+    pool: Vec<Vec<u8>>,
+    pool_bytes: usize,
 }
 
 impl O2g {
@@ -151,7 +158,24 @@ impl O2g {
             sends: Sends::new(),
             max_message: config.max_message.min(abi::O2G_MAX_MESSAGE),
             failures_seen: 0,
+            pool: Vec::new(),
+            pool_bytes: 0,
         })
+    }
+
+    /// A receive buffer of exactly `len` bytes, from the pool if one fits.
+    fn buffer(&mut self, len: usize) -> Vec<u8> {
+        let best = (0..self.pool.len())
+            .filter(|&i| self.pool[i].capacity() >= len)
+            .min_by_key(|&i| self.pool[i].capacity());
+        let Some(i) = best else {
+            return vec![0u8; len];
+        };
+        let mut buf = self.pool.swap_remove(i);
+        self.pool_bytes -= buf.capacity();
+        // Only bytes past the old length get written (zeroed) here.
+        buf.resize(len, 0);
+        buf
     }
 
     fn peer(&mut self, dest: u32) -> Result<&mut Peer> {
@@ -413,7 +437,7 @@ impl Transport for O2g {
         let cap = capacity.min(self.max_message as usize);
         let token = RecvToken::from_handle(self.next_recv);
         self.next_recv += 1;
-        let mut buf = vec![0u8; cap];
+        let mut buf = self.buffer(cap);
         let state = loop {
             let refused = match self.ep.post(buf, lib_selector(sel), token.to_handle()) {
                 Ok(Post::Queued(handle)) => {
@@ -556,6 +580,14 @@ impl Transport for O2g {
 
     fn peer_failure(&self, rank: u32) -> Option<String> {
         self.peers.get(rank as usize)?.dead.clone()
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        let size = buf.capacity();
+        if size > 0 && self.pool.len() < POOL_BUFFERS && self.pool_bytes + size <= POOL_BYTES {
+            self.pool_bytes += size;
+            self.pool.push(buf);
+        }
     }
 
     fn flush(&mut self, timeout: Duration) -> Result<()> {
