@@ -11,20 +11,8 @@ if [[ -e "$src/current/Makefile" && -f "$src/current/.o2g-version" ]]; then
     exit 0
 fi
 
-apt_dir="$O2G_CACHE/apt"
-mkdir -p "$apt_dir"/{etc,lists/partial,cache/archives/partial} "$src"
-cat >"$apt_dir/etc/sources.list" <<SOURCES
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian unstable main
-SOURCES
-apt_opts=(
-    -o "Dir::Etc::SourceList=$apt_dir/etc/sources.list"
-    -o Dir::Etc::SourceParts=/dev/null
-    -o "Dir::State::Lists=$apt_dir/lists"
-    -o "Dir::Cache=$apt_dir/cache"
-    -o Dir::Etc::Preferences=/dev/null
-    -o Dir::Etc::PreferencesParts=/dev/null
-    -o APT::Sandbox::User=root
-)
+mkdir -p "$src"
+source "$(dirname "$0")/private-apt.sh"
 pkg="linux-source-$O2G_KERNEL_SERIES"
 log "refreshing private unstable package list"
 apt-get "${apt_opts[@]}" update -qq

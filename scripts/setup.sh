@@ -17,6 +17,8 @@ DEB_PACKAGES=(
     # MPICH's hydra mpiexec: the mpi crate's conformance suite also runs
     # under it (PMI-1 interoperability)
     mpich
+    # system calls per received message, counted in the guest (bench suite)
+    strace
 )
 
 missing=()
@@ -45,4 +47,6 @@ if ! bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
 fi
 
 "$O2G_ROOT/scripts/fetch-kernel-source.sh"
+# MPICH 5.0 standard-ABI header and library for the capi binary-compatibility test
+"$O2G_ROOT/scripts/fetch-mpi-abi.sh" >/dev/null
 log "setup complete"

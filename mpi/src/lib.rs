@@ -40,8 +40,9 @@
 //!
 //! # Threads and `unsafe`
 //! `MPI_THREAD_SINGLE`: the handles are `!Send`. `unsafe` lives only in
-//! `datatype.rs` (byte views of [`Equivalence`] slices) and `pmi.rs`
-//! (adopting the inherited `PMI_FD`).
+//! `datatype.rs` (byte views of [`Equivalence`] slices), `pmi.rs`
+//! (adopting the inherited `PMI_FD`) and [`raw`] (receives into
+//! caller-owned memory, for the C ABI).
 
 pub mod collective;
 pub mod communicator;
@@ -52,6 +53,7 @@ mod error;
 pub mod operation;
 mod pmi;
 pub mod point_to_point;
+pub mod raw;
 pub mod request;
 mod transport;
 

@@ -1,0 +1,228 @@
+//! Error classes and codes (MPI 5.0 §9.4, values of the standard ABI,
+//! §20.5), the mapping from the `mpi` crate's errors, error handlers
+//! (§9.3) and the FFI boundary every exported function goes through.
+//!
+//! Every error code this library returns is an error class (a code is its
+//! own class). `MPI_ERRORS_ARE_FATAL` is the default handler of
+//! `MPI_COMM_WORLD` and `MPI_COMM_SELF`, as the standard says; a program
+//! that wants codes back sets `MPI_ERRORS_RETURN`.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::ffi;
+use crate::handles::{self, ErrMode, Handle};
+
+macro_rules! classes {
+    ($($name:ident = $v:expr, $text:expr;)*) => {
+        $(
+            #[doc = $text]
+            #[allow(dead_code)]
+            pub(crate) const $name: c_int = $v;
+        )*
+        /// The text of an error class, `None` for a value that is not one.
+        fn class_text(code: c_int) -> Option<&'static str> {
+            match code {
+                $($v => Some(concat!(stringify!($name), ": ", $text)),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+classes! {
+    MPI_SUCCESS = 0, "no error";
+    MPI_ERR_BUFFER = 1, "invalid buffer pointer";
+    MPI_ERR_COUNT = 2, "invalid count argument";
+    MPI_ERR_TYPE = 3, "invalid datatype";
+    MPI_ERR_TAG = 4, "invalid tag";
+    MPI_ERR_COMM = 5, "invalid communicator";
+    MPI_ERR_RANK = 6, "invalid rank";
+    MPI_ERR_REQUEST = 7, "invalid request";
+    MPI_ERR_ROOT = 8, "invalid root";
+    MPI_ERR_GROUP = 9, "invalid group";
+    MPI_ERR_OP = 10, "invalid operation";
+    MPI_ERR_TOPOLOGY = 11, "invalid topology";
+    MPI_ERR_DIMS = 12, "invalid dimension argument";
+    MPI_ERR_ARG = 13, "invalid argument of some other kind";
+    MPI_ERR_UNKNOWN = 14, "unknown error";
+    MPI_ERR_TRUNCATE = 15, "message truncated on receive";
+    MPI_ERR_OTHER = 16, "known error not in this list";
+    MPI_ERR_INTERN = 17, "internal MPI (implementation) error";
+    MPI_ERR_PENDING = 18, "pending request";
+    MPI_ERR_IN_STATUS = 19, "error code is in status";
+    MPI_ERR_NO_MEM = 39, "memory exhausted";
+    MPI_ERR_UNSUPPORTED_OPERATION = 55, "unsupported operation";
+    MPI_ERR_PROC_ABORTED = 58, "operation failed because a peer process has aborted";
+    MPI_ERR_ERRHANDLER = 61, "invalid error handler";
+    MPI_ERR_ABI = 62, "ABI mismatch";
+}
+
+/// `MPI_ERR_LASTCODE`: the largest valid error code (§9.4).
+const MPI_ERR_LASTCODE: c_int = 16383;
+
+/// An MPI error code, as an error type so that `?` works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Code(pub(crate) c_int);
+
+/// A result whose error is an MPI error code.
+pub(crate) type Res<T> = Result<T, Code>;
+
+thread_local! {
+    /// The message of the last error from the `mpi` crate, printed when an
+    /// error is fatal.
+    static LAST: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+impl From<mpi::Error> for Code {
+    fn from(e: mpi::Error) -> Self {
+        use mpi::Error as E;
+        let class = match &e {
+            E::Truncated { .. } => MPI_ERR_TRUNCATE,
+            E::InvalidRank { .. } => MPI_ERR_RANK,
+            E::InvalidTag(_) => MPI_ERR_TAG,
+            E::InvalidArgument(_) => MPI_ERR_ARG,
+            E::PeerGone { .. } => MPI_ERR_PROC_ABORTED,
+            E::ResourceExhausted(_) => MPI_ERR_NO_MEM,
+            _ => MPI_ERR_OTHER,
+        };
+        LAST.with(|l| *l.borrow_mut() = e.to_string());
+        Code(class)
+    }
+}
+
+/// The FFI boundary: runs `f`, turns a panic into `MPI_ERR_INTERN` (no
+/// unwinding reaches C), and hands an error to the error handler of
+/// communicator `comm` (§9.3; `MPI_COMM_WORLD`'s when `comm` is not one).
+pub(crate) fn boundary(name: &str, comm: Handle, f: impl FnOnce() -> Res<()>) -> c_int {
+    let code = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return MPI_SUCCESS,
+        Ok(Err(Code(c))) => c,
+        Err(_) => MPI_ERR_INTERN,
+    };
+    raise(name, handles::errmode(comm), code)
+}
+
+/// The FFI boundary for calls on requests, whose error handler is that
+/// of the communicator each request came from: `f` sets `mode` (it starts
+/// as `MPI_COMM_WORLD`'s) before it fails.
+pub(crate) fn boundary_req(name: &str, f: impl FnOnce(&mut ErrMode) -> Res<()>) -> c_int {
+    let mut mode = handles::errmode(std::ptr::null_mut());
+    let code = match catch_unwind(AssertUnwindSafe(|| f(&mut mode))) {
+        Ok(Ok(())) => return MPI_SUCCESS,
+        Ok(Err(Code(c))) => c,
+        Err(_) => MPI_ERR_INTERN,
+    };
+    raise(name, mode, code)
+}
+
+/// Applies an error mode to an error `code` raised by `name`.
+pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
+    if mode == ErrMode::Return || code == MPI_SUCCESS {
+        return code;
+    }
+    let detail = LAST.with(|l| std::mem::take(&mut *l.borrow_mut()));
+    let text = class_text(code).unwrap_or("unknown error");
+    eprintln!("o2g: {name}: {text} {detail} (MPI_ERRORS_ARE_FATAL: aborting the job)");
+    crate::env::abort_job(code)
+}
+
+/// The error mode an error-handler handle stands for.
+fn mode_of(errh: Handle) -> Res<ErrMode> {
+    match handles::value(errh) {
+        handles::ERRORS_ARE_FATAL | handles::ERRORS_ABORT => Ok(ErrMode::Fatal),
+        handles::ERRORS_RETURN => Ok(ErrMode::Return),
+        _ => Err(Code(MPI_ERR_ERRHANDLER)),
+    }
+}
+
+/// `MPI_Comm_set_errhandler` (§9.3.1): `MPI_ERRORS_ARE_FATAL`,
+/// `MPI_ERRORS_ABORT` or `MPI_ERRORS_RETURN`.
+#[no_mangle]
+pub(crate) extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errh: Handle) -> c_int {
+    boundary("MPI_Comm_set_errhandler", comm, || {
+        let c = handles::comm(comm)?;
+        c.errh.set(mode_of(errh)?);
+        Ok(())
+    })
+}
+
+/// `MPI_Comm_get_errhandler` (§9.3.1).
+///
+/// # Safety
+///
+/// `errh` must be valid for a write of one handle.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errh: *mut Handle) -> c_int {
+    boundary("MPI_Comm_get_errhandler", comm, || {
+        let v = match handles::comm(comm)?.errh.get() {
+            ErrMode::Fatal => handles::ERRORS_ARE_FATAL,
+            ErrMode::Return => handles::ERRORS_RETURN,
+        };
+        // SAFETY: the caller passes a valid output pointer (or null, which
+        // `out` rejects).
+        unsafe { ffi::out(errh, handles::handle(v)) }
+    })
+}
+
+/// `MPI_Errhandler_free` (§9.3.4): only predefined handlers exist here,
+/// so this just sets the handle to `MPI_ERRHANDLER_NULL`.
+///
+/// # Safety
+///
+/// `errh` must be valid for reading and writing one handle.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn MPI_Errhandler_free(errh: *mut Handle) -> c_int {
+    boundary("MPI_Errhandler_free", std::ptr::null_mut(), || {
+        // SAFETY: as the caller guarantees.
+        let h = unsafe { ffi::inout(errh) }?;
+        mode_of(*h)?;
+        *h = handles::handle(handles::ERRHANDLER_NULL);
+        Ok(())
+    })
+}
+
+/// `MPI_Error_class` (§9.4): every code of this library is a class.
+///
+/// # Safety
+///
+/// `class` must be valid for a write of one `int`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) -> c_int {
+    boundary("MPI_Error_class", std::ptr::null_mut(), || {
+        if !(0..=MPI_ERR_LASTCODE).contains(&code) {
+            return Err(Code(MPI_ERR_ARG));
+        }
+        let c = if class_text(code).is_some() || code <= MPI_ERR_ABI {
+            code
+        } else {
+            MPI_ERR_UNKNOWN
+        };
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(class, c) }
+    })
+}
+
+/// `MPI_Error_string` (§9.4): the text of an error code, at most
+/// `MPI_MAX_ERROR_STRING` (512) bytes with its terminating NUL.
+///
+/// # Safety
+///
+/// `string` must be valid for 512 bytes of writes, `len` for one `int`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn MPI_Error_string(
+    code: c_int,
+    string: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
+    boundary("MPI_Error_string", std::ptr::null_mut(), || {
+        let text = match class_text(code) {
+            Some(t) => t.to_string(),
+            None if (0..=MPI_ERR_LASTCODE).contains(&code) => format!("MPI error code {code}"),
+            None => return Err(Code(MPI_ERR_ARG)),
+        };
+        // SAFETY: the caller passes MPI_MAX_ERROR_STRING bytes and an int.
+        unsafe { ffi::write_str(string, 512, &text, len) }
+    })
+}

@@ -1,0 +1,165 @@
+//! Raw pointers from C, made into references and slices: the one place of
+//! this crate (besides the calls of user reduction functions in `op.rs`)
+//! that dereferences what C hands in.
+//!
+//! Every function is `unsafe` with the same contract, the C binding's: a
+//! non-null pointer is valid for the access the MPI standard describes for
+//! that argument (so many elements, readable or writable, not aliased by
+//! another argument unless the standard allows it). Null pointers and
+//! negative or overflowing sizes are turned into MPI error codes here,
+//! never dereferenced.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use crate::error::{Code, Res, MPI_ERR_ARG, MPI_ERR_BUFFER};
+
+/// `MPI_IN_PLACE` of the standard ABI: `(void *)1`.
+pub(crate) fn is_in_place(p: *const c_void) -> bool {
+    p.addr() == 1
+}
+
+/// Writes `v` to the output argument `p`; `MPI_ERR_ARG` if it is null.
+///
+/// # Safety
+///
+/// A non-null `p` is valid and aligned for a write of a `T`.
+pub(crate) unsafe fn out<T>(p: *mut T, v: T) -> Res<()> {
+    if p.is_null() {
+        return Err(Code(MPI_ERR_ARG));
+    }
+    // SAFETY: non-null, and valid for the write by the caller's contract.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// An in-out argument; `MPI_ERR_ARG` if null.
+///
+/// # Safety
+///
+/// A non-null `p` is valid, aligned and exclusively ours for the
+/// lifetime `'a`.
+pub(crate) unsafe fn inout<'a, T>(p: *mut T) -> Res<&'a mut T> {
+    // SAFETY: by the caller's contract when non-null.
+    unsafe { p.as_mut() }.ok_or(Code(MPI_ERR_ARG))
+}
+
+/// An optional output argument such as `MPI_STATUS_IGNORE` (null).
+///
+/// # Safety
+///
+/// As for [`inout`].
+pub(crate) unsafe fn optional<'a, T>(p: *mut T) -> Option<&'a mut T> {
+    // SAFETY: by the caller's contract when non-null.
+    unsafe { p.as_mut() }
+}
+
+/// A read-only input argument; `MPI_ERR_ARG` if null.
+///
+/// # Safety
+///
+/// A non-null `p` is valid and aligned for reads for `'a`.
+pub(crate) unsafe fn input<'a, T>(p: *const T) -> Res<&'a T> {
+    // SAFETY: by the caller's contract when non-null.
+    unsafe { p.as_ref() }.ok_or(Code(MPI_ERR_ARG))
+}
+
+/// `len` bytes of a send buffer; `MPI_ERR_BUFFER` for null with `len > 0`.
+///
+/// # Safety
+///
+/// A non-null `p` is valid for reads of `len` bytes for `'a`.
+pub(crate) unsafe fn bytes<'a>(p: *const c_void, len: usize) -> Res<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() || len > isize::MAX as usize {
+        return Err(Code(MPI_ERR_BUFFER));
+    }
+    // SAFETY: non-null, valid for `len` bytes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
+}
+
+/// `len` bytes of a receive buffer; `MPI_ERR_BUFFER` for null with
+/// `len > 0`.
+///
+/// # Safety
+///
+/// A non-null `p` is valid for reads and writes of `len` bytes, and not
+/// accessed otherwise, for `'a`.
+pub(crate) unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize) -> Res<&'a mut [u8]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() || len > isize::MAX as usize {
+        return Err(Code(MPI_ERR_BUFFER));
+    }
+    // SAFETY: non-null, valid and exclusive by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+}
+
+/// An input array of `n` elements (counts, displacements, handles);
+/// `MPI_ERR_ARG` for null with `n > 0`.
+///
+/// # Safety
+///
+/// A non-null `p` is valid and aligned for reads of `n` elements for `'a`.
+pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize) -> Res<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Code(MPI_ERR_ARG));
+    }
+    // SAFETY: non-null, valid for `n` elements by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// An in-out array of `n` elements (requests, statuses); `MPI_ERR_ARG` for
+/// null with `n > 0`.
+///
+/// # Safety
+///
+/// A non-null `p` is valid, aligned and exclusive for `n` elements for
+/// `'a`.
+pub(crate) unsafe fn array_mut<'a, T>(p: *mut T, n: usize) -> Res<&'a mut [T]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Code(MPI_ERR_ARG));
+    }
+    // SAFETY: non-null, valid and exclusive by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// Copies `s` into the C string buffer `buf` of `cap` bytes (cut to
+/// `cap - 1` bytes, NUL-terminated) and its length into `len`.
+///
+/// # Safety
+///
+/// A non-null `buf` is valid for `cap` bytes of writes and a non-null
+/// `len` for one `int`.
+pub(crate) unsafe fn write_str(buf: *mut c_char, cap: usize, s: &str, len: *mut c_int) -> Res<()> {
+    let n = s.len().min(cap.saturating_sub(1));
+    // SAFETY: `buf` has `cap` writable bytes by the caller's contract.
+    let dst = unsafe { bytes_mut(buf.cast::<c_void>(), cap) }?;
+    dst[..n].copy_from_slice(&s.as_bytes()[..n]);
+    if let Some(end) = dst.get_mut(n) {
+        *end = 0;
+    }
+    // SAFETY: `len` is valid for one int by the caller's contract.
+    unsafe { out(len, n as c_int) }
+}
+
+/// This host's name (`gethostname(2)`), for `MPI_Get_processor_name`.
+pub(crate) fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for `buf.len()` bytes of writes;
+    // gethostname writes at most that many.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast::<c_char>(), buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

@@ -1,0 +1,223 @@
+//! Handles (MPI 5.0 §20.3, "Handles" of the standard ABI) and the tables
+//! behind them.
+//!
+//! In the standard ABI every handle type (`MPI_Comm`, `MPI_Request`, …) is
+//! a pointer to an incomplete struct. The predefined handles are the small
+//! integers the standard fixes (`MPI_COMM_WORLD` is `0x101`, all of them
+//! below `0x400`); handles this library creates are integers from
+//! [`FIRST_DYNAMIC`] up, never dereferenced, so C sees opaque pointers and
+//! Rust only compares values.
+//!
+//! The tables live in one thread-local [`State`]: the library provides
+//! `MPI_THREAD_SINGLE`, and the `mpi` crate's objects are `!Send`. The
+//! state is never borrowed while control is in the `mpi` crate or in user
+//! code (callers clone an `Rc` out first), so a user reduction function
+//! may itself call MPI.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::rc::Rc;
+
+use crate::datatype::TypeInfo;
+use crate::error::{Code, Res, MPI_ERR_COMM, MPI_ERR_INTERN, MPI_ERR_OTHER, MPI_ERR_REQUEST};
+use crate::op::UserOp;
+
+/// Every handle type of the standard ABI, as Rust sees it.
+pub(crate) type Handle = *mut c_void;
+
+/// The integer value of a handle.
+pub(crate) fn value(h: Handle) -> usize {
+    h.addr()
+}
+
+/// The handle with integer value `v` (it is never dereferenced).
+pub(crate) fn handle(v: usize) -> Handle {
+    std::ptr::without_provenance_mut(v)
+}
+
+/// `MPI_COMM_NULL`.
+pub(crate) const COMM_NULL: usize = 0x100;
+/// `MPI_COMM_WORLD`.
+pub(crate) const COMM_WORLD: usize = 0x101;
+/// `MPI_COMM_SELF`.
+pub(crate) const COMM_SELF: usize = 0x102;
+/// `MPI_REQUEST_NULL`.
+pub(crate) const REQUEST_NULL: usize = 0x180;
+/// `MPI_ERRHANDLER_NULL`.
+pub(crate) const ERRHANDLER_NULL: usize = 0x140;
+/// `MPI_ERRORS_ARE_FATAL`.
+pub(crate) const ERRORS_ARE_FATAL: usize = 0x141;
+/// `MPI_ERRORS_ABORT`.
+pub(crate) const ERRORS_ABORT: usize = 0x142;
+/// `MPI_ERRORS_RETURN`.
+pub(crate) const ERRORS_RETURN: usize = 0x143;
+/// The first value of a handle this library creates.
+pub(crate) const FIRST_DYNAMIC: usize = 0x10000;
+
+/// What an error raised on a communicator does (§9.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ErrMode {
+    /// `MPI_ERRORS_ARE_FATAL` (the default) and `MPI_ERRORS_ABORT`.
+    Fatal,
+    /// `MPI_ERRORS_RETURN`: the call returns the error code.
+    Return,
+}
+
+/// A communicator handle's object.
+pub(crate) struct CommEntry {
+    pub(crate) comm: mpi::Communicator,
+    pub(crate) errh: Cell<ErrMode>,
+}
+
+/// A request handle's object.
+pub(crate) enum ReqEntry {
+    /// An operation in the `mpi` crate, with the error mode of its
+    /// communicator.
+    Live(mpi::Request<'static>, ErrMode),
+    /// An operation with `MPI_PROC_NULL`: complete at once (§3.11).
+    ProcNull,
+}
+
+/// Where the library is in its life (§11.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Before,
+    Running,
+    After,
+}
+
+/// The whole per-process state.
+pub(crate) struct State {
+    pub(crate) phase: Phase,
+    pub(crate) universe: Option<mpi::Universe>,
+    comms: HashMap<usize, Rc<CommEntry>>,
+    requests: HashMap<usize, ReqEntry>,
+    pub(crate) types: HashMap<usize, TypeInfo>,
+    pub(crate) ops: HashMap<usize, Rc<UserOp>>,
+    next: usize,
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State {
+        phase: Phase::Before,
+        universe: None,
+        comms: HashMap::new(),
+        requests: HashMap::new(),
+        types: HashMap::new(),
+        ops: HashMap::new(),
+        next: FIRST_DYNAMIC,
+    });
+}
+
+/// Runs `f` on the state. Fails with `MPI_ERR_INTERN` if the state is
+/// already in use further up the stack (it never is, by construction).
+pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> Res<R> {
+    STATE.with(|s| match s.try_borrow_mut() {
+        Ok(mut s) => Ok(f(&mut s)),
+        Err(_) => Err(Code(MPI_ERR_INTERN)),
+    })
+}
+
+impl State {
+    /// A fresh handle value.
+    pub(crate) fn fresh(&mut self) -> usize {
+        let v = self.next;
+        self.next += 16;
+        v
+    }
+
+    /// Registers a communicator and returns its handle value.
+    pub(crate) fn add_comm(&mut self, value: usize, entry: CommEntry) {
+        self.comms.insert(value, Rc::new(entry));
+    }
+
+    /// Forgets every object (at finalize).
+    pub(crate) fn clear(&mut self) {
+        self.requests.clear();
+        self.comms.clear();
+    }
+}
+
+/// Fails unless MPI is initialised and not finalised.
+pub(crate) fn running() -> Res<()> {
+    match with(|s| s.phase)? {
+        Phase::Running => Ok(()),
+        _ => Err(Code(MPI_ERR_OTHER)),
+    }
+}
+
+/// The communicator behind `h` (`MPI_ERR_COMM` if there is none).
+pub(crate) fn comm(h: Handle) -> Res<Rc<CommEntry>> {
+    running()?;
+    with(|s| s.comms.get(&value(h)).cloned())?.ok_or(Code(MPI_ERR_COMM))
+}
+
+/// The error mode of the communicator behind `h`, `MPI_COMM_WORLD`'s if
+/// `h` is not one, and "return" before `MPI_Init` or after finalize.
+pub(crate) fn errmode(h: Handle) -> ErrMode {
+    let found = with(|s| {
+        if s.phase != Phase::Running {
+            return None;
+        }
+        let e = s.comms.get(&value(h)).or_else(|| s.comms.get(&COMM_WORLD));
+        e.map(|e| e.errh.get())
+    });
+    found.ok().flatten().unwrap_or(ErrMode::Return)
+}
+
+/// Registers a new communicator; returns its handle.
+pub(crate) fn new_comm(comm: mpi::Communicator, errh: ErrMode) -> Res<Handle> {
+    with(|s| {
+        let v = s.fresh();
+        s.add_comm(
+            v,
+            CommEntry {
+                comm,
+                errh: Cell::new(errh),
+            },
+        );
+        handle(v)
+    })
+}
+
+/// Removes a communicator this library created (`MPI_ERR_COMM` for the
+/// predefined ones and unknown handles).
+pub(crate) fn free_comm(h: Handle) -> Res<()> {
+    running()?;
+    let v = value(h);
+    if v < FIRST_DYNAMIC {
+        return Err(Code(MPI_ERR_COMM));
+    }
+    with(|s| s.comms.remove(&v))?
+        .map(drop)
+        .ok_or(Code(MPI_ERR_COMM))
+}
+
+/// Registers a request; returns its handle.
+pub(crate) fn new_request(r: ReqEntry) -> Res<Handle> {
+    with(|s| {
+        let v = s.fresh();
+        s.requests.insert(v, r);
+        handle(v)
+    })
+}
+
+/// Takes the request behind `h` out of the table: `None` for
+/// `MPI_REQUEST_NULL`, `MPI_ERR_REQUEST` for an unknown handle.
+pub(crate) fn take_request(h: Handle) -> Res<Option<ReqEntry>> {
+    let v = value(h);
+    if v == REQUEST_NULL {
+        return Ok(None);
+    }
+    with(|s| s.requests.remove(&v))?
+        .map(Some)
+        .ok_or(Code(MPI_ERR_REQUEST))
+}
+
+/// Puts a request that is not complete back under its handle.
+pub(crate) fn put_request(h: Handle, r: ReqEntry) -> Res<()> {
+    with(|s| {
+        s.requests.insert(value(h), r);
+    })
+}

@@ -1,0 +1,33 @@
+//! o2g's C ABI: the MPI functions C programs call, exported from
+//! `libmpi_abi.so.1` with the MPI 5.0 standard ABI (chapter 20: handle
+//! types and values, `MPI_Status` layout, integer widths, constants), so
+//! a program built against any standard-ABI `mpi.h` runs on o2g. The
+//! header is `capi/include/mpi.h`, the compiler wrapper `capi/mpicc`.
+//!
+//! The layer is thin: it checks arguments, turns handles into the `mpi`
+//! crate's objects and calls that crate; MPI semantics live there. Files:
+//! - `handles.rs` holds handle values and the tables behind them;
+//! - `error.rs` error classes, error handlers and the FFI boundary
+//!   (`catch_unwind`: no panic crosses into C);
+//! - `ffi.rs` turns raw pointers from C into references and slices (with
+//!   `op.rs`'s call of user functions, the only `unsafe` dereferences);
+//! - `status.rs` is `MPI_Status`;
+//! - `env.rs`, `comm.rs`, `p2p.rs`, `request.rs`, `coll.rs`,
+//!   `datatype.rs` and `op.rs` hold the exported functions, one MPI
+//!   chapter each.
+//!
+//! Threads: `MPI_THREAD_SINGLE`; all state is thread-local.
+
+#![allow(non_snake_case)]
+
+mod coll;
+mod comm;
+mod datatype;
+mod env;
+mod error;
+mod ffi;
+mod handles;
+mod op;
+mod p2p;
+mod request;
+mod status;

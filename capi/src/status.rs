@@ -1,0 +1,101 @@
+//! `MPI_Status` (MPI 5.0 §3.2.5; layout of the standard ABI, §20.4):
+//! three public `int` fields, `MPI_SOURCE`, `MPI_TAG`, `MPI_ERROR`, then
+//! five `int`s the implementation owns (32 bytes in all). o2g keeps the
+//! received byte count in the first two private slots (low and high 32
+//! bits) and the cancelled flag in the third.
+
+use std::ffi::c_int;
+
+use crate::error::{Code, Res, MPI_ERR_ARG};
+use crate::ffi;
+
+/// `MPI_ANY_SOURCE` of the standard ABI.
+pub(crate) const ANY_SOURCE: c_int = -1;
+/// `MPI_ANY_TAG` of the standard ABI.
+pub(crate) const ANY_TAG: c_int = -2;
+/// `MPI_PROC_NULL` of the standard ABI.
+pub(crate) const PROC_NULL: c_int = -3;
+/// `MPI_UNDEFINED` of the standard ABI.
+pub(crate) const UNDEFINED: c_int = -32766;
+
+/// The C `MPI_Status`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Status {
+    pub(crate) source: c_int,
+    pub(crate) tag: c_int,
+    pub(crate) error: c_int,
+    private: [c_int; 5],
+}
+
+const _: () = assert!(size_of::<Status>() == 32);
+
+impl Status {
+    /// What a completed operation reports.
+    pub(crate) fn new(source: c_int, tag: c_int, bytes: usize, cancelled: bool) -> Self {
+        let bytes = bytes as u64;
+        Self {
+            source,
+            tag,
+            error: 0,
+            private: [
+                bytes as u32 as c_int,
+                (bytes >> 32) as u32 as c_int,
+                c_int::from(cancelled),
+                0,
+                0,
+            ],
+        }
+    }
+
+    /// The empty status (§3.7.3): any source, any tag, no data.
+    pub(crate) fn empty() -> Self {
+        Self::new(ANY_SOURCE, ANY_TAG, 0, false)
+    }
+
+    /// The status of a completed `mpi` crate operation.
+    pub(crate) fn from_mpi(s: &mpi::Status) -> Self {
+        Self::new(s.source_rank(), s.tag(), s.count_bytes(), s.is_cancelled())
+    }
+
+    /// This status with `MPI_ERROR` set to `error`.
+    pub(crate) fn with_error(self, error: c_int) -> Self {
+        Self { error, ..self }
+    }
+
+    /// Bytes received.
+    pub(crate) fn bytes(&self) -> u64 {
+        u64::from(self.private[0] as u32) | (u64::from(self.private[1] as u32) << 32)
+    }
+
+    /// Whether the operation was cancelled.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.private[2] != 0
+    }
+
+    /// Stores this status in the caller's `MPI_Status` unless it is
+    /// `MPI_STATUS_IGNORE`, leaving `MPI_ERROR` alone as single-completion
+    /// calls must (§3.2.5).
+    ///
+    /// # Safety
+    ///
+    /// A non-null `p` is valid for reading and writing one `MPI_Status`.
+    pub(crate) unsafe fn store(&self, p: *mut Status) {
+        // SAFETY: by the caller's contract.
+        if let Some(st) = unsafe { ffi::optional(p) } {
+            *st = self.with_error(st.error);
+        }
+    }
+}
+
+/// The caller's status, for `MPI_Get_count` and friends.
+///
+/// # Safety
+///
+/// A non-null `p` is valid for reading one `MPI_Status`.
+pub(crate) unsafe fn read(p: *const Status) -> Res<Status> {
+    // SAFETY: by the caller's contract.
+    unsafe { ffi::input(p) }
+        .copied()
+        .map_err(|_| Code(MPI_ERR_ARG))
+}

@@ -1,0 +1,438 @@
+//! The C ABI's tests: C programs in `tests/c/` built with `capi/mpicc`
+//! (`-Wall -Werror`) and run with `o2grun` at 1–8 ranks over the socket
+//! transports; each program checks every value itself and exits non-zero
+//! on any wrong one. Also: `mpicc -show` and flag pass-through, fatal
+//! errors and `MPI_Abort` ending the job, this header's constants against
+//! MPICH 5.0's standard-ABI `mpi.h`, and binary compatibility (programs
+//! compiled and linked against MPICH's standard-ABI header and library,
+//! run unmodified against o2g's `libmpi_abi.so.1` by `LD_LIBRARY_PATH`).
+//!
+//! Needs, in the same target directory: `o2grun` (built by
+//! `cargo test --workspace`, or `cargo build -p mpi --bins`) and
+//! `libmpi_abi.so` (built with this package). The MPICH files come from
+//! `scripts/fetch-mpi-abi.sh` (run by `scripts/setup.sh`); without them the
+//! ABI tests fail, they never skip.
+//!
+//! Prints libtest-style lines and a `test result:` summary
+//! (`harness = false`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+/// Where everything is.
+struct Env {
+    manifest: PathBuf,
+    profile: PathBuf,
+    work: PathBuf,
+}
+
+impl Env {
+    fn new() -> Result<Self, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        // target/<profile>/deps/c_programs-<hash>
+        let profile = exe
+            .parent()
+            .and_then(Path::parent)
+            .ok_or("cannot locate the target directory")?
+            .to_path_buf();
+        let work = profile.join("capi-tests");
+        std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+        Ok(Self {
+            manifest: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            profile,
+            work,
+        })
+    }
+
+    fn o2grun(&self) -> Result<PathBuf, String> {
+        let p = self.profile.join("o2grun");
+        if p.exists() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "{} is missing: run `cargo build -p mpi --bins` (cargo test --workspace builds it)",
+                p.display()
+            ))
+        }
+    }
+
+    fn mpicc(&self) -> Command {
+        let mut c = Command::new(self.manifest.join("mpicc"));
+        c.env("O2G_MPI_LIBDIR", &self.profile);
+        c
+    }
+
+    fn source(&self, name: &str) -> PathBuf {
+        self.manifest.join("tests/c").join(format!("{name}.c"))
+    }
+
+    /// The unpacked MPICH 5.0 standard-ABI files.
+    fn mpich(&self) -> Result<(PathBuf, PathBuf), String> {
+        let cache = std::env::var_os("O2G_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/o2g")))
+            .ok_or("neither O2G_CACHE nor HOME is set")?;
+        let root = cache.join("mpi-abi/current/usr/lib/x86_64-linux-gnu");
+        let inc = root.join("mpi_abi_mpich/include");
+        let lib = root.join("libmpi_abi_mpich.so.1.0.0");
+        if inc.join("mpi.h").exists() && lib.exists() {
+            Ok((inc, lib))
+        } else {
+            Err(format!(
+                "MPICH 5.0 standard-ABI files missing under {}: run scripts/fetch-mpi-abi.sh",
+                root.display()
+            ))
+        }
+    }
+
+    /// A directory holding only `libmpi_abi.so.1` → o2g's library.
+    fn abi_libdir(&self) -> Result<PathBuf, String> {
+        let dir = self.work.join("abi-lib");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let link = dir.join("libmpi_abi.so.1");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(self.profile.join("libmpi_abi.so"), &link)
+            .map_err(|e| e.to_string())?;
+        Ok(dir)
+    }
+}
+
+fn run(cmd: &mut Command) -> Result<Output, String> {
+    cmd.output().map_err(|e| format!("{cmd:?}: {e}"))
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn succeed(cmd: &mut Command) -> Result<Output, String> {
+    let out = run(cmd)?;
+    if out.status.success() {
+        Ok(out)
+    } else {
+        Err(format!("{cmd:?} failed: {}", describe(&out)))
+    }
+}
+
+/// Builds `tests/c/<name>.c` with our mpicc and `-Wall -Werror`.
+fn build(env: &Env, name: &str) -> Result<PathBuf, String> {
+    let exe = env.work.join(name);
+    succeed(
+        env.mpicc()
+            .args(["-Wall", "-Werror", "-O1", "-o"])
+            .arg(&exe)
+            .arg(env.source(name)),
+    )?;
+    Ok(exe)
+}
+
+/// Runs `prog` on `np` ranks over `transport`.
+fn launch(
+    env: &Env,
+    prog: &Path,
+    np: u32,
+    transport: &str,
+    libpath: Option<&Path>,
+) -> Result<Output, String> {
+    let mut cmd = Command::new(env.o2grun()?);
+    cmd.args(["--timeout", "120", "-n", &np.to_string()])
+        .arg(prog)
+        .env("O2G_TRANSPORT", transport);
+    if let Some(p) = libpath {
+        cmd.env("LD_LIBRARY_PATH", p);
+    }
+    run(&mut cmd)
+}
+
+fn launch_ok(
+    env: &Env,
+    prog: &Path,
+    np: u32,
+    transport: &str,
+    libpath: Option<&Path>,
+) -> Result<(), String> {
+    let out = launch(env, prog, np, transport, libpath)?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} on {np} ranks ({transport}): {}",
+            prog.display(),
+            describe(&out)
+        ))
+    }
+}
+
+/// The constants of our header, by name, for comparison with another.
+fn constant_names(header: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in header.lines() {
+        let t = line.trim_start();
+        let name = if let Some(rest) = t.strip_prefix("#define ") {
+            rest.split_whitespace().next()
+        } else if t.starts_with("MPI_") && t.contains(" = ") {
+            t.split_whitespace().next()
+        } else {
+            None
+        };
+        if let Some(n) = name {
+            let n = n.trim_end_matches(',');
+            let skip = n.ends_with("_H") || n.contains('(') || n.starts_with("O2G_");
+            if n.starts_with("MPI_") && !skip {
+                names.push(n.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Writes a program printing every constant and layout fact, compiles it
+/// against the header in `inc`, runs it, returns its output.
+fn dump_constants(env: &Env, names: &[String], inc: &Path, tag: &str) -> Result<String, String> {
+    let mut src = String::from(
+        "#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <mpi.h>\nint main(void) {\n",
+    );
+    for n in names {
+        src += &format!("    printf(\"{n} %lld\\n\", (long long)(intptr_t)({n}));\n");
+    }
+    for fact in [
+        "sizeof(MPI_Status)",
+        "offsetof(MPI_Status, MPI_SOURCE)",
+        "offsetof(MPI_Status, MPI_TAG)",
+        "offsetof(MPI_Status, MPI_ERROR)",
+        "sizeof(MPI_Aint)",
+        "sizeof(MPI_Count)",
+        "sizeof(MPI_Offset)",
+        "sizeof(MPI_Comm)",
+        "sizeof(MPI_Datatype)",
+        "sizeof(MPI_Request)",
+        "sizeof(MPI_Op)",
+    ] {
+        src += &format!("    printf(\"{fact} %zu\\n\", (size_t)({fact}));\n");
+    }
+    src += "    return 0;\n}\n";
+    let c = env.work.join(format!("constants-{tag}.c"));
+    let exe = env.work.join(format!("constants-{tag}"));
+    std::fs::write(&c, src).map_err(|e| e.to_string())?;
+    succeed(
+        Command::new("cc")
+            .arg("-Wall")
+            .arg("-I")
+            .arg(inc)
+            .arg("-o")
+            .arg(&exe)
+            .arg(&c),
+    )?;
+    let out = succeed(&mut Command::new(&exe))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+type TestFn<'a> = Box<dyn FnOnce() -> Result<(), String> + 'a>;
+
+fn main() {
+    let start = Instant::now();
+    let env = match Env::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("c_programs: {e}");
+            std::process::exit(1);
+        }
+    };
+    let env = &env;
+    let mut tests: Vec<(String, TestFn)> = Vec::new();
+    let programs = ["env", "p2p", "coll", "is"];
+
+    tests.push((
+        "mpicc_show_prints_without_running".into(),
+        Box::new(move || {
+            let out = succeed(
+                env.mpicc()
+                    .env("O2G_MPICC_CC", "false")
+                    .args(["-show", "-o", "x", "x.c"]),
+            )?;
+            let s = String::from_utf8_lossy(&out.stdout);
+            let inc = format!("-I{}", env.manifest.join("include").display());
+            let want = [
+                s.starts_with("false "),
+                s.contains(&inc),
+                s.contains("'-lmpi_abi'"),
+                s.contains("-Wl,-rpath,"),
+                !s.contains("-show"),
+            ];
+            if want.iter().all(|&b| b) {
+                Ok(())
+            } else {
+                Err(format!("unexpected -show output: {s}"))
+            }
+        }),
+    ));
+    tests.push((
+        "mpicc_passes_wall_werror".into(),
+        Box::new(move || {
+            let c = env.work.join("warns.c");
+            std::fs::write(
+                &c,
+                "#include <mpi.h>\nint main(void) { int unused; return 0; }\n",
+            )
+            .map_err(|e| e.to_string())?;
+            let out = run(env
+                .mpicc()
+                .args(["-Wall", "-Werror", "-o"])
+                .arg(env.work.join("warns"))
+                .arg(&c))?;
+            if out.status.success() {
+                return Err("a warning did not fail the build under -Wall -Werror".into());
+            }
+            succeed(
+                env.mpicc()
+                    .args(["-Wall", "-o"])
+                    .arg(env.work.join("warns"))
+                    .arg(&c),
+            )
+            .map(drop)
+        }),
+    ));
+    for name in programs.iter().chain(&["fatal", "abort"]) {
+        tests.push((
+            format!("build_{name}_wall_werror"),
+            Box::new(move || build(env, name).map(drop)),
+        ));
+    }
+    for name in programs {
+        for transport in ["sockets-epoll", "sockets-select"] {
+            for np in [1, 2, 3, 4, 8] {
+                tests.push((
+                    format!("run_{name}_{transport}_np{np}"),
+                    Box::new(move || launch_ok(env, &env.work.join(name), np, transport, None)),
+                ));
+            }
+        }
+    }
+    for np in [1, 3] {
+        tests.push((
+            format!("errors_are_fatal_by_default_np{np}"),
+            Box::new(move || {
+                let out = launch(env, &env.work.join("fatal"), np, "sockets-epoll", None)?;
+                let err = String::from_utf8_lossy(&out.stderr);
+                if out.status.success() || !err.contains("MPI_ERR_RANK") {
+                    return Err(format!(
+                        "the job was not ended by the error: {}",
+                        describe(&out)
+                    ));
+                }
+                Ok(())
+            }),
+        ));
+        tests.push((
+            format!("abort_ends_the_job_np{np}"),
+            Box::new(move || {
+                let out = launch(env, &env.work.join("abort"), np, "sockets-select", None)?;
+                let text = String::from_utf8_lossy(&out.stdout);
+                if out.status.success() || text.contains("was not aborted") {
+                    return Err(format!("MPI_Abort did not end the job: {}", describe(&out)));
+                }
+                Ok(())
+            }),
+        ));
+    }
+    tests.push((
+        "header_constants_match_mpich_standard_abi".into(),
+        Box::new(move || {
+            let (inc, _) = env.mpich()?;
+            let ours = std::fs::read_to_string(env.manifest.join("include/mpi.h"))
+                .map_err(|e| e.to_string())?;
+            let names = constant_names(&ours);
+            if names.len() < 150 {
+                return Err(format!(
+                    "only {} constants found in our header",
+                    names.len()
+                ));
+            }
+            let a = dump_constants(env, &names, &env.manifest.join("include"), "o2g")?;
+            let b = dump_constants(env, &names, &inc, "mpich")?;
+            let diff: Vec<String> = a
+                .lines()
+                .zip(b.lines())
+                .filter(|(x, y)| x != y)
+                .map(|(x, y)| format!("o2g {x} / mpich {y}"))
+                .collect();
+            if diff.is_empty() && a.lines().count() == b.lines().count() {
+                Ok(())
+            } else {
+                Err(format!("constants differ: {diff:?}"))
+            }
+        }),
+    ));
+    for name in programs {
+        tests.push((
+            format!("binary_compat_{name}_built_with_mpich_abi"),
+            Box::new(move || {
+                let (inc, lib) = env.mpich()?;
+                let exe = env.work.join(format!("{name}-mpich-abi"));
+                // Compiled and linked "elsewhere": MPICH's standard-ABI
+                // header and library, no o2g file at all.
+                succeed(
+                    Command::new("cc")
+                        .args(["-Wall", "-O1", "-I"])
+                        .arg(&inc)
+                        .arg("-o")
+                        .arg(&exe)
+                        .arg(env.source(name))
+                        .arg(&lib)
+                        .arg("-Wl,--allow-shlib-undefined"),
+                )?;
+                let dynamic = succeed(Command::new("readelf").arg("-d").arg(&exe))?;
+                if !String::from_utf8_lossy(&dynamic.stdout).contains("[libmpi_abi.so.1]") {
+                    return Err("the program does not need libmpi_abi.so.1".into());
+                }
+                // Without a library path it cannot start: the path is the
+                // only thing that selects o2g.
+                let bare = run(Command::new(&exe).env_remove("LD_LIBRARY_PATH"))?;
+                if bare.status.success() {
+                    return Err("the program started without libmpi_abi.so.1 on the path".into());
+                }
+                let dir = env.abi_libdir()?;
+                launch_ok(env, &exe, 3, "sockets-epoll", Some(&dir))?;
+                launch_ok(env, &exe, 4, "sockets-select", Some(&dir))
+            }),
+        ));
+    }
+
+    let total = tests.len();
+    println!("\nrunning {total} tests");
+    let (mut passed, mut failed) = (0, Vec::new());
+    for (name, f) in tests {
+        match f() {
+            Ok(()) => {
+                println!("test {name} ... ok");
+                passed += 1;
+            }
+            Err(e) => {
+                println!("test {name} ... FAILED");
+                failed.push((name, e));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        for (name, e) in &failed {
+            println!("\n---- {name} ----\n{e}");
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; 0 filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        passed,
+        failed.len(),
+        start.elapsed().as_secs_f64()
+    );
+    if !failed.is_empty() {
+        std::process::exit(1);
+    }
+}

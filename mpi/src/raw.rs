@@ -1,0 +1,80 @@
+//! A bytes-level API for foreign-language bindings (o2g's C ABI, the
+//! `capi` crate), where buffers are raw pointers whose lifetime the caller
+//! guarantees by the MPI standard's rules rather than by borrows.
+//!
+//! Everything else of a binding goes through the ordinary safe API with
+//! `u8` as the element type (`Communicator::send::<u8>`, the collectives on
+//! byte slices with a [`crate::UserOperation`] doing the element-wise
+//! reduction); this module adds only what that API cannot express:
+//!
+//! - [`isend`]: a nonblocking send whose request does not borrow the
+//!   buffer (the transport copies the bytes when the send starts);
+//! - [`irecv`]: a nonblocking receive into memory that a C caller owns
+//!   until the request completes (MPI 4.1 §3.7.2);
+//! - [`world_ranks`] and [`context_id`]: what `MPI_Comm_compare` (§7.4.1)
+//!   compares.
+//!
+//! Ranks and tags use this crate's wildcards ([`crate::ANY_SOURCE`],
+//! [`crate::ANY_TAG`]); a binding translates its own.
+
+use crate::communicator::Communicator;
+use crate::error::{Error, Result};
+use crate::request::Request;
+
+/// `MPI_Isend` (§3.7.2) of raw bytes on the communicator's point-to-point
+/// context. The bytes are handed to the transport before this returns,
+/// so the request does not borrow `data`.
+///
+/// # Errors
+///
+/// [`Error::InvalidRank`], [`Error::InvalidTag`], transport errors.
+pub fn isend(comm: &Communicator, data: &[u8], dest: i32, tag: i32) -> Result<Request<'static>> {
+    let tag = u32::try_from(tag).map_err(|_| Error::InvalidTag(tag))?;
+    comm.isend_bytes(data, dest, tag, comm.context)
+}
+
+/// `MPI_Irecv` (§3.7.2) into `len` bytes at `buf`, on the communicator's
+/// point-to-point context. The received bytes are written into `buf` when
+/// the request completes (wait or test), never earlier; dropping the
+/// request before that cancels the receive and writes nothing.
+///
+/// # Safety
+///
+/// Unless `len` is 0, `buf` must be valid for writes of `len` bytes and
+/// must not be read or written through any other path for as long as the
+/// returned request exists (until it completes or is dropped), which is
+/// the rule MPI 4.1 §3.7.2 states for a pending receive buffer.
+///
+/// # Errors
+///
+/// Invalid rank or tag; a full posted-receive queue.
+pub unsafe fn irecv(
+    comm: &Communicator,
+    buf: *mut u8,
+    len: usize,
+    source: i32,
+    tag: i32,
+) -> Result<Request<'static>> {
+    let slice: &'static mut [u8] = if len == 0 {
+        &mut []
+    } else {
+        // SAFETY: the caller guarantees `buf` is valid for `len` bytes of
+        // writes and exclusively ours until the request is gone; the
+        // request is the only holder of this slice, so the `'static`
+        // lifetime never outlives that guarantee in practice.
+        unsafe { std::slice::from_raw_parts_mut(buf, len) }
+    };
+    comm.irecv_bytes(slice, source, tag, comm.context)
+}
+
+/// The `MPI_COMM_WORLD` rank of each member, in communicator rank order
+/// (the group of §7.4.1 `MPI_Comm_compare`).
+pub fn world_ranks(comm: &Communicator) -> &[u32] {
+    &comm.members
+}
+
+/// The communicator's point-to-point context id: two handles with the same
+/// id and the same members are the same communicator (`MPI_IDENT`).
+pub fn context_id(comm: &Communicator) -> u32 {
+    comm.context
+}
