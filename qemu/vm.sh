@@ -66,7 +66,7 @@ conformance="$(cargo test --quiet --release -p mpi --test conformance --no-run \
 [[ -x "$conformance" ]] || die "could not build the MPI conformance binary"
 ln -f "$conformance" "$run/mpi-conformance"
 rel="$O2G_ROOT/target/release"
-guest_bins="$rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare ${O2G_GUEST_BINS:-}"
+guest_bins="$rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-stream $(command -v strace || true) ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
 qemu_pids=()
