@@ -9,7 +9,8 @@
 //!
 //! Needs, in the same target directory: `o2grun` (built by
 //! `cargo test --workspace`, or `cargo build -p mpi --bins`) and
-//! `libmpi_abi.so` (built with this package). The MPICH files come from
+//! `libmpi_abi.so` (which the harness builds itself: `cargo test` does not
+//! build a cdylib). The MPICH files come from
 //! `scripts/fetch-mpi-abi.sh` (run by `scripts/setup.sh`); without them the
 //! ABI tests fail, they never skip.
 //!
@@ -38,11 +39,33 @@ impl Env {
             .to_path_buf();
         let work = profile.join("capi-tests");
         std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
-        Ok(Self {
+        let env = Self {
             manifest: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
             profile,
             work,
-        })
+        };
+        env.build_library()?;
+        Ok(env)
+    }
+
+    /// `cargo test` builds this package's test programs but not its cdylib,
+    /// so the library is built here (a no-op when it is up to date).
+    fn build_library(&self) -> Result<(), String> {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut c = Command::new(cargo);
+        c.args(["build", "--quiet", "-p", "o2g-mpi-abi", "--manifest-path"])
+            .arg(self.manifest.join("../Cargo.toml"));
+        if self.profile.file_name().is_some_and(|n| n == "release") {
+            c.arg("--release");
+        }
+        let st = c.status().map_err(|e| format!("cargo build: {e}"))?;
+        if !st.success() || !self.profile.join("libmpi_abi.so").exists() {
+            return Err(format!(
+                "building libmpi_abi.so into {} failed ({st})",
+                self.profile.display()
+            ));
+        }
+        Ok(())
     }
 
     fn o2grun(&self) -> Result<PathBuf, String> {
