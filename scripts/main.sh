@@ -2,7 +2,8 @@
 # The main job: set up, build the release kernel, o2g.ko and the benchmarks,
 # boot a VM, load the module, and run the NAS-IS-style integer sort over every
 # transport side by side (qemu/tests/main-is.sh), printing progress and the
-# comparison table. Every measurement is saved as CSV under results/.
+# comparison table. Every measurement is saved as CSV, with an SVG plot,
+# under results/.
 #
 # usage: scripts/main.sh [--class S|W|A|B] [--reps N] [--np N]
 #   Defaults: class A, 5 repetitions, 4 ranks (about 15 minutes under TCG).
@@ -38,4 +39,6 @@ sed -n 's/^# node0: csv: //p' "$results/console.log" >"$results/is.csv"
     echo "job: class $class, $np ranks, $reps repetitions"
 } >"$results/machine.txt"
 grep -q '^label,rep,mops' "$results/is.csv" || die "no measurements came back; see $results/console.log"
-log "measurements: $results/is.csv"
+"$O2G_ROOT/target/release/o2g-plot" --csv "$results/is.csv" \
+    --title "NAS-IS-style class $class, $np ranks (QEMU TCG, release kernel)" --out "$results/is.svg"
+log "measurements: $results/is.csv, plot: $results/is.svg"
