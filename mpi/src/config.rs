@@ -11,6 +11,7 @@
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
+//! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -39,6 +40,7 @@ pub(crate) struct Config {
     pub(crate) connect_timeout: Duration,
     pub(crate) o2g_dump_bytes: u64,
     pub(crate) o2g_pin_budget: u64,
+    pub(crate) idle_connections: usize,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -85,6 +87,7 @@ impl Config {
             connect_timeout: Duration::from_secs(parse("O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
             o2g_dump_bytes: parse("O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
             o2g_pin_budget: parse("O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
+            idle_connections: parse("O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
         })
     }
 }

@@ -148,3 +148,43 @@ fn read_hello(s: &TcpStream, deadline: Instant) -> std::io::Result<u32> {
     }
     Ok(u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]))
 }
+
+/// `n` idle loopback connections: (the end a transport watches, the other
+/// end, which only keeps it open). They stand for the idle connections of
+/// the o2g paper's figure 6, where a third process holds them; nothing is
+/// ever sent on them. The descriptor limit is raised as far as allowed.
+pub(crate) fn idle_pairs(n: usize, config: &Config) -> Result<Vec<(TcpStream, TcpStream)>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    raise_fd_limit(2 * n as u64 + 256)?;
+    let listener = TcpListener::bind(SocketAddr::new([127, 0, 0, 1].into(), 0))
+        .map_err(|e| Error::io("idle-connection listener", e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("idle-connection listener", e))?;
+    let mut pairs = Vec::with_capacity(n);
+    for i in 0..n {
+        let far =
+            TcpStream::connect(addr).map_err(|e| Error::io(format!("idle connection {i}"), e))?;
+        let (near, _) = listener
+            .accept()
+            .map_err(|e| Error::io(format!("idle connection {i}"), e))?;
+        tune(&near, config)?;
+        pairs.push((near, far));
+    }
+    Ok(pairs)
+}
+
+/// Lets this process hold at least `want` descriptors, if the hard limit
+/// allows; otherwise as many as it allows.
+fn raise_fd_limit(want: u64) -> Result<()> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) =
+        getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| Error::io("getrlimit", e.into()))?;
+    if soft < want {
+        setrlimit(Resource::RLIMIT_NOFILE, want.min(hard), hard)
+            .map_err(|e| Error::io("setrlimit NOFILE", e.into()))?;
+    }
+    Ok(())
+}

@@ -141,20 +141,23 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             Ok(Box::new(self_loop::SelfLoop::new(config)?))
         }
         TransportKind::SocketsSelect => {
-            let conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
+            let mut conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
+            let idle = with_idle(&mut conns, config)?;
             Ok(Box::new(sockets::Sockets::new(
                 rank,
                 size,
                 conns,
                 select::Select::new(),
                 config,
+                idle,
             )?))
         }
         TransportKind::SocketsEpoll => {
-            let conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
+            let mut conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
+            let idle = with_idle(&mut conns, config)?;
             let poller = epoll::Epoll::new().map_err(|e| Error::io("epoll_create", e))?;
             Ok(Box::new(sockets::Sockets::new(
-                rank, size, conns, poller, config,
+                rank, size, conns, poller, config, idle,
             )?))
         }
         TransportKind::O2g => {
@@ -162,7 +165,25 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             // peer is contacted.
             let ep = o2g::open_endpoint(config)?;
             let conns = bootstrap::connect_all(config, pmi, true)?;
-            Ok(Box::new(o2g::O2g::new(rank, ep, conns, config)?))
+            let idle = bootstrap::idle_pairs(config.idle_connections, config)?;
+            Ok(Box::new(o2g::O2g::new(rank, ep, conns, idle, config)?))
         }
     }
+}
+
+/// Adds `O2G_IDLE_CONNECTIONS` idle connections to a socket transport's
+/// links, after the real ones (pseudo-ranks `size..`), so that it watches
+/// them every round as it would real peers; returns the far ends, which
+/// must stay open.
+fn with_idle(
+    links: &mut Vec<Option<bootstrap::Link>>,
+    config: &Config,
+) -> Result<Vec<std::net::TcpStream>> {
+    let pairs = bootstrap::idle_pairs(config.idle_connections, config)?;
+    let mut far_ends = Vec::with_capacity(pairs.len());
+    for (near, far) in pairs {
+        links.push(Some((near, None)));
+        far_ends.push(far);
+    }
+    Ok(far_ends)
 }

@@ -118,6 +118,8 @@ pub(crate) struct O2g {
     max_message: u64,
     /// The endpoint's failed-connection count when last looked at.
     failures_seen: u32,
+    /// Idle connections (O2G_IDLE_CONNECTIONS), registered, never used.
+    _idle: Vec<(TcpStream, TcpStream)>,
     /// Buffers of completed receives, kept so that a later receive finds
     /// its pages already mapped: neither faulted in nor zeroed again.
     pool: Vec<Vec<u8>>,
@@ -126,13 +128,16 @@ pub(crate) struct O2g {
 
 impl O2g {
     /// Registers every connection of `links` (one per world rank, this
-    /// process's own included) with `ep`.
+    /// process's own included) with `ep`, and the idle connections of
+    /// `idle` under the ranks after them.
     pub(crate) fn new(
         me: u32,
         ep: Endpoint,
         links: Vec<Option<Link>>,
+        idle: Vec<(TcpStream, TcpStream)>,
         config: &Config,
     ) -> Result<Self> {
+        let size = links.len();
         let mut peers = Vec::with_capacity(links.len());
         for (rank, link) in links.into_iter().enumerate() {
             let Some((registered, writer)) = link else {
@@ -150,9 +155,15 @@ impl O2g {
                 dead: None,
             });
         }
+        for (i, (near, _)) in idle.iter().enumerate() {
+            let rank = (size + i) as u32;
+            ep.register_socket(near, rank)
+                .map_err(|e| lib_err(&format!("registering idle connection {i}"), e))?;
+        }
         Ok(Self {
             ep,
             peers,
+            _idle: idle,
             recvs: HashMap::new(),
             next_recv: 1,
             sends: Sends::new(),

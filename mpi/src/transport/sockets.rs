@@ -123,6 +123,8 @@ pub(crate) struct Sockets<P: Poller> {
     scratch: Vec<u8>,
     sends: Sends,
     ready: Vec<Ready>,
+    /// The other ends of the idle connections, kept open.
+    _idle_far_ends: Vec<TcpStream>,
 }
 
 impl Conn {
@@ -139,8 +141,10 @@ impl<P: Poller> Sockets<P> {
         streams: Vec<Option<Link>>,
         mut poller: P,
         config: &Config,
+        idle_far_ends: Vec<TcpStream>,
     ) -> Result<Self> {
-        debug_assert_eq!(streams.len(), size as usize);
+        // Entries past `size` are idle connections (O2G_IDLE_CONNECTIONS).
+        debug_assert!(streams.len() >= size as usize);
         let limits = Limits {
             max_payload: config.max_message,
         };
@@ -175,6 +179,7 @@ impl<P: Poller> Sockets<P> {
             scratch: vec![0; SCRATCH],
             sends: Sends::new(),
             ready: Vec::new(),
+            _idle_far_ends: idle_far_ends,
         })
     }
 
