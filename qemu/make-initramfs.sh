@@ -7,6 +7,10 @@
 #   Each TEST names qemu/tests/TEST.sh (qemu/selftest/TEST.sh when
 #   O2G_SELFTEST=1). Programs the tests run are taken from $O2G_GUEST_BINS
 #   (space-separated host paths).
+#   O2G_GUEST_PEERS=1 also installs Debian's Open MPI and MPICH (launchers,
+#   plugins, help and config files, the libraries they load) at their host
+#   paths, and qemu/guest-peers.sh as /etc/o2g/peers.sh; off by default,
+#   as it adds tens of MiB.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
 
@@ -36,6 +40,45 @@ copy_with_libs() {
 for bin in ${O2G_GUEST_BINS:-}; do
     copy_with_libs "$bin"
 done
+
+# Copy host path(s) to the same place in the guest, symlinks kept as they are.
+copy_same_path() {
+    local p
+    for p in "$@"; do
+        [[ -e "$p" || -L "$p" ]] || die "peers: $p not found; install openmpi-bin and mpich"
+        mkdir -p "$root$(dirname "$p")"
+        cp -a "$p" "$root$(dirname "$p")/"
+    done
+}
+
+# The MPI peers: what ldd shows for the programs is not enough. Their
+# launchers, the plugins Open MPI and PMIx dlopen, help texts (error
+# messages are looked up there) and config must be at the host's paths.
+if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
+    lib=/usr/lib/x86_64-linux-gnu
+    # Open MPI 4.1 (ORTE launcher; mpirun runs the local ranks itself,
+    # orted serves other nodes), and PMIx which it speaks to its ranks.
+    copy_same_path /usr/bin/orterun /usr/bin/orted /usr/bin/mpirun.openmpi \
+        /usr/bin/mpiexec.openmpi "$lib/openmpi/lib" /usr/share/openmpi /etc/openmpi \
+        "$lib/pmix2/lib/pmix" "$lib/pmix2/share"
+    # MPICH 4.0 (hydra, PMI-1 to its ranks) and UCX's loadable transports.
+    copy_same_path /usr/bin/mpiexec.hydra /usr/bin/mpiexec.mpich \
+        /usr/bin/hydra_pmi_proxy "$lib/ucx"
+    # Libraries of every program and plugin, found only by dlopen otherwise.
+    while read -r elf; do
+        ldd "$elf" 2>/dev/null | grep -oE '/[^ ]+' | while read -r so; do
+            [[ -e "$root$so" ]] && continue
+            mkdir -p "$root$(dirname "$so")"
+            cp -L "$so" "$root$so"
+        done
+    done < <(find "$root/usr" -type f \( -perm -u+x -o -name '*.so*' \))
+    mkdir -p "$root/etc"
+    # Both look up the user and the host name; glibc reads these files.
+    echo 'root:x:0:0:root:/tmp:/bin/sh' >"$root/etc/passwd"
+    echo 'root:x:0:' >"$root/etc/group"
+    printf 'passwd: files\ngroup: files\nhosts: files\n' >"$root/etc/nsswitch.conf"
+    cp "$O2G_ROOT/qemu/guest-peers.sh" "$root/etc/o2g/peers.sh"
+fi
 
 cp "$O2G_ROOT/qemu/guest/init" "$root/init"
 chmod +x "$root/init"

@@ -66,7 +66,16 @@ conformance="$(cargo test --quiet --release -p mpi --test conformance --no-run \
 [[ -x "$conformance" ]] || die "could not build the MPI conformance binary"
 ln -f "$conformance" "$run/mpi-conformance"
 rel="$O2G_ROOT/target/release"
-guest_bins="$rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-stream $(command -v strace || true) ${O2G_GUEST_BINS:-}"
+# The C NAS-IS-style sort (bench/c), built with our mpicc over libmpi_abi.so.1
+# and, for guests with the MPI peers (O2G_GUEST_PEERS=1), with theirs.
+cargo build --quiet --release -p o2g-mpi-abi "${manifest[@]}"
+cdir="$O2G_ROOT/target/bench-c"
+c_bins="$("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" is-o2g)"
+if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
+    c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.openmpi "$cdir" is-openmpi)"
+    c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.mpich "$cdir" is-mpich)"
+fi
+guest_bins="$c_bins $rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-stream $(command -v strace || true) ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
 qemu_pids=()

@@ -15,8 +15,9 @@ DEB_PACKAGES=(
     # VMs
     qemu-system-x86 busybox-static
     # MPICH's hydra mpiexec: the mpi crate's conformance suite also runs
-    # under it (PMI-1 interoperability)
-    mpich
+    # under it (PMI-1 interoperability); Open MPI and MPICH with their
+    # compilers are the peers the main job compares against
+    mpich libmpich-dev openmpi-bin libopenmpi-dev
     # system calls per received message, counted in the guest (bench suite)
     strace
 )

@@ -1,14 +1,25 @@
-# The main job in the guest: the NAS-IS-style sort over each transport,
-# side by side, repetition after repetition. Progress and results go
-# straight to the console ("# " lines, which the harness streams live);
-# "# csv: " lines carry every measurement out to the host.
+# The main job in the guest: the NAS-IS-style sort over each of our
+# transports, the same algorithm in C on our MPI (libmpi_abi.so.1 over o2g)
+# and on Debian's Open MPI and MPICH (forced onto TCP by
+# /etc/o2g/peers.sh), side by side, repetition after repetition.
+# Progress and results go straight to the console ("# " lines, which the
+# harness streams live); "# csv: " lines carry every measurement out.
 set -e -o pipefail
-class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-5}" np="${O2G_MAIN_NP:-4}"
+class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-5}" np="${O2G_MAIN_NP:-2}"
 is="o2grun -n $np --timeout 1200 o2g-is $class"
-echo "# NAS-IS-style class $class, $np ranks, $reps repetitions per transport" >/dev/console
-o2g-compare --reps "$reps" --ours o2g --csv /tmp/is.csv \
+set -- \
     --run "sockets-select=O2G_TRANSPORT=sockets-select O2G_SELF=0 $is" \
     --run "sockets-epoll=O2G_TRANSPORT=sockets-epoll O2G_SELF=0 $is" \
-    --run "o2g=O2G_TRANSPORT=o2g $is" 2>&1 |
+    --run "o2g=O2G_TRANSPORT=o2g $is" \
+    --run "o2g-C=O2G_TRANSPORT=o2g o2grun -n $np --timeout 1200 is-o2g $class"
+if [ -r /etc/o2g/peers.sh ]; then
+    . /etc/o2g/peers.sh
+    peers_setup
+    set -- "$@" \
+        --run "openmpi=sh /etc/o2g/peers.sh openmpi $np is-openmpi $class" \
+        --run "mpich=sh /etc/o2g/peers.sh mpich $np is-mpich $class"
+fi
+echo "# NAS-IS-style class $class, $np ranks, $reps repetitions each" >/dev/console
+o2g-compare --reps "$reps" --ours o2g --timeout 900 --csv /tmp/is.csv "$@" 2>&1 |
     while IFS= read -r line; do echo "# $line"; done >/dev/console
 sed 's/^/# csv: /' /tmp/is.csv >/dev/console

@@ -12,10 +12,17 @@
 //! a failure. Repetitions are interleaved (one of each, then the next
 //! round) so slow drifts of the machine spread over all of them.
 //! With `--csv FILE` every measurement is also written as CSV.
+//!
+//! Each repetition runs in its own process group, killed after
+//! `--timeout` seconds. One that had already verified and printed its
+//! Mop/s counts (MPICH 4.0.2 over UCX's TCP transport sometimes hangs in
+//! `MPI_Finalize` after the timed part); the table says how often.
 
 use std::io::Write;
-use std::process::{Command, ExitCode};
-use std::time::Instant;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 
@@ -31,9 +38,12 @@ struct Args {
     /// The label whose ratio to the best other label is the headline.
     #[arg(long)]
     ours: Option<String>,
-    /// Write every measurement here as CSV (label,rep,mops,seconds).
+    /// Write every measurement here as CSV (label,rep,mops).
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
+    /// Seconds a repetition may take before its process group is killed.
+    #[arg(long, default_value_t = 1800)]
+    timeout: u64,
 }
 
 struct Config {
@@ -42,6 +52,8 @@ struct Config {
     argv: Vec<String>,
     mops: Vec<f64>,
     failures: usize,
+    /// Repetitions that verified, then hung and were killed.
+    hung: usize,
 }
 
 fn parse_run(spec: &str) -> Result<Config, String> {
@@ -67,17 +79,57 @@ fn parse_run(spec: &str) -> Result<Config, String> {
         argv,
         mops: Vec::new(),
         failures: 0,
+        hung: 0,
     })
 }
 
-/// Runs one repetition; the Mop/s it reported if it verified.
-fn measure(c: &Config) -> Result<f64, String> {
-    let out = Command::new(&c.argv[0])
+/// What one repetition gave.
+enum Outcome {
+    /// It verified and reported this many Mop/s.
+    Measured(f64),
+    /// It verified and reported its Mop/s, then did not exit in time (a
+    /// launcher or library stuck in finalize) and was killed.
+    MeasuredThenHung(f64),
+    /// Why it gave nothing.
+    Failed(String),
+}
+
+/// Runs one repetition, killing its whole process group after `limit`.
+fn measure(c: &Config, limit: Duration, scratch: &Path) -> Outcome {
+    let (out_path, err_path) = (scratch.join("stdout"), scratch.join("stderr"));
+    let files =
+        std::fs::File::create(&out_path).and_then(|o| Ok((o, std::fs::File::create(&err_path)?)));
+    let (out, err) = match files {
+        Ok(f) => f,
+        Err(e) => return Outcome::Failed(format!("{}: {e}", scratch.display())),
+    };
+    let child = Command::new(&c.argv[0])
         .args(&c.argv[1..])
         .envs(c.env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .map_err(|e| format!("{}: {e}", c.argv[0]))?;
-    let text = String::from_utf8_lossy(&out.stdout);
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn();
+    let mut child = match child {
+        Ok(ch) => ch,
+        Err(e) => return Outcome::Failed(format!("{}: {e}", c.argv[0])),
+    };
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => {
+                // SAFETY: kill(2) on the process group this function
+                // created for the child; it touches no memory.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
     let verified = text.contains("Verification    =  SUCCESSFUL");
     let mops = text
         .lines()
@@ -89,12 +141,13 @@ fn measure(c: &Config) -> Result<f64, String> {
                 .parse::<f64>()
                 .ok()
         });
-    match (out.status.success() && verified, mops) {
-        (true, Some(m)) => Ok(m),
-        _ => Err(format!(
-            "exit {:?}, verified {verified}\n{text}{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
+    match (status, verified, mops) {
+        (Some(st), true, Some(m)) if st.success() => Outcome::Measured(m),
+        (None, true, Some(m)) => Outcome::MeasuredThenHung(m),
+        _ => Outcome::Failed(format!(
+            "{}, verified {verified}\n{text}{}",
+            status.map_or(format!("killed after {limit:?}"), |s| s.to_string()),
+            std::fs::read_to_string(&err_path).unwrap_or_default()
         )),
     }
 }
@@ -123,6 +176,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let scratch = std::env::temp_dir().join(format!("o2g-compare-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&scratch) {
+        eprintln!("o2g-compare: {}: {e}", scratch.display());
+        return ExitCode::FAILURE;
+    }
     let mut csv = Vec::new();
     let total = args.reps * configs.len();
     let started = Instant::now();
@@ -131,23 +189,29 @@ fn main() -> ExitCode {
         for c in &mut configs {
             done += 1;
             let t = Instant::now();
-            match measure(c) {
-                Ok(m) => {
-                    println!(
-                        "[{done}/{total}] {} rep {rep}: {m:.2} Mop/s ({:.0} s, {:.0} s so far)",
-                        c.label,
-                        t.elapsed().as_secs_f64(),
-                        started.elapsed().as_secs_f64()
-                    );
-                    csv.push(format!("{},{rep},{m}", c.label));
-                    c.mops.push(m);
+            let outcome = measure(c, Duration::from_secs(args.timeout), &scratch);
+            let (m, note) = match outcome {
+                Outcome::Measured(m) => (m, ""),
+                Outcome::MeasuredThenHung(m) => {
+                    c.hung += 1;
+                    (m, ", then hung and was killed")
                 }
-                Err(e) => {
+                Outcome::Failed(e) => {
                     println!("[{done}/{total}] {} rep {rep}: FAILED", c.label);
                     eprintln!("{}: {e}", c.label);
                     c.failures += 1;
+                    let _ = std::io::stdout().flush();
+                    continue;
                 }
-            }
+            };
+            println!(
+                "[{done}/{total}] {} rep {rep}: {m:.2} Mop/s ({:.0} s, {:.0} s so far{note})",
+                c.label,
+                t.elapsed().as_secs_f64(),
+                started.elapsed().as_secs_f64()
+            );
+            csv.push(format!("{},{rep},{m}", c.label));
+            c.mops.push(m);
             let _ = std::io::stdout().flush();
         }
     }
@@ -183,6 +247,13 @@ fn main() -> ExitCode {
             ratio
         );
     }
+    for c in configs.iter().filter(|c| c.hung > 0) {
+        println!(
+            "{}: {} repetition(s) verified, then hung and were killed after {} s (counted)",
+            c.label, c.hung, args.timeout
+        );
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
     if let Some(ours) = &args.ours {
         if let Some(i) = configs.iter().position(|c| &c.label == ours) {
             let best = configs

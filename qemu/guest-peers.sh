@@ -1,0 +1,99 @@
+# Open MPI and MPICH (Debian bookworm) forced onto TCP between every pair of
+# ranks, also ranks on one node, so every library uses the network path
+# O2G does. POSIX sh (busybox too); sourced by guest tests, which find it at
+# /etc/o2g/peers.sh (make-initramfs.sh with O2G_GUEST_PEERS=1), and usable
+# on the host the same way:
+#
+#   . qemu/guest-peers.sh; peers_run mpich 2 target/bench-c/is-mpich S
+#   sh qemu/guest-peers.sh mpich 2 target/bench-c/is-mpich S
+#
+# Run as a program, the launcher replaces the shell, so a `timeout` around
+# it signals the launcher, which then stops its ranks.
+#
+# Open MPI 4.1.4: pml ob1 with btl tcp,self only (no vader shared memory;
+# ob1 rather than the UCX pml), on the interface $O2G_PEERS_IF.
+# MPICH 4.0.2: Debian builds it with device ch4:ucx (see `mpichversion`).
+# Two settings are needed, as either alone still leaves shared memory:
+#   MPIR_CVAR_NOLOCAL=1  ch4 treats every rank as remote (no POSIX shm path),
+#   UCX_TLS=tcp,self     UCX then uses only its tcp transport between ranks
+#                        (no shm/cma); self, as in Open MPI, serves a rank's
+#                        messages to itself. (With plain tcp those go over
+#                        loopback TCP, and ~10% of 2-rank runs here hung in
+#                        MPI_Finalize; with tcp,self 0 of 60 did, but UCX
+#                        1.13's tcp can still hang there now and then.)
+# and UCX_NET_DEVICES=$O2G_PEERS_IF picks the interface.
+# O2G_PEERS_IF: lo (default; one node), or eth0 across VMs.
+
+: "${O2G_PEERS_IF:=lo}"
+_peers_exec=""
+
+# Guest only (it edits /etc/hosts): name this node and make the name
+# resolve, as both launchers look it up.
+peers_setup() {
+    if [ "$(hostname)" = "(none)" ] || [ -z "$(hostname)" ]; then
+        hostname "o2g-node${O2G_NODE:-0}"
+    fi
+    if ! grep -qw "$(hostname)" /etc/hosts 2>/dev/null; then
+        if [ "${O2G_NODES:-1}" -gt 1 ]; then
+            i=0
+            while [ "$i" -lt "$O2G_NODES" ]; do
+                echo "${O2G_PEER_PREFIX:-198.18.0.}$((i + 1)) o2g-node$i"
+                i=$((i + 1))
+            done
+        else
+            echo "127.0.0.1 $(hostname)"
+        fi >>/etc/hosts
+        grep -qw localhost /etc/hosts || echo "127.0.0.1 localhost" >>/etc/hosts
+    fi
+    # UCX probes /dev/shm even when told to use only TCP, and logs errors
+    # without it; it is there on any real host (tests check it stays unused).
+    if [ ! -d /dev/shm ]; then
+        mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+    fi
+}
+
+# peers_run openmpi|mpich N PROGRAM [ARGS...]: run N ranks on this node.
+peers_run() {
+    _lib="$1" _n="$2"
+    shift 2
+    case "$_lib" in
+    openmpi)
+        # Open MPI refuses root unless told twice; the guest runs as root.
+        # plm isolated: start ranks here, no ssh/rsh (the guest has none).
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            $_peers_exec /usr/bin/mpirun.openmpi --oversubscribe --bind-to none -n "$_n" \
+            --mca plm isolated --mca pml ob1 --mca btl tcp,self \
+            --mca btl_tcp_if_include "$O2G_PEERS_IF" \
+            --mca oob_tcp_if_include "$O2G_PEERS_IF" "$@"
+        ;;
+    mpich)
+        $_peers_exec /usr/bin/mpiexec.mpich -launcher fork -n "$_n" \
+            -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self \
+            -genv UCX_NET_DEVICES "$O2G_PEERS_IF" "$@"
+        ;;
+    *)
+        echo "peers_run: unknown library $_lib (openmpi or mpich)" >&2
+        return 2
+        ;;
+    esac
+}
+
+# peers_if_rx_bytes: bytes received so far on $O2G_PEERS_IF. Ranks that
+# talk over TCP on one node move their data through lo; shared memory
+# would leave it nearly still.
+peers_if_rx_bytes() {
+    cat "/sys/class/net/$O2G_PEERS_IF/statistics/rx_bytes"
+}
+
+# peers_shm_maps PID...: shared-memory segments these processes map
+# (Open MPI vader, MPICH/UCX POSIX or SysV shm); a TCP-only run has none.
+peers_shm_maps() {
+    for _p in "$@"; do
+        grep -E '/dev/shm/|SYSV' "/proc/$_p/maps" 2>/dev/null
+    done | wc -l
+}
+
+if [ $# -gt 0 ] && { [ "${0##*/}" = peers.sh ] || [ "${0##*/}" = guest-peers.sh ]; }; then
+    _peers_exec=exec
+    peers_run "$@"
+fi
