@@ -97,13 +97,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Histogram::vertical(&chart)
             .style(RGBColor(70, 110, 170).filled())
             .margin(24)
-            .data(data.iter().enumerate().map(|(i, (_, v))| (i as i32, median(v)))),
+            .data(
+                data.iter()
+                    .enumerate()
+                    .map(|(i, (_, v))| (i as i32, median(v))),
+            ),
     )?;
     for (i, (_, v)) in data.iter().enumerate() {
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = v.iter().copied().fold(0.0, f64::max);
         let x = SegmentValue::CenterOf(i as i32);
-        chart.draw_series(LineSeries::new([(x.clone(), lo), (x, hi)], BLACK.stroke_width(2)))?;
+        chart.draw_series(LineSeries::new(
+            [(x.clone(), lo), (x, hi)],
+            BLACK.stroke_width(2),
+        ))?;
     }
     root.present()?;
     println!("wrote {}", args.out.display());
@@ -117,7 +124,10 @@ mod tests {
     #[test]
     fn reads_labels_in_order() {
         let d = read("label,rep,mops\nb,1,2\na,1,3\nb,2,4\n").unwrap();
-        assert_eq!(d, vec![("b".into(), vec![2.0, 4.0]), ("a".into(), vec![3.0])]);
+        assert_eq!(
+            d,
+            vec![("b".into(), vec![2.0, 4.0]), ("a".into(), vec![3.0])]
+        );
         assert!(read("label,rep,mops\nx,1\n").is_err());
         assert!(read("label,rep,mops\nx,1,y\n").is_err());
     }
