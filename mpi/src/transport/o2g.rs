@@ -39,7 +39,7 @@ use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::wire::{Encoder, Kind, HEADER_LEN};
 
 use super::bootstrap::Link;
-use super::outbox::{write_parts, Out, Sends};
+use super::outbox::{write_parts, Out, Sending, Sends};
 use super::{RecvOutcome, RecvToken, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -386,22 +386,16 @@ impl Transport for O2g {
             self.progress(None)?;
         }
         let p = self.peer(dest)?;
-        let header = p.tx.encode(Kind::Eager, env, data.len() as u64);
-        let (mut h, mut d) = (0, 0);
+        let mut sending = Sending::new(p.tx.encode(Kind::Eager, env, data.len() as u64));
         loop {
             let p = self.peer(dest)?;
-            match write_parts(p.wstream(), &header[h..], &data[d..]) {
-                Ok((dh, dd)) => {
-                    h += dh;
-                    d += dd;
-                }
+            match sending.write(p.wstream(), data) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
                 Err(e) => {
                     self.kill(dest, format!("write failed: {e}"));
                     return self.peer(dest).map(drop);
                 }
-            }
-            if h == HEADER_LEN && d == data.len() {
-                return Ok(());
             }
             // The receiver holds back (its dump area is full, or it reads
             // slower): wait for room, keeping completions moving.

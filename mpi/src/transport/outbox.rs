@@ -42,12 +42,36 @@ pub(crate) fn write_parts(
     Ok((h, d))
 }
 
+/// A blocking send under way: how much of its header and of the caller's
+/// data has been written so far.
+pub(crate) struct Sending {
+    header: [u8; HEADER_LEN],
+    done: (usize, usize),
+}
+
+impl Sending {
+    pub(crate) fn new(header: [u8; HEADER_LEN]) -> Self {
+        Self {
+            header,
+            done: (0, 0),
+        }
+    }
+
+    /// Writes as much of the rest as the socket takes; whether all of the
+    /// header and of `data` is out.
+    pub(crate) fn write(&mut self, s: &mut TcpStream, data: &[u8]) -> io::Result<bool> {
+        let (h, d) = self.done;
+        let (dh, dd) = write_parts(s, &self.header[h..], &data[d..])?;
+        self.done = (h + dh, d + dd);
+        Ok(self.done == (HEADER_LEN, data.len()))
+    }
+}
+
 /// A message, or what is left of it, waiting to be written.
 pub(crate) struct Out {
-    header: [u8; HEADER_LEN],
-    header_done: usize,
+    sending: Sending,
+    /// The payload bytes the socket had not taken when it was queued.
     data: Vec<u8>,
-    data_done: usize,
     /// The `isend` it belongs to.
     pub(crate) token: u64,
 }
@@ -62,24 +86,18 @@ impl Out {
         token: u64,
     ) -> Self {
         Self {
-            header,
-            header_done: done.0,
+            sending: Sending {
+                header,
+                done: (done.0, 0),
+            },
             data: data[done.1..].to_vec(),
-            data_done: 0,
             token,
         }
     }
 
     /// Writes as much as the socket takes; whether the message is out.
     pub(crate) fn write(&mut self, s: &mut TcpStream) -> io::Result<bool> {
-        let (h, d) = write_parts(
-            s,
-            &self.header[self.header_done..],
-            &self.data[self.data_done..],
-        )?;
-        self.header_done += h;
-        self.data_done += d;
-        Ok(self.header_done == HEADER_LEN && self.data_done == self.data.len())
+        self.sending.write(s, &self.data)
     }
 }
 

@@ -40,7 +40,7 @@ use o2g_core::proto::wire::{Encoder, Kind, Limits, HEADER_LEN};
 
 use super::bootstrap::Link;
 use super::matcher::{Matcher, RecvOutcome, RecvToken, Sink};
-use super::outbox::{write_parts, Out, Sends};
+use super::outbox::{write_parts, Out, Sending, Sends};
 use super::{SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -426,24 +426,18 @@ impl<P: Poller> Transport for Sockets<P> {
             self.progress(None)?;
         }
         let c = self.conn(dest)?;
-        let header = c.tx.encode(Kind::Eager, env, data.len() as u64);
-        let (mut h, mut d) = (0, 0);
+        let mut sending = Sending::new(c.tx.encode(Kind::Eager, env, data.len() as u64));
         loop {
             let c = self.conn(dest)?;
-            match write_parts(c.wstream(), &header[h..], &data[d..]) {
-                Ok((dh, dd)) => {
-                    h += dh;
-                    d += dd;
-                }
+            match sending.write(c.wstream(), data) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
                 Err(e) => {
-                    let reason = format!("write failed: {e}");
-                    self.kill(dest as usize, reason);
+                    self.kill(dest as usize, format!("write failed: {e}"));
                     return self.conn(dest).map(drop);
                 }
             }
-            if h == HEADER_LEN && d == data.len() {
-                return Ok(());
-            }
+            let c = self.conn(dest)?;
             c.writable = false;
             self.poll(None, Some(dest as usize))?;
         }
