@@ -161,16 +161,7 @@ fn tcp_mesh() -> CheckResult {
         }
         Ok(())
     } else {
-        let addr: SocketAddr = format!("{prefix}1:{MESH_PORT}")
-            .parse()
-            .map_err(|e| format!("{e}"))?;
-        let mut conn = loop {
-            match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
-                Ok(c) => break c,
-                Err(e) if Instant::now() > deadline => return Err(format!("connect {addr}: {e}")),
-                Err(_) => std::thread::sleep(Duration::from_millis(300)),
-            }
-        };
+        let (mut conn, addr) = connect_node0(&prefix, MESH_PORT, MESH_WAIT)?;
         conn.set_read_timeout(Some(MESH_WAIT))
             .map_err(|e| e.to_string())?;
         conn.write_all(&node.to_le_bytes())
@@ -183,6 +174,26 @@ fn tcp_mesh() -> CheckResult {
         }
         println!("node {node}: reached node 0 at {addr}");
         Ok(())
+    }
+}
+
+/// Connects to node 0 (`{prefix}1:port`), retrying while it boots, for at
+/// most `wait`.
+pub(crate) fn connect_node0(
+    prefix: &str,
+    port: u16,
+    wait: Duration,
+) -> Result<(TcpStream, SocketAddr), String> {
+    let addr: SocketAddr = format!("{prefix}1:{port}")
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+            Ok(c) => return Ok((c, addr)),
+            Err(e) if Instant::now() > deadline => return Err(format!("connect {addr}: {e}")),
+            Err(_) => std::thread::sleep(Duration::from_millis(300)),
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //! receiver is ready for it.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use libo2g::{Endpoint, EndpointConfig, Post, Selector};
@@ -93,17 +93,7 @@ pub(crate) fn remote(args: &[String]) -> CheckResult {
 /// A sender: connect to node 0, say who we are, obey commands.
 fn sender(node: u32) -> CheckResult {
     let prefix = std::env::var("O2G_PEER_PREFIX").map_err(|_| "O2G_PEER_PREFIX unset")?;
-    let addr: SocketAddr = format!("{prefix}1:{PORT}")
-        .parse()
-        .map_err(|e| format!("{e}"))?;
-    let deadline = Instant::now() + WAIT;
-    let mut sock = loop {
-        match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
-            Ok(c) => break c,
-            Err(e) if Instant::now() > deadline => return Err(format!("connect {addr}: {e}")),
-            Err(_) => std::thread::sleep(Duration::from_millis(300)),
-        }
-    };
+    let (mut sock, _) = crate::connect_node0(&prefix, PORT, WAIT)?;
     sock.set_read_timeout(Some(WAIT))
         .map_err(|e| e.to_string())?;
     sock.write_all(&node.to_le_bytes())
