@@ -1,0 +1,186 @@
+//! The cost of one readiness call as the number of watched sockets grows
+//! (the o2g paper's figure 7): `select`, `poll` and `epoll_wait` over `n`
+//! idle loopback sockets plus one with data waiting, so each call finds
+//! exactly one ready socket. `select` cannot watch descriptors at or past
+//! `FD_SETSIZE`; its column says so from there on.
+
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use o2g_bench::median;
+
+#[derive(Parser)]
+#[command(about = "select/poll/epoll_wait cost per call vs watched sockets")]
+struct Args {
+    /// Watched-socket counts (idle ones; one more holds data).
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100,250,500,1000")]
+    counts: Vec<usize>,
+    /// Calls per repetition.
+    #[arg(long, default_value_t = 2000)]
+    calls: u32,
+    /// Repetitions; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+}
+
+fn check(r: libc::c_int, what: &str) -> std::io::Result<libc::c_int> {
+    if r < 0 {
+        Err(std::io::Error::new(
+            std::io::Error::last_os_error().kind(),
+            format!("{what}: {}", std::io::Error::last_os_error()),
+        ))
+    } else {
+        Ok(r)
+    }
+}
+
+/// Median time of one call of `f` (which must find one ready socket).
+fn time_calls(
+    args: &Args,
+    mut f: impl FnMut() -> std::io::Result<libc::c_int>,
+) -> std::io::Result<Duration> {
+    let mut samples = Vec::with_capacity(args.reps);
+    for _ in 0..args.reps {
+        let t = Instant::now();
+        for _ in 0..args.calls {
+            if f()? != 1 {
+                return Err(std::io::Error::other("expected exactly one ready socket"));
+            }
+        }
+        samples.push(t.elapsed() / args.calls);
+    }
+    Ok(median(&mut samples))
+}
+
+fn select_cost(args: &Args, fds: &[RawFd]) -> std::io::Result<Option<Duration>> {
+    let max = *fds.iter().max().unwrap_or(&0);
+    if max as usize >= libc::FD_SETSIZE {
+        return Ok(None);
+    }
+    time_calls(args, || {
+        // SAFETY: An all-zero fd_set is a valid empty set.
+        let mut set: libc::fd_set = unsafe { std::mem::zeroed() };
+        for &fd in fds {
+            // SAFETY: `fd` is below FD_SETSIZE (checked above) and `set` is valid.
+            unsafe { libc::FD_SET(fd, &mut set) };
+        }
+        let mut tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        };
+        // SAFETY: `set` and `tv` are valid for the call; no other sets.
+        let r = unsafe {
+            libc::select(
+                max + 1,
+                &mut set,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut tv,
+            )
+        };
+        check(r, "select")
+    })
+    .map(Some)
+}
+
+fn poll_cost(args: &Args, fds: &[RawFd]) -> std::io::Result<Duration> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    time_calls(args, || {
+        // SAFETY: `pfds` is a valid array of `pfds.len()` entries.
+        let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 0) };
+        check(r, "poll")
+    })
+}
+
+fn epoll_cost(args: &Args, fds: &[RawFd]) -> std::io::Result<Duration> {
+    // SAFETY: Creates a new descriptor; no pointers involved.
+    let ep = check(
+        unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) },
+        "epoll_create1",
+    )?;
+    let close = || {
+        // SAFETY: `ep` was opened above and is not used after this.
+        unsafe { libc::close(ep) };
+    };
+    for &fd in fds {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: `ep` and `fd` are open descriptors; `ev` is valid.
+        let r = unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        if let Err(e) = check(r, "epoll_ctl") {
+            close();
+            return Err(e);
+        }
+    }
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
+    let cost = time_calls(args, || {
+        // SAFETY: `events` has room for the 8 entries the call may fill.
+        let r = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), 8, 0) };
+        check(r, "epoll_wait")
+    });
+    close();
+    cost
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e6)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let most = args.counts.iter().copied().max().unwrap_or(0);
+    let want = 2 * most as u64 + 64;
+    // SAFETY: Plain getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < want {
+            lim.rlim_cur = want.min(lim.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    // The busy socket first, so it has the lowest descriptor.
+    let mut busy_far = TcpStream::connect(addr)?;
+    let (busy, _) = listener.accept()?;
+    busy_far.write_all(b"x")?;
+    let mut idle = Vec::new();
+    println!(
+        "# readiness call cost, one ready socket among N+1, median of {} x {} calls",
+        args.reps, args.calls
+    );
+    println!(
+        "{:>6} {:>12} {:>12} {:>12}",
+        "idle", "select(us)", "poll(us)", "epoll(us)"
+    );
+    for &n in &args.counts {
+        while idle.len() < n {
+            let far = TcpStream::connect(addr)?;
+            let (near, _) = listener.accept()?;
+            idle.push((near, far));
+        }
+        let fds: Vec<RawFd> = std::iter::once(busy.as_raw_fd())
+            .chain(idle[..n].iter().map(|(near, _)| near.as_raw_fd()))
+            .collect();
+        let sel = select_cost(&args, &fds)?.map_or("past FD_SETSIZE".into(), micros);
+        let pol = micros(poll_cost(&args, &fds)?);
+        let epo = micros(epoll_cost(&args, &fds)?);
+        println!("{n:>6} {sel:>12} {pol:>12} {epo:>12}");
+    }
+    Ok(())
+}
