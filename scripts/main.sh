@@ -7,42 +7,59 @@
 # Prints progress and the comparison table; every measurement is saved as
 # CSV, with an SVG plot, under results/.
 #
-# usage: scripts/main.sh [--class S|W|A|B] [--reps N] [--np N]
+# usage: scripts/main.sh [--class S|W|A|B] [--reps N] [--np N] [--full]
 #   Defaults: class B, 5 repetitions, 2 ranks (one per vCPU; about 15
-#   minutes under TCG, in a 4 GiB guest). More ranks than vCPUs measures oversubscription:
-#   MPICH over UCX spins and collapses there.
+#   minutes under TCG, in a 4 GiB guest). More ranks than vCPUs measures
+#   oversubscription: MPICH over UCX spins and collapses there. --full runs
+#   classes A and B, then the bench suite (ping-pong, system calls per
+#   message, idle connections, poll cost): about 25 minutes.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
-class=B reps=5 np=2
+classes=B reps=5 np=2 full=0
 while (($#)); do
     case "$1" in
-        --class) class="$2"; shift 2 ;;
+        --class) classes="$2"; shift 2 ;;
         --reps) reps="$2"; shift 2 ;;
         --np) np="$2"; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --full) full=1; classes="A B"; shift ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
 done
-[[ "$class" =~ ^[SWAB]$ ]] || die "--class must be S, W, A or B"
+for class in $classes; do
+    [[ "$class" =~ ^[SWAB]$ ]] || die "--class must be S, W, A or B"
+done
 [[ "$reps" =~ ^[1-9][0-9]*$ && "$np" =~ ^[1-9][0-9]*$ ]] || die "--reps and --np take positive numbers"
 
 "$O2G_ROOT/scripts/setup.sh"
 results="$O2G_ROOT/results/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$results"
-log "NAS-IS-style class $class, $np ranks, $reps repetitions per transport; results in $results"
-# A class B run takes about 25 s under TCG; allow plenty.
-O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 O2G_GUEST_ENV="O2G_MAIN_CLASS=$class O2G_MAIN_REPS=$reps O2G_MAIN_NP=$np" \
-    "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 7200 --verbose main |
-    tee "$results/console.log" | grep --line-buffered -v '# node0: csv: '
-sed -n 's/^# node0: csv: //p' "$results/console.log" >"$results/is.csv"
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "host: $(nproc) cores, $(awk '/MemTotal/{print int($2/1048576)" GiB"}' /proc/meminfo), $(uname -r)"
     echo "guest: release kernel under QEMU $(qemu-system-x86_64 --version | head -1 | awk '{print $4}'), TCG"
-    echo "job: class $class, $np ranks, $reps repetitions"
+    echo "job: classes $classes, $np ranks, $reps repetitions"
 } >"$results/machine.txt"
-grep -q '^label,rep,mops' "$results/is.csv" || die "no measurements came back; see $results/console.log"
-"$O2G_ROOT/target/release/o2g-plot" --csv "$results/is.csv" \
-    --title "NAS-IS-style class $class, $np ranks (QEMU TCG, release kernel)" --out "$results/is.svg"
-log "measurements: $results/is.csv, plot: $results/is.svg"
+
+for class in $classes; do
+    log "NAS-IS-style class $class, $np ranks, $reps repetitions of each; results in $results"
+    # A class B run takes about 25 s under TCG; allow plenty.
+    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
+        O2G_GUEST_ENV="O2G_MAIN_CLASS=$class O2G_MAIN_REPS=$reps O2G_MAIN_NP=$np" \
+        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 7200 --verbose main |
+        tee "$results/console-is-$class.log" | grep --line-buffered -v '# node0: csv: '
+    sed -n 's/^# node0: csv: //p' "$results/console-is-$class.log" >"$results/is-$class.csv"
+    grep -q '^label,rep,mops' "$results/is-$class.csv" ||
+        die "no measurements came back; see $results/console-is-$class.log"
+    "$O2G_ROOT/target/release/o2g-plot" --csv "$results/is-$class.csv" \
+        --title "NAS-IS-style class $class, $np ranks (QEMU TCG, release kernel)" \
+        --out "$results/is-$class.svg"
+done
+
+if ((full)); then
+    log "the sweeps: ping-pong, system calls per message, idle connections, poll cost"
+    "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose bench |
+        tee "$results/bench.log"
+fi
+log "results: $results"
