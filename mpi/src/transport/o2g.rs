@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 use libo2g::{abi, Device, Endpoint, EndpointConfig, Post, Reaped, RecvError, RecvHandle};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
-use o2g_core::proto::wire::{Encoder, Kind, HEADER_LEN};
+use o2g_core::proto::wire::{Encoder, Kind};
 
 use super::bootstrap::Link;
-use super::outbox::{write_parts, Out, Sending, Sends};
+use super::outbox::{start_isend, Out, Sending, Sends};
 use super::{RecvOutcome, RecvToken, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -406,26 +406,17 @@ impl Transport for O2g {
 
     fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
         self.check_size(data.len())?;
-        let p = self.peer(dest)?;
+        self.peer(dest)?;
+        let p = &mut self.peers[dest as usize];
         let header = p.tx.encode(Kind::Eager, env, data.len() as u64);
-        let done = if p.out.is_empty() {
-            match write_parts(p.wstream(), &header, data) {
-                Ok(done) => done,
-                Err(e) => {
-                    self.kill(dest, format!("write failed: {e}"));
-                    return self.peer(dest).map(|_| SendToken(0));
-                }
+        let w = p.writer.as_mut().unwrap_or(&mut p.registered);
+        match start_isend(w, &mut p.out, &mut self.sends, header, data) {
+            Ok(token) => Ok(token),
+            Err(e) => {
+                self.kill(dest, format!("write failed: {e}"));
+                self.peer(dest).map(|_| SendToken(0))
             }
-        } else {
-            (0, 0)
-        };
-        if done == (HEADER_LEN, data.len()) {
-            return Ok(SendToken(0));
         }
-        let token = self.sends.start();
-        let p = self.peer(dest)?;
-        p.out.push_back(Out::rest(header, done, data, token));
-        Ok(SendToken(token))
     }
 
     fn test_send(&mut self, token: SendToken) -> Result<bool> {

@@ -7,7 +7,7 @@
 //! once and copies only the rest into an [`Out`], so a token never refers
 //! to the caller's memory.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind, IoSlice, Write};
 use std::net::TcpStream;
 
@@ -99,6 +99,29 @@ impl Out {
     pub(crate) fn write(&mut self, s: &mut TcpStream) -> io::Result<bool> {
         self.sending.write(s, &self.data)
     }
+}
+
+/// Starts an `isend` on a connection whose queue is `out`: unless earlier
+/// messages still wait there, writes what the socket takes at once, then
+/// queues the rest under a new token of `sends`. Token 0: it all went out.
+pub(crate) fn start_isend(
+    s: &mut TcpStream,
+    out: &mut VecDeque<Out>,
+    sends: &mut Sends,
+    header: [u8; HEADER_LEN],
+    data: &[u8],
+) -> io::Result<SendToken> {
+    let done = if out.is_empty() {
+        write_parts(s, &header, data)?
+    } else {
+        (0, 0)
+    };
+    if done == (HEADER_LEN, data.len()) {
+        return Ok(SendToken(0));
+    }
+    let token = sends.start();
+    out.push_back(Out::rest(header, done, data, token));
+    Ok(SendToken(token))
 }
 
 enum SendState {

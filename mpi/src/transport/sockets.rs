@@ -36,11 +36,11 @@ use std::time::{Duration, Instant};
 
 use o2g_core::proto::envelope::{Envelope, Selector};
 use o2g_core::proto::stream::{Event, Reassembler};
-use o2g_core::proto::wire::{Encoder, Kind, Limits, HEADER_LEN};
+use o2g_core::proto::wire::{Encoder, Kind, Limits};
 
 use super::bootstrap::Link;
 use super::matcher::{Matcher, RecvOutcome, RecvToken, Sink};
-use super::outbox::{write_parts, Out, Sending, Sends};
+use super::outbox::{start_isend, Out, Sending, Sends};
 use super::{SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -448,27 +448,24 @@ impl<P: Poller> Transport for Sockets<P> {
             self.send(dest, env, data)?;
             return Ok(SendToken(0));
         }
-        let c = self.conn(dest)?;
-        let header = c.tx.encode(Kind::Eager, env, data.len() as u64);
-        let (h, d) = if c.out.is_empty() {
-            match write_parts(c.wstream(), &header, data) {
-                Ok(done) => done,
-                Err(e) => {
-                    self.kill(dest as usize, format!("write failed: {e}"));
-                    return self.conn(dest).map(|_| SendToken(0));
-                }
-            }
-        } else {
-            (0, 0)
+        self.conn(dest)?;
+        let Some(Some(c)) = self.conns.get_mut(dest as usize) else {
+            unreachable!("conn() just found rank {dest}'s connection");
         };
-        if h == HEADER_LEN && d == data.len() {
-            return Ok(SendToken(0));
+        let header = c.tx.encode(Kind::Eager, env, data.len() as u64);
+        let w = c.writer.as_mut().unwrap_or(&mut c.stream);
+        match start_isend(w, &mut c.out, &mut self.sends, header, data) {
+            Ok(token) => {
+                if token.0 != 0 {
+                    c.writable = false;
+                }
+                Ok(token)
+            }
+            Err(e) => {
+                self.kill(dest as usize, format!("write failed: {e}"));
+                self.conn(dest).map(|_| SendToken(0))
+            }
         }
-        c.writable = false;
-        let token = self.sends.start();
-        let c = self.conn(dest)?;
-        c.out.push_back(Out::rest(header, (h, d), data, token));
-        Ok(SendToken(token))
     }
 
     fn test_send(&mut self, token: SendToken) -> Result<bool> {
