@@ -85,6 +85,41 @@ pub fn median(samples: &mut [Duration]) -> Duration {
     }
 }
 
+/// The sweep options both ping-pong programs take.
+#[derive(Clone, Debug, clap::Args)]
+pub struct SweepArgs {
+    /// Sizes to measure, e.g. "8,1M" (default: 0 and powers of two to --max).
+    #[arg(long)]
+    pub sizes: Option<SizeList>,
+    /// Largest size of the default sweep (K/M/G suffixes).
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    pub max: usize,
+    /// Repetitions per size; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Most round trips per repetition (small messages).
+    #[arg(long, default_value_t = 1000)]
+    pub max_iters: usize,
+    /// Bytes each repetition moves one way, which sets the round trips of
+    /// large messages (K/M/G suffixes).
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    pub budget: usize,
+}
+
+impl SweepArgs {
+    /// (size, round trips per repetition) for every size of the sweep.
+    pub fn plan(&self) -> Vec<(usize, usize)> {
+        let sizes = self
+            .sizes
+            .clone()
+            .map_or_else(|| power_of_two_sizes(self.max), |l| l.0);
+        sizes
+            .into_iter()
+            .map(|s| (s, iterations(s, self.max_iters, self.budget)))
+            .collect()
+    }
+}
+
 /// One row of a ping-pong table.
 #[derive(Clone, Copy, Debug)]
 pub struct PingPongRow {

@@ -9,30 +9,13 @@
 use std::time::Duration;
 
 use clap::Parser;
-use o2g_bench::{
-    iterations, median, parse_size, power_of_two_sizes, print_pingpong_header, print_pingpong_row,
-    PingPongRow, SizeList,
-};
+use o2g_bench::{median, print_pingpong_header, print_pingpong_row, PingPongRow, SweepArgs};
 
 #[derive(Parser)]
 #[command(about = "MPI ping-pong: half round trip and bandwidth per size")]
 struct Args {
-    /// Sizes to measure, e.g. "8,1M" (default: 0 and powers of two to --max).
-    #[arg(long)]
-    sizes: Option<SizeList>,
-    /// Largest size of the default sweep (K/M/G suffixes).
-    #[arg(long, default_value = "16M", value_parser = parse_size)]
-    max: usize,
-    /// Repetitions per size; the median is reported.
-    #[arg(long, default_value_t = 5)]
-    reps: usize,
-    /// Most round trips per repetition (small messages).
-    #[arg(long, default_value_t = 1000)]
-    max_iters: usize,
-    /// Bytes each repetition moves one way, which sets the round trips of
-    /// large messages.
-    #[arg(long, default_value = "16M", value_parser = parse_size)]
-    budget: usize,
+    #[command(flatten)]
+    sweep: SweepArgs,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,19 +26,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("o2g-pingpong needs two ranks (o2grun -n 2)".into());
     }
     let rank = world.rank();
-    let sizes = args
-        .sizes
-        .map(|l| l.0)
-        .unwrap_or_else(|| power_of_two_sizes(args.max));
+    let args = args.sweep;
+    let plan = args.plan();
     if rank == 0 {
         print_pingpong_header(
             &format!("MPI ping-pong, transport {}", universe.transport_name()),
             args.reps,
         );
     }
-    let mut buf = vec![0u8; sizes.iter().copied().max().unwrap_or(0)];
-    for &size in &sizes {
-        let iters = iterations(size, args.max_iters, args.budget);
+    let mut buf = vec![0u8; plan.iter().map(|p| p.0).max().unwrap_or(0)];
+    for &(size, iters) in &plan {
         let msg = &mut buf[..size];
         let mut samples = Vec::with_capacity(args.reps);
         // One untimed repetition first: connections and buffers warm up.

@@ -7,40 +7,13 @@ use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
 
 use clap::Parser;
-use o2g_bench::{
-    iterations, median, parse_size, power_of_two_sizes, print_pingpong_header, print_pingpong_row,
-    PingPongRow, SizeList,
-};
+use o2g_bench::{median, print_pingpong_header, print_pingpong_row, PingPongRow, SweepArgs};
 
 #[derive(Parser)]
 #[command(about = "Raw TCP ping-pong over loopback: half round trip and bandwidth per size")]
 struct Args {
-    /// Sizes to measure, e.g. "8,1M" (default: 0 and powers of two to 16M).
-    #[arg(long)]
-    sizes: Option<SizeList>,
-    /// Repetitions per size; the median is reported.
-    #[arg(long, default_value_t = 5)]
-    reps: usize,
-    /// Most round trips per repetition (small messages).
-    #[arg(long, default_value_t = 1000)]
-    max_iters: usize,
-    /// Bytes each repetition moves one way (K/M/G suffixes).
-    #[arg(long, default_value = "16M", value_parser = parse_size)]
-    budget: usize,
-}
-
-/// The plan both sides follow: (size, round trips) per repetition.
-fn plan(args: &Args) -> Vec<(usize, usize)> {
-    let sizes = args
-        .sizes
-        .clone()
-        .map(|l| l.0)
-        .unwrap_or_else(|| power_of_two_sizes(16 << 20));
-    let budget = args.budget;
-    sizes
-        .into_iter()
-        .map(|s| (s, iterations(s, args.max_iters, budget)))
-        .collect()
+    #[command(flatten)]
+    sweep: SweepArgs,
 }
 
 /// Echoes every message back, following the same plan.
@@ -57,7 +30,8 @@ fn echo(mut s: TcpStream, plan: Vec<(usize, usize)>, reps: usize) -> std::io::Re
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let plan = plan(&args);
+    let args = args.sweep;
+    let plan = args.plan();
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let mut s = TcpStream::connect(listener.local_addr()?)?;
     let (peer, _) = listener.accept()?;
