@@ -1,0 +1,1 @@
+//! Emulated DIMMnet-1 (work in progress).

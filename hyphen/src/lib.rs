@@ -1,0 +1,1 @@
+//! Emulated HyphenLink and AP1000 buffer receiving (work in progress).
