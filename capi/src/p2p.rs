@@ -76,6 +76,45 @@ pub(crate) fn recv_outcome(r: mpi::Result<mpi::Status>) -> (Status, Res<()>) {
     }
 }
 
+/// The blocking sends: standard mode, or synchronous mode.
+#[derive(Clone, Copy)]
+enum Mode {
+    Standard,
+    Synchronous,
+}
+
+/// `MPI_Send` and `MPI_Ssend`.
+///
+/// # Safety
+///
+/// `buf` must be valid for reading `count` elements of `dt`.
+unsafe fn blocking_send(
+    mode: Mode,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    let name = match mode {
+        Mode::Standard => "MPI_Send",
+        Mode::Synchronous => "MPI_Ssend",
+    };
+    boundary(name, comm, || {
+        let c = handles::comm(comm)?;
+        let (len, _) = buffer_len(count, dt)?;
+        let tag = send_tag(tag)?;
+        // SAFETY: the caller's buffer holds `count` elements of `dt`.
+        let data = unsafe { ffi::bytes(buf, len) }?;
+        match (dest(dst)?, mode) {
+            (Peer::Null, _) => Ok(()),
+            (Peer::Rank(r), Mode::Standard) => Ok(c.comm.send(data, r, tag)?),
+            (Peer::Rank(r), Mode::Synchronous) => Ok(c.comm.ssend(data, r, tag)?),
+        }
+    })
+}
+
 /// `MPI_Send` (§3.2.1): standard-mode blocking send.
 ///
 /// # Safety
@@ -90,22 +129,12 @@ pub(crate) unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    boundary("MPI_Send", comm, || {
-        let c = handles::comm(comm)?;
-        let (len, _) = buffer_len(count, dt)?;
-        let tag = send_tag(tag)?;
-        // SAFETY: the caller's buffer holds `count` elements of `dt`.
-        let data = unsafe { ffi::bytes(buf, len) }?;
-        match dest(dst)? {
-            Peer::Null => Ok(()),
-            Peer::Rank(r) => Ok(c.comm.send(data, r, tag)?),
-        }
-    })
+    // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
+    unsafe { blocking_send(Mode::Standard, buf, count, dt, dst, tag, comm) }
 }
 
-/// `MPI_Ssend` (§3.4). o2g has no synchronous mode: this is a
-/// standard-mode send, which completes once the data are with the
-/// transport. Every program correct with `MPI_Ssend` is correct with it.
+/// `MPI_Ssend` (§3.4): synchronous-mode blocking send; returns once the
+/// destination has started a receive that matched the message.
 ///
 /// # Safety
 ///
@@ -119,8 +148,8 @@ pub(crate) unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    // SAFETY: same contract as MPI_Send.
-    unsafe { MPI_Send(buf, count, dt, dst, tag, comm) }
+    // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
+    unsafe { blocking_send(Mode::Synchronous, buf, count, dt, dst, tag, comm) }
 }
 
 /// `MPI_Recv` (§3.2.4): blocking receive.

@@ -20,6 +20,12 @@ pub type Tag = u32;
 /// A communicator's context id; messages only match within one context.
 pub type ContextId = u32;
 
+/// Bit 31 of a message's context field marks a synchronous-mode send
+/// (`MPI_Ssend`, §3.4): the receiving library acknowledges the message as
+/// soon as a receive matches it. The bit is not part of the communicator's
+/// identity: matching ignores it, so context ids have 31 bits.
+pub const SYNC_FLAG: ContextId = 1 << 31;
+
 /// The envelope of one message as it travels: who sent it, with which tag,
 /// on which communicator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -30,6 +36,22 @@ pub struct Envelope {
     pub tag: Tag,
     /// The communicator's context id.
     pub context: ContextId,
+}
+
+impl Envelope {
+    /// Whether the sender waits for an acknowledgement of the match
+    /// ([`SYNC_FLAG`]).
+    pub const fn is_sync(&self) -> bool {
+        self.context & SYNC_FLAG != 0
+    }
+
+    /// The envelope as matching sees it: without [`SYNC_FLAG`].
+    pub const fn matching_key(&self) -> Self {
+        Self {
+            context: self.context & !SYNC_FLAG,
+            ..*self
+        }
+    }
 }
 
 /// The source a receive accepts.
@@ -81,7 +103,7 @@ impl Selector {
             TagSel::Tag(t) => t == env.tag,
             TagSel::Any => true,
         };
-        source && tag && self.context == env.context
+        source && tag && (self.context ^ env.context) & !SYNC_FLAG == 0
     }
 
     /// The single envelope this selector accepts, if it has no wildcard.

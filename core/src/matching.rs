@@ -16,7 +16,10 @@
 //!   receive when the context ids are equal, the source is equal or the
 //!   receive says `MPI_ANY_SOURCE`, and the tag is equal or the receive
 //!   says `MPI_ANY_TAG`. There is no wildcard context, so communicators are
-//!   isolated from each other (§7.2.2).
+//!   isolated from each other (§7.2.2). The synchronous-send bit of a
+//!   context ([`SYNC_FLAG`]) is ignored: a standard receive takes an
+//!   `MPI_Ssend` message; the engine hands the full envelope back so the
+//!   caller can acknowledge it.
 //! - **Non-overtaking** (§3.5, "Order"): among the unexpected messages that
 //!   match a new receive, the one that arrived first is taken. A
 //!   connection delivers one sender's messages in sending order, so a
@@ -68,7 +71,7 @@
 
 use core::ops::DerefMut;
 
-use super::envelope::{Envelope, Selector, SourceSel, TagSel};
+use super::envelope::{Envelope, Selector, SourceSel, TagSel, SYNC_FLAG};
 use super::list::{at, Links, List, Node, Which, NIL};
 
 /// One entry of the caller-provided storage for either queue.
@@ -387,7 +390,7 @@ where
             envelope: Envelope {
                 source,
                 tag,
-                context: sel.context,
+                context: sel.context & !SYNC_FLAG,
             },
             any_source,
             any_tag,
@@ -618,7 +621,7 @@ where
 
     fn bucket_of(&self, env: &Envelope) -> usize {
         let key = u64::from(env.source) | u64::from(env.tag).rotate_left(32);
-        let h = mix(key ^ self.seed ^ mix(u64::from(env.context)));
+        let h = mix(key ^ self.seed ^ mix(u64::from(env.matching_key().context)));
         (h as usize) & self.mask
     }
 
@@ -634,7 +637,7 @@ where
         let posted = &*self.posted;
         let exact = self.buckets.get(self.bucket_of(env)).and_then(|b| {
             b.posted.find(posted, Which::Chain, |i, s| {
-                Ok((s.envelope == *env).then_some((i, s.seq)))
+                Ok((s.envelope == env.matching_key()).then_some((i, s.seq)))
             })
         });
         // Wildcards win only if posted before the exact candidate.
@@ -651,7 +654,7 @@ where
         match sel.as_exact() {
             Some(env) => self.buckets.get(self.bucket_of(&env)).and_then(|b| {
                 b.unexpected.find(slots, Which::Chain, |i, s| {
-                    Ok((s.envelope == env).then_some(i))
+                    Ok((s.envelope.matching_key() == env.matching_key()).then_some(i))
                 })
             }),
             None => self.arrivals.find(slots, Which::Order, |i, s| {

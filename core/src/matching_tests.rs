@@ -271,3 +271,37 @@ fn cancel_from_removes_only_exact_receives_from_that_source() {
     assert_eq!(e.match_posted(env(1, 5)), Some(11), "the wildcard stays");
     assert_eq!(e.match_posted(env(2, 9)), Some(12));
 }
+
+#[test]
+fn the_sync_bit_is_ignored_by_matching_and_kept_in_the_envelope() {
+    let sync = |source, tag| Envelope {
+        context: SYNC_FLAG,
+        ..env(source, tag)
+    };
+    for buckets in [1, 64] {
+        let mut e = engine(8, 8, buckets);
+        // Exact and wildcard posted receives take synchronous messages.
+        queued(e.post(sel(Some(1), Some(5)), 1));
+        queued(e.post(sel(None, None), 2));
+        assert_eq!(matched(e.arrive(sync(1, 5), 3, 0)), 1);
+        assert_eq!(matched(e.arrive(sync(2, 6), 3, 0)), 2);
+        // Unexpected synchronous messages are found by exact and wildcard
+        // receives, in arrival order, with the bit still set.
+        unexpected(e.arrive(sync(1, 5), 4, 10));
+        unexpected(e.arrive(env(1, 5), 5, 11));
+        let first = took(e.post(sel(Some(1), Some(5)), 3));
+        assert!(first.envelope.is_sync() && first.location == 10);
+        let second = took(e.post(sel(None, None), 4));
+        assert!(!second.envelope.is_sync() && second.location == 11);
+        // Another context still never matches.
+        unexpected(e.arrive(
+            Envelope {
+                context: SYNC_FLAG | 2,
+                ..env(1, 5)
+            },
+            0,
+            12,
+        ));
+        assert!(e.probe(sel(Some(1), Some(5))).is_none());
+    }
+}

@@ -26,6 +26,9 @@
 //!   starting at 0 and wrapping at 2^32. TCP cannot reorder or lose bytes,
 //!   so a gap means the sender or the framing is broken, and the receiver
 //!   stops trusting the connection.
+//! - Bit 31 of the context id marks a synchronous-mode send (`MPI_Ssend`):
+//!   matching ignores it and the receiving library acknowledges the
+//!   match ([`super::envelope::SYNC_FLAG`]). Context ids have 31 bits.
 //! - The length is checked against a maximum the receiver configures
 //!   ([`Limits`]), so a corrupt length cannot make a receiver wait for (or
 //!   reserve room for) exabytes.

@@ -9,6 +9,7 @@
 //! different groups of one `split` share the new id, which is safe because
 //! a group only ever talks to itself.
 
+use o2g_core::proto::envelope::SYNC_FLAG;
 use std::rc::Rc;
 
 use crate::environment::Runtime;
@@ -101,8 +102,10 @@ impl Communicator {
         let mut agreed = [0u32];
         self.all_reduce_into(&mine, &mut agreed, &SystemOperation::Max)?;
         let ctx = agreed[0];
+        // Bit 31 of a context is the synchronous-send mark (SYNC_FLAG).
         let next = ctx
             .checked_add(2)
+            .filter(|n| n & SYNC_FLAG == 0)
             .ok_or(Error::ResourceExhausted("communicator context ids"))?;
         self.rt.next_context.set(next);
         Ok(ctx)

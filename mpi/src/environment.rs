@@ -11,6 +11,7 @@ use crate::communicator::Communicator;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
+use crate::synchronous;
 use crate::transport::{self, Transport};
 
 /// MPI may be initialised once per process (§11.2.1).
@@ -26,14 +27,19 @@ pub(crate) struct Runtime {
     /// The lowest context id this process has not used yet.
     pub(crate) next_context: Cell<u32>,
     pub(crate) transport_name: String,
+    /// This process's world rank.
+    rank: u32,
 }
 
 impl Runtime {
-    /// Runs `f` on the transport; fails after finalize.
+    /// Runs `f` on the transport, then acknowledges the synchronous-mode
+    /// messages it matched meanwhile; fails after finalize.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut dyn Transport) -> Result<R>) -> Result<R> {
         let mut t = self.transport.borrow_mut();
         let t = t.as_mut().ok_or(Error::Finalized)?;
-        f(t.as_mut())
+        let r = f(t.as_mut());
+        synchronous::acknowledge(t.as_mut(), self.rank);
+        r
     }
 
     pub(crate) fn abort(&self, code: i32, msg: &str) -> ! {
@@ -86,6 +92,7 @@ pub fn initialize() -> Result<Universe> {
         pmi: RefCell::new(pmi),
         next_context: Cell::new(2),
         transport_name: config.transport_name,
+        rank,
     });
     let world = Communicator::new(rt.clone(), 0, (0..size).collect(), rank);
     Ok(Universe { rt, world })

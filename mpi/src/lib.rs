@@ -55,6 +55,7 @@ mod pmi;
 pub mod point_to_point;
 pub mod raw;
 pub mod request;
+mod synchronous;
 mod transport;
 
 pub use communicator::{Color, Communicator};

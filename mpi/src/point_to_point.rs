@@ -14,6 +14,7 @@ use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
 use crate::error::{Error, Result};
 use crate::request::{Request, Watch};
+use crate::synchronous;
 
 /// `MPI_ANY_SOURCE` (§3.2.4): receive from any rank.
 pub const ANY_SOURCE: i32 = -2;
@@ -116,6 +117,23 @@ impl Communicator {
         self.rt.with(|t| t.send(world, env, data))
     }
 
+    /// Synchronous-mode blocking send of raw bytes on `context`: returns
+    /// once a receive has matched the message (see `synchronous.rs`).
+    pub(crate) fn ssend_bytes(&self, data: &[u8], dest: i32, tag: u32, context: u32) -> Result<()> {
+        let world = self.world_rank(dest)?;
+        let env = synchronous::marked(self.envelope(tag, context));
+        let sel = synchronous::ack_selector(world, context);
+        let watch = Watch {
+            members: self.members.clone(),
+            me: self.members[self.rank as usize],
+            source: Some(world),
+        };
+        let ack = self.rt.with(|t| t.post_recv(sel, 0))?;
+        let ack = Request::recv(self.rt.clone(), ack, &mut [], watch);
+        self.rt.with(|t| t.send(world, env, data))?;
+        ack.wait().map(drop)
+    }
+
     /// Nonblocking send of raw bytes on `context`.
     pub(crate) fn isend_bytes(
         &self,
@@ -150,6 +168,17 @@ impl Communicator {
     /// [`Error::InvalidRank`], [`Error::InvalidTag`], [`Error::PeerGone`].
     pub fn send<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
         self.send_bytes(as_bytes(buf), dest, check_tag(tag)?, self.context)
+    }
+
+    /// `MPI_Ssend` (§3.4): synchronous-mode blocking send; returns once
+    /// rank `dest` has started a receive that matched the message.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::send`]; [`Error::PeerGone`] if `dest` dies
+    /// before it receives.
+    pub fn ssend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        self.ssend_bytes(as_bytes(buf), dest, check_tag(tag)?, self.context)
     }
 
     /// `MPI_Recv` (§3.2.4): blocking receive from `source` (or

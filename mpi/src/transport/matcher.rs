@@ -121,6 +121,9 @@ pub(crate) struct Matcher {
     entries: Vec<Entry>,
     free: Vec<u32>,
     stored: HashMap<u64, Stored>,
+    /// Envelopes of synchronous-mode messages that matched a receive and
+    /// still need their acknowledgement sent.
+    sync_matched: Vec<Envelope>,
 }
 
 impl Matcher {
@@ -139,6 +142,7 @@ impl Matcher {
             entries: Vec::new(),
             free: Vec::new(),
             stored: HashMap::new(),
+            sync_matched: Vec::new(),
         }
     }
 
@@ -195,13 +199,29 @@ impl Matcher {
             Ok(Posted::Queued(id)) => {
                 self.entries[index as usize].state = State::Posted(id);
             }
-            Ok(Posted::Matched(msg, _)) => self.take_stored(token, msg.to_raw()),
+            Ok(Posted::Matched(msg, info)) => {
+                self.note_match(info.envelope);
+                self.take_stored(token, msg.to_raw());
+            }
             Err(_) => {
                 self.free_entry(token);
                 return Err(Error::ResourceExhausted("posted receive queue"));
             }
         }
         Ok(token)
+    }
+
+    /// Remembers a synchronous-mode message that just matched.
+    fn note_match(&mut self, envelope: Envelope) {
+        if envelope.is_sync() {
+            self.sync_matched.push(envelope);
+        }
+    }
+
+    /// Envelopes of the synchronous-mode messages matched since the last
+    /// call, oldest first.
+    pub(crate) fn take_sync_matches(&mut self) -> Vec<Envelope> {
+        std::mem::take(&mut self.sync_matched)
     }
 
     /// Gives a stored unexpected message to the receive that matched it.
@@ -283,6 +303,7 @@ impl Matcher {
     pub(crate) fn arrive(&mut self, envelope: Envelope, len: u64) -> Result<Sink, Full> {
         match self.engine.arrive(envelope, len, 0) {
             Ok(Arrival::Matched { handle }) => {
+                self.note_match(envelope);
                 let t = RecvToken::from_handle(handle);
                 let Some(e) = self.entry(t) else {
                     return Ok(Sink::Recv(t));

@@ -116,6 +116,11 @@ pub(crate) trait Transport {
     /// Delivers every queued byte, waiting at most `timeout`.
     fn flush(&mut self, timeout: Duration) -> Result<()>;
 
+    /// Envelopes of the synchronous-mode messages ([`Envelope::is_sync`])
+    /// that matched a receive since the last call, so the MPI layer can
+    /// acknowledge them (see `sync_acks.rs`).
+    fn take_sync_matches(&mut self) -> Vec<Envelope>;
+
     /// Takes back the buffer of a completed receive's data once the MPI
     /// layer has copied it out, to reuse it; dropping it is fine too.
     fn recycle(&mut self, _buf: Vec<u8>) {}

@@ -124,6 +124,8 @@ pub(crate) struct O2g {
     /// its pages already mapped: neither faulted in nor zeroed again.
     pool: Vec<Vec<u8>>,
     pool_bytes: usize,
+    /// Synchronous-mode messages matched, not yet acknowledged.
+    sync_matched: Vec<Envelope>,
 }
 
 impl O2g {
@@ -171,6 +173,7 @@ impl O2g {
             failures_seen: 0,
             pool: Vec::new(),
             pool_bytes: 0,
+            sync_matched: Vec::new(),
         })
     }
 
@@ -235,6 +238,9 @@ impl O2g {
             };
             let outcome = match c.status {
                 Ok(()) | Err(RecvError::Truncated) => {
+                    if envelope.is_sync() {
+                        self.sync_matched.push(envelope);
+                    }
                     let mut data = c.buf;
                     data.truncate(c.written);
                     RecvOutcome::Done {
@@ -448,12 +454,16 @@ impl Transport for O2g {
                     buf.truncate(n);
                     msg.free()
                         .map_err(|e| lib_err("freeing a stored message", e))?;
+                    let envelope = Envelope {
+                        source: env.source,
+                        tag: env.tag,
+                        context: env.context,
+                    };
+                    if envelope.is_sync() {
+                        self.sync_matched.push(envelope);
+                    }
                     break RecvState::Done(RecvOutcome::Done {
-                        envelope: Envelope {
-                            source: env.source,
-                            tag: env.tag,
-                            context: env.context,
-                        },
+                        envelope,
                         len: env.len,
                         data: buf,
                     });
@@ -539,6 +549,10 @@ impl Transport for O2g {
                 self.recvs.remove(&token);
             }
         }
+    }
+
+    fn take_sync_matches(&mut self) -> Vec<Envelope> {
+        std::mem::take(&mut self.sync_matched)
     }
 
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {

@@ -65,6 +65,10 @@ impl Transport for SelfLoop {
         self.matcher.release(token);
     }
 
+    fn take_sync_matches(&mut self) -> Vec<Envelope> {
+        self.matcher.take_sync_matches()
+    }
+
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
         self.matcher.probe(sel)
     }

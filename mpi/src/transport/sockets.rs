@@ -492,6 +492,10 @@ impl<P: Poller> Transport for Sockets<P> {
         self.matcher.release(token);
     }
 
+    fn take_sync_matches(&mut self) -> Vec<Envelope> {
+        self.matcher.take_sync_matches()
+    }
+
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
         self.matcher.probe(sel)
     }

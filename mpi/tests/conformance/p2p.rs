@@ -207,8 +207,74 @@ pub(crate) fn run() -> Check {
     wait_all(reqs)?;
 
     communicators(&world)?;
+    synchronous(&world)?;
     clocks()?;
     universe.finalize()?;
+    Ok(())
+}
+
+/// Microseconds since the epoch: one clock for every process of a host.
+fn wall_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// `MPI_Ssend` (§3.4): it returns only after a receive matched.
+fn synchronous(world: &Communicator) -> Check {
+    let rank = world.rank();
+    // Rank 1 posts its receive late; rank 0's ssend must not return
+    // before that (an eager send would return at once).
+    if rank == 0 {
+        world.ssend(&[5u32, 6], 1, 20)?;
+        let returned = wall_micros();
+        let mut posted = [0u64];
+        world.recv(&mut posted, 1, 21)?;
+        ensure!(
+            returned >= posted[0],
+            "ssend returned {} us before the receive was posted",
+            posted[0] - returned
+        );
+    } else if rank == 1 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let posted = wall_micros();
+        let mut v = [0u32; 2];
+        world.recv(&mut v, 0, 20)?;
+        ensure!(v == [5, 6], "ssend payload {v:?}");
+        world.send(&[posted], 0, 21)?;
+    }
+    // Each posts a receive, then ssends to the other: the posted
+    // receives match, so neither waits for the other's program order.
+    if rank < 2 {
+        let other = 1 - rank;
+        let mut v = [0i32];
+        let r = world.irecv(&mut v, other, 22)?;
+        world.ssend(&[rank], other, 22)?;
+        r.wait()?;
+        ensure!(v == [other], "crossed ssend got {v:?}");
+    }
+    // To oneself, with the receive posted first.
+    let mut v = [0i32];
+    let r = world.irecv(&mut v, rank, 23)?;
+    world.ssend(&[rank + 1], rank, 23)?;
+    r.wait()?;
+    ensure!(v == [rank + 1], "self ssend");
+    // On a duplicate, taken by a wildcard receive after a probe.
+    let dup = world.dup()?;
+    if rank == 0 {
+        dup.ssend(&[7u8; 3000], 1, 24)?;
+    } else if rank == 1 {
+        let st = dup.probe(ANY_SOURCE, ANY_TAG)?;
+        ensure!(st.source_rank() == 0 && st.tag() == 24, "probe {st:?}");
+        let mut v = [0u8; 3000];
+        dup.recv(&mut v, ANY_SOURCE, ANY_TAG)?;
+        ensure!(v.iter().all(|x| *x == 7), "ssend on a dup");
+    }
+    ensure!(
+        matches!(world.ssend(&[0u8], 0, -1), Err(Error::InvalidTag(-1))),
+        "ssend with a negative tag"
+    );
+    world.barrier()?;
     Ok(())
 }
 
@@ -286,6 +352,10 @@ pub(crate) fn run_self() -> Check {
     let mut w = [0u16];
     world.recv(&mut w, 0, ANY_TAG)?;
     ensure!(w == [4], "self isend");
+    let r = world.irecv(&mut w, 0, 8)?;
+    world.ssend(&[5u16], 0, 8)?;
+    r.wait()?;
+    ensure!(w == [5], "self ssend");
     // Nothing can ever arrive: a deadlock is reported, not waited out.
     ensure!(
         matches!(world.recv(&mut w, 0, 9), Err(Error::Deadlock(_))),
@@ -370,6 +440,10 @@ pub(crate) fn dead_peer() -> Check {
     ensure!(
         world.send(&[0u8; 1 << 20], 1, 0).is_err(),
         "send to a dead peer succeeded"
+    );
+    ensure!(
+        world.ssend(&[0u8], 1, 0).is_err(),
+        "ssend to a dead peer succeeded"
     );
     ensure!(
         universe.finalize().is_err(),
