@@ -71,6 +71,11 @@ rel="$O2G_ROOT/target/release"
 cargo build --quiet --release -p o2g-mpi-abi "${manifest[@]}"
 cdir="$O2G_ROOT/target/bench-c"
 c_bins="$("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" is-o2g)"
+# The C ABI's own test programs, for tests that run them over o2g.
+for prog in env p2p coll is; do
+    "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -o "$cdir/capi-$prog" "$O2G_ROOT/capi/tests/c/$prog.c"
+    c_bins+=" $cdir/capi-$prog"
+done
 if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.openmpi "$cdir" is-openmpi)"
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.mpich "$cdir" is-mpich)"

@@ -1,0 +1,11 @@
+# The C ABI's test programs (capi/tests/c: environment, point-to-point with
+# MPI_Ssend, collectives, the NAS-IS-like sort), built with our mpicc, over
+# the o2g transport at 1 to 8 ranks. Each program checks every value
+# itself and exits non-zero on a wrong one. Needs the module loaded.
+set -e
+for prog in capi-env capi-p2p capi-coll capi-is; do
+    for np in 1 2 4 8; do
+        echo "# $prog on $np ranks over o2g" >/dev/console
+        O2G_TRANSPORT=o2g o2grun --timeout 240 -n "$np" "$prog"
+    done
+done
