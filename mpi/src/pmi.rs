@@ -62,6 +62,23 @@ pub(crate) fn parse_line(line: &str) -> HashMap<String, String> {
         .collect()
 }
 
+/// Connects to a PMI server, retrying while it refuses: across machines
+/// (`o2grun --pmi-server`) the ranks may start before the server listens.
+fn connect_patiently(addr: &str) -> std::io::Result<TcpStream> {
+    let deadline = std::time::Instant::now() + RESPONSE_TIMEOUT;
+    loop {
+        match TcpStream::connect(addr) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Adopts the socket the process manager left open as `PMI_FD`.
 fn adopt_fd(fd: RawFd) -> Result<UnixStream> {
     // Refuse numbers that name no open descriptor before taking ownership.
@@ -94,7 +111,7 @@ impl Pmi {
                 .map_err(io("PMI_FD"))?;
             (Box::new(s.try_clone().map_err(io("PMI_FD"))?), Box::new(s))
         } else if let Ok(port) = std::env::var("PMI_PORT") {
-            let s = TcpStream::connect(&port).map_err(io(&format!("PMI_PORT={port}")))?;
+            let s = connect_patiently(&port).map_err(io(&format!("PMI_PORT={port}")))?;
             s.set_read_timeout(Some(RESPONSE_TIMEOUT))
                 .map_err(io("PMI_PORT"))?;
             let _ = s.set_nodelay(true);

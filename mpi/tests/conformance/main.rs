@@ -40,6 +40,9 @@ struct Run {
     bare: bool,
     /// Launch with MPICH's `mpiexec.hydra` instead of o2grun.
     hydra: bool,
+    /// Launch as two o2gruns, as on two machines: the first serves PMI
+    /// and starts the lower half of the ranks, the second the rest.
+    split: bool,
     env: Vec<(&'static str, String)>,
     /// The exit status o2grun must end with.
     expect_code: i32,
@@ -55,6 +58,7 @@ fn case(name: &str, transport: &str, np: u32) -> Run {
         np,
         bare: false,
         hydra: false,
+        split: false,
         env: vec![
             ("O2G_CONF_CASE", name.to_owned()),
             ("O2G_TRANSPORT", transport.to_owned()),
@@ -152,6 +156,12 @@ fn matrix() -> Vec<Run> {
         name: "example-hello/sockets-select/np3/mpiexec.hydra".into(),
         ..example("hello", "sockets-select", 3)
     });
+    // One job from two o2gruns, as across two machines.
+    runs.push(Run {
+        split: true,
+        name: "p2p/sockets-epoll/np4/two-launchers".into(),
+        ..case("p2p", "sockets-epoll", 4)
+    });
     // The launcher's failure handling.
     runs.push(Run {
         expect_code: 3,
@@ -171,8 +181,61 @@ fn matrix() -> Vec<Run> {
     runs
 }
 
+/// o2grun for `run`, with launcher options `extra`.
+fn o2grun(run: &Run, extra: &[String]) -> Command {
+    let launcher = std::env::var("O2G_CONF_LAUNCHER")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_o2grun").to_owned());
+    let mut c = Command::new(launcher);
+    c.args([
+        "-n",
+        &run.np.to_string(),
+        "--tag-output",
+        "--timeout",
+        &run_timeout(),
+    ]);
+    c.args(extra).arg(&run.program);
+    c
+}
+
+/// The second launcher of a split run: ranks np/2.. with the first one's
+/// PMI server on `port`.
+fn second_launcher(run: &Run, port: u16) -> Result<std::process::Child, String> {
+    let extra = [
+        "--ranks".to_owned(),
+        format!("{}-{}", run.np / 2, run.np - 1),
+        "--pmi-server".to_owned(),
+        format!("127.0.0.1:{port}"),
+    ];
+    o2grun(run, &extra)
+        .args(&run.args)
+        .envs(run.env.iter().map(|(k, v)| (k, v)))
+        .env_remove("PMI_FD")
+        .env_remove("PMI_PORT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn the second launcher: {e}"))
+}
+
 fn execute(run: &Run) -> Result<(), String> {
-    let mut cmd = if run.bare {
+    let mut second = None;
+    let mut cmd = if run.split {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("finding a free port: {e}"))?
+            .port();
+        second = Some(second_launcher(run, port)?);
+        o2grun(
+            run,
+            &[
+                "--ranks".to_owned(),
+                format!("0-{}", run.np / 2 - 1),
+                "--pmi-listen".to_owned(),
+                format!("127.0.0.1:{port}"),
+            ],
+        )
+    } else if run.bare {
         Command::new(&run.program)
     } else if run.hydra {
         // Installed by scripts/setup.sh (Debian package mpich).
@@ -182,18 +245,7 @@ fn execute(run: &Run) -> Result<(), String> {
         c.arg(&run.program);
         c
     } else {
-        let launcher = std::env::var("O2G_CONF_LAUNCHER")
-            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_o2grun").to_owned());
-        let mut c = Command::new(launcher);
-        c.args([
-            "-n",
-            &run.np.to_string(),
-            "--tag-output",
-            "--timeout",
-            &run_timeout(),
-        ]);
-        c.arg(&run.program);
-        c
+        o2grun(run, &[])
     };
     cmd.args(&run.args)
         .envs(run.env.iter().map(|(k, v)| (k, v)))
@@ -201,12 +253,23 @@ fn execute(run: &Run) -> Result<(), String> {
         .env_remove("PMI_PORT")
         .stdin(Stdio::null());
     let out = cmd.output().map_err(|e| format!("spawn: {e}"))?;
-    let text = format!(
+    let mut text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let code = out.status.code().unwrap_or(-1);
+    let mut code = out.status.code().unwrap_or(-1);
+    if let Some(second) = second {
+        let out2 = second
+            .wait_with_output()
+            .map_err(|e| format!("the second launcher: {e}"))?;
+        text += &String::from_utf8_lossy(&out2.stdout);
+        text += &String::from_utf8_lossy(&out2.stderr);
+        let code2 = out2.status.code().unwrap_or(-1);
+        if code2 != run.expect_code {
+            code = code2;
+        }
+    }
     if code != run.expect_code {
         return Err(format!("exit {code}, expected {}\n{text}", run.expect_code));
     }

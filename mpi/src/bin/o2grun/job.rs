@@ -4,7 +4,8 @@
 //! asks the kernel to kill a rank when o2grun dies.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::ops::Range;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -17,9 +18,21 @@ use nix::unistd::Pid;
 
 use crate::pmi_server::{self, Event};
 
+/// Where the ranks find the PMI server.
+pub(crate) enum Pmi {
+    /// This o2grun serves PMI on the address (port 0: any free port).
+    Serve(SocketAddr),
+    /// Another o2grun serves PMI at this `host:port`.
+    Remote(String),
+}
+
 /// What to run.
 pub(crate) struct JobConfig {
+    /// Ranks in the whole job.
     pub(crate) np: u32,
+    /// The ranks this o2grun starts.
+    pub(crate) local: Range<u32>,
+    pub(crate) pmi: Pmi,
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<String>,
     pub(crate) tag_output: bool,
@@ -49,10 +62,10 @@ fn relay(from: impl Read + Send + 'static, rank: u32, to_stderr: bool) -> thread
     })
 }
 
-fn spawn(cfg: &JobConfig, rank: u32, port: u16) -> std::io::Result<Child> {
+fn spawn(cfg: &JobConfig, rank: u32, pmi_port: &str) -> std::io::Result<Child> {
     let mut cmd = Command::new(&cfg.program);
     cmd.args(&cfg.args)
-        .env("PMI_PORT", format!("127.0.0.1:{port}"))
+        .env("PMI_PORT", pmi_port)
         .env("PMI_ID", rank.to_string())
         .env("PMI_RANK", rank.to_string())
         .env("PMI_SIZE", cfg.np.to_string())
@@ -119,15 +132,26 @@ fn teardown(children: &mut [Option<Child>], grace: Duration) {
 
 /// Runs the job; returns o2grun's exit code.
 pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("PMI listener: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let (tx, rx) = mpsc::channel();
-    pmi_server::serve(listener, cfg.np, tx);
+    let pmi_port = match &cfg.pmi {
+        Pmi::Serve(addr) => {
+            let listener =
+                TcpListener::bind(addr).map_err(|e| format!("PMI listener on {addr}: {e}"))?;
+            let mut bound = listener.local_addr().map_err(|e| e.to_string())?;
+            if bound.ip().is_unspecified() {
+                bound.set_ip(Ipv4Addr::LOCALHOST.into());
+            }
+            pmi_server::serve(listener, cfg.np, cfg.local.clone(), tx.clone());
+            bound.to_string()
+        }
+        // `tx` stays alive, so waiting on `rx` still waits a tick.
+        Pmi::Remote(addr) => addr.clone(),
+    };
 
     let mut children: Vec<Option<Child>> = Vec::new();
     let mut relays = Vec::new();
-    for rank in 0..cfg.np {
-        match spawn(cfg, rank, port) {
+    for rank in cfg.local.clone() {
+        match spawn(cfg, rank, &pmi_port) {
             Ok(mut c) => {
                 if let Some(o) = c.stdout.take() {
                     relays.push(relay(o, rank, false));
@@ -161,7 +185,7 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
             });
         }
         let mut failed = None;
-        for (rank, slot) in children.iter_mut().enumerate() {
+        for (rank, slot) in cfg.local.clone().zip(children.iter_mut()) {
             let Some(c) = slot else { continue };
             match c.try_wait() {
                 Ok(Some(st)) => {

@@ -15,10 +15,27 @@
 //! - with `--timeout`, a job running longer is killed and o2grun exits
 //!   124;
 //! - ranks get `PR_SET_PDEATHSIG`, so they die with o2grun: no orphans.
+//!
+//! # Several machines
+//!
+//! One job can span machines (or VMs) with one o2grun per machine, each
+//! starting its share of the ranks; the first also serves PMI:
+//!
+//! ```text
+//! node0$ o2grun -n 4 --ranks 0-1 --pmi-listen 10.0.0.1:7000 prog
+//! node1$ o2grun -n 4 --ranks 2-3 --pmi-server 10.0.0.1:7000 prog
+//! ```
+//!
+//! Each o2grun supervises its own ranks as above. The serving one also
+//! fails the job when a remote rank drops its PMI connection without
+//! finalizing (its own o2grun says why); ranks set `O2G_ADDR` to the
+//! address their peers reach them at.
 
 mod job;
 mod pmi_server;
 
+use std::net::SocketAddr;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -41,6 +58,16 @@ struct Args {
     /// Seconds between SIGTERM and SIGKILL when the job is torn down.
     #[arg(long, default_value_t = 3)]
     grace: u64,
+    /// The ranks this o2grun starts, "A-B" or "A" (default: all).
+    #[arg(long, value_parser = parse_ranks)]
+    ranks: Option<Range<u32>>,
+    /// Serve PMI on this address, for ranks on other machines too
+    /// (default: a free port on 127.0.0.1).
+    #[arg(long, conflicts_with = "pmi_server")]
+    pmi_listen: Option<SocketAddr>,
+    /// Serve no PMI: the ranks connect to this o2grun's PMI server.
+    #[arg(long)]
+    pmi_server: Option<String>,
     /// The program.
     program: PathBuf,
     /// Its arguments.
@@ -48,10 +75,44 @@ struct Args {
     args: Vec<String>,
 }
 
+/// Parses "A-B" (inclusive) or "A" into a range of ranks.
+fn parse_ranks(s: &str) -> Result<Range<u32>, String> {
+    let num = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{t:?} is not a rank"))
+    };
+    let (a, b) = match s.split_once('-') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => (num(s)?, num(s)?),
+    };
+    if a > b {
+        return Err(format!("{s:?}: the first rank is above the last"));
+    }
+    Ok(a..b + 1)
+}
+
 fn main() -> ExitCode {
     let a = Args::parse();
+    let local = a.ranks.unwrap_or(0..a.np);
+    if local.end > a.np {
+        eprintln!(
+            "o2grun: --ranks {local:?} goes past the {} ranks of the job",
+            a.np
+        );
+        return ExitCode::from(2);
+    }
+    let pmi = match a.pmi_server {
+        Some(addr) => job::Pmi::Remote(addr),
+        None => job::Pmi::Serve(
+            a.pmi_listen
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
+        ),
+    };
     let cfg = job::JobConfig {
         np: a.np,
+        local,
+        pmi,
         program: a.program,
         args: a.args,
         tag_output: a.tag_output,

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
+use std::ops::Range;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -31,15 +32,19 @@ struct State {
 
 struct Shared {
     np: u32,
+    /// Ranks the serving o2grun supervises; the others run elsewhere.
+    local: Range<u32>,
     kvsname: String,
     state: Mutex<State>,
     cond: Condvar,
 }
 
 /// Accepts `np` connections on `listener` and serves each on a thread.
-pub(crate) fn serve(listener: TcpListener, np: u32, events: Sender<Event>) {
+/// Ranks outside `local` run on other machines.
+pub(crate) fn serve(listener: TcpListener, np: u32, local: Range<u32>, events: Sender<Event>) {
     let shared = Arc::new(Shared {
         np,
+        local,
         kvsname: format!("o2grun_{}", std::process::id()),
         state: Mutex::new(State::default()),
         cond: Condvar::new(),
@@ -160,7 +165,15 @@ fn client(s: TcpStream, sh: &Shared) -> Result<(), (Option<u32>, String)> {
             other => send(format!("cmd={other}_result rc=-1 msg=unknown_command"))?,
         }
     }
-    Ok(())
+    // A local rank that leaves without finalizing is its supervisor's
+    // business (its exit status decides); a remote one is only seen here.
+    match rank {
+        Some(r) if !sh.local.contains(&r) => Err(err(
+            rank,
+            format!("remote rank {r} closed its PMI connection without finalizing"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn lock(sh: &Shared) -> std::sync::MutexGuard<'_, State> {
