@@ -105,9 +105,36 @@ pub struct SweepArgs {
     /// large messages (K/M/G suffixes).
     #[arg(long, default_value = "16M", value_parser = parse_size)]
     pub budget: usize,
+    /// Also append the results to DIR/pingpong-latency.csv and
+    /// DIR/pingpong-bandwidth.csv (long form: series,bytes,value).
+    #[arg(long, value_name = "DIR")]
+    pub csv_dir: Option<std::path::PathBuf>,
 }
 
 impl SweepArgs {
+    /// Appends `rows` as the series `name` to the CSV files of `--csv-dir`,
+    /// if given.
+    ///
+    /// # Errors
+    ///
+    /// Writing a file failed.
+    pub fn record(&self, name: &str, rows: &[PingPongRow]) -> std::io::Result<()> {
+        let Some(dir) = &self.csv_dir else {
+            return Ok(());
+        };
+        std::fs::create_dir_all(dir)?;
+        let mut latency = report::Report::new("ping-pong", "bytes", "half round trip (us)", true);
+        let mut bandwidth = report::Report::new("ping-pong", "bytes", "MB/s", true);
+        for r in rows {
+            latency.push(name, r.size as f64, r.half_rtt.as_secs_f64() * 1e6);
+            if r.size > 0 {
+                bandwidth.push(name, r.size as f64, r.mb_per_s());
+            }
+        }
+        latency.append_csv(&dir.join("pingpong-latency.csv"))?;
+        bandwidth.append_csv(&dir.join("pingpong-bandwidth.csv"))
+    }
+
     /// (size, round trips per repetition) for every size of the sweep.
     pub fn plan(&self) -> Vec<(usize, usize)> {
         let sizes = self

@@ -93,10 +93,57 @@ impl Report {
         let mut out = format!("series,{},{}\n", self.x_name, self.y_name);
         for s in &self.series {
             for &(x, y) in &s.points {
-                let _ = writeln!(out, "{},{},{}", s.name, trim(x), y);
+                let _ = writeln!(out, "{},{},{}", s.name, trim(x), (y * 1e3).round() / 1e3);
             }
         }
         out
+    }
+
+    /// Appends the CSV lines to `path`, with the header only if the file
+    /// is new or empty: runs of one benchmark (one per transport, say) add
+    /// their series to one file.
+    ///
+    /// # Errors
+    ///
+    /// Opening or writing the file failed.
+    pub fn append_csv(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let csv = self.csv();
+        let body = if f.metadata()?.len() == 0 {
+            csv.as_str()
+        } else {
+            csv.split_once('\n').map_or("", |(_, rest)| rest)
+        };
+        f.write_all(body.as_bytes())
+    }
+
+    /// Reads what [`Report::csv`] (or several [`Report::append_csv`])
+    /// wrote; the axis names come from the header.
+    ///
+    /// # Errors
+    ///
+    /// A missing header or a line that is not `series,number,number`.
+    pub fn from_csv(title: &str, log_x: bool, text: &str) -> Result<Self, String> {
+        let mut lines = text.lines();
+        let header = lines.next().ok_or("empty CSV")?;
+        let [_, x_name, y_name] = header.split(',').collect::<Vec<_>>()[..] else {
+            return Err(format!("header {header:?} is not series,<x>,<y>"));
+        };
+        let mut r = Self::new(title, x_name, y_name, log_x);
+        for (n, line) in lines.enumerate() {
+            let fields: Vec<&str> = line.split(',').collect();
+            let parsed = match fields[..] {
+                [name, x, y] => x.parse().ok().zip(y.parse().ok()).map(|(x, y)| (name, x, y)),
+                _ => None,
+            };
+            let (name, x, y) = parsed.ok_or_else(|| format!("line {}: {line:?}", n + 2))?;
+            r.push(name, x, y);
+        }
+        Ok(r)
     }
 
     /// Prints the table and, when `prefix` is given, writes
@@ -217,6 +264,25 @@ mod tests {
             lines[3].starts_with("        1024") && lines[3].ends_with('-'),
             "{t}"
         );
+    }
+
+    #[test]
+    fn appended_runs_read_back_as_one_report() {
+        let path = std::env::temp_dir().join(format!("o2g-report-{}.csv", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut a = Report::new("t", "bytes", "MB/s", true);
+        a.push("a", 8.0, 1.5);
+        let mut b = Report::new("t", "bytes", "MB/s", true);
+        b.push("b", 8.0, 2.0);
+        a.append_csv(&path).unwrap();
+        b.append_csv(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let back = Report::from_csv("t", true, &text).unwrap();
+        assert_eq!(back.series.len(), 2);
+        assert_eq!(back.csv(), "series,bytes,MB/s\na,8,1.5\nb,8,2\n");
+        assert!(Report::from_csv("t", true, "series,x,y\na,1\n").is_err());
+        assert!(Report::from_csv("t", true, "").is_err());
     }
 
     #[test]

@@ -35,6 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let mut buf = vec![0u8; plan.iter().map(|p| p.0).max().unwrap_or(0)];
+    let mut rows = Vec::with_capacity(plan.len());
     for &(size, iters) in &plan {
         let msg = &mut buf[..size];
         let mut samples = Vec::with_capacity(args.reps);
@@ -57,11 +58,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         if rank == 0 {
-            print_pingpong_row(&PingPongRow {
+            let row = PingPongRow {
                 size,
                 half_rtt: median(&mut samples),
-            });
+            };
+            print_pingpong_row(&row);
+            rows.push(row);
         }
+    }
+    if rank == 0 {
+        args.record(universe.transport_name(), &rows)?;
     }
     universe.finalize()?;
     Ok(())

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use o2g_bench::median;
+use o2g_bench::report::Report;
 
 #[derive(Parser)]
 #[command(about = "select/poll/epoll_wait cost per call vs watched sockets")]
@@ -24,6 +25,10 @@ struct Args {
     /// Repetitions; the median is reported.
     #[arg(long, default_value_t = 5)]
     reps: usize,
+    /// Also append the results to DIR/pollcost.csv (series,idle
+    /// sockets,us per call).
+    #[arg(long, value_name = "DIR")]
+    csv_dir: Option<std::path::PathBuf>,
 }
 
 fn check(r: libc::c_int, what: &str) -> std::io::Result<libc::c_int> {
@@ -160,6 +165,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (busy, _) = listener.accept()?;
     busy_far.write_all(b"x")?;
     let mut idle = Vec::new();
+    let mut report = Report::new("readiness call cost", "idle sockets", "us per call", false);
     println!(
         "# readiness call cost, one ready socket among N+1, median of {} x {} calls",
         args.reps, args.calls
@@ -177,10 +183,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let fds: Vec<RawFd> = std::iter::once(busy.as_raw_fd())
             .chain(idle[..n].iter().map(|(near, _)| near.as_raw_fd()))
             .collect();
-        let sel = select_cost(&args, &fds)?.map_or("past FD_SETSIZE".into(), micros);
-        let pol = micros(poll_cost(&args, &fds)?);
-        let epo = micros(epoll_cost(&args, &fds)?);
-        println!("{n:>6} {sel:>12} {pol:>12} {epo:>12}");
+        let sel = select_cost(&args, &fds)?;
+        let pol = poll_cost(&args, &fds)?;
+        let epo = epoll_cost(&args, &fds)?;
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        if let Some(d) = sel {
+            report.push("select", n as f64, us(d));
+        }
+        report.push("poll", n as f64, us(pol));
+        report.push("epoll_wait", n as f64, us(epo));
+        let sel = sel.map_or("past FD_SETSIZE".into(), micros);
+        println!(
+            "{n:>6} {sel:>12} {:>12} {:>12}",
+            micros(pol),
+            micros(epo)
+        );
+    }
+    if let Some(dir) = &args.csv_dir {
+        std::fs::create_dir_all(dir)?;
+        report.append_csv(&dir.join("pollcost.csv"))?;
     }
     Ok(())
 }

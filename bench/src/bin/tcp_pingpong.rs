@@ -44,6 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     print_pingpong_header("raw TCP ping-pong over loopback", args.reps);
     let mut buf = vec![0u8; plan.iter().map(|p| p.0).max().unwrap_or(0)];
+    let mut rows = Vec::with_capacity(plan.len());
     for &(size, iters) in &plan {
         let mut samples = Vec::with_capacity(args.reps);
         for rep in 0..=args.reps {
@@ -56,11 +57,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 samples.push(t0.elapsed() / (2 * iters as u32));
             }
         }
-        print_pingpong_row(&PingPongRow {
+        let row = PingPongRow {
             size,
             half_rtt: median(&mut samples),
-        });
+        };
+        print_pingpong_row(&row);
+        rows.push(row);
     }
     echoer.join().map_err(|_| "echo thread panicked")??;
+    args.record("raw-tcp", &rows)?;
     Ok(())
 }

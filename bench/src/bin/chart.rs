@@ -1,0 +1,40 @@
+//! Draws a long-form CSV (`series,<x>,<y>`, as the sweep benchmarks write
+//! with `--csv-dir`) as an SVG line chart, and prints its table.
+//!
+//! ```text
+//! o2g-chart --csv results/<date>/pingpong-latency.csv --log-x \
+//!     --title "8 B to 16 MiB ping-pong" --out pingpong-latency.svg
+//! ```
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use o2g_bench::report::Report;
+
+#[derive(Parser)]
+#[command(about = "Line chart (SVG) of a benchmark's long-form CSV")]
+struct Args {
+    /// The CSV: a `series,<x>,<y>` header, then one point per line.
+    #[arg(long)]
+    csv: PathBuf,
+    /// Chart title.
+    #[arg(long)]
+    title: String,
+    /// Draw x on a log2 scale (message sizes).
+    #[arg(long)]
+    log_x: bool,
+    /// Where to write the SVG.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let a = Args::parse();
+    let text = std::fs::read_to_string(&a.csv)?;
+    let report = Report::from_csv(&a.title, a.log_x, &text)
+        .map_err(|e| format!("{}: {e}", a.csv.display()))?;
+    print!("{}", report.table());
+    report.draw(&a.out)?;
+    println!("wrote {}", a.out.display());
+    Ok(())
+}

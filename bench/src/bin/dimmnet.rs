@@ -1,0 +1,398 @@
+//! Microbenchmarks of the emulated DIMMnet-1 (`o2g-dimmnet`): AOTF round
+//! trip, BOTF vs PUSH bandwidth, DIMM_Send/DIMM_Recv bandwidth, the Fagus
+//! AOTF barrier, and bank switching per receive vs per batch.
+//!
+//! Ranks are threads of this process, each with its own `Nic` handle on one
+//! `/dev/shm` region (created and unlinked at once). The emulated hardware
+//! work runs on the issuing thread whichever way the ranks are hosted, so
+//! threads measure the same code path as processes would; what they do not
+//! show is the cost of separate page tables (the process tests of the crate
+//! check correctness across processes). On a small machine ranks beyond the
+//! core count time-share: the barrier figures at many ranks then measure
+//! the wait policy's yields as much as the protocol.
+//!
+//! Figures are the emulation's on this host, not the card's.
+//!
+//! Hook for comparisons: `barrier --out DIR` writes `DIR/barrier.csv` in
+//! the long form `series,ranks,us`; a socket-MPI barrier benchmark that
+//! writes rows in the same form can be merged into the table and chart with
+//! `barrier --join other.csv` (repeatable).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use o2g_bench::median;
+use o2g_bench::report::Report;
+use o2g_dimmnet::layout::LLCM_USER;
+use o2g_dimmnet::{Barrier, Config, Endpoint, Nic, NicAddr};
+use o2g_nicmem::Region;
+
+#[derive(Parser)]
+#[command(about = "Emulated DIMMnet-1 microbenchmarks")]
+struct Args {
+    /// Write `<name>.csv` and `<name>.svg` into this directory.
+    #[arg(long, global = true)]
+    out: Option<PathBuf>,
+    /// Few repetitions and sizes: finishes in seconds.
+    #[arg(long, global = true)]
+    quick: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// AOTF round trip (1, 2, 4, 8 bytes) between two nodes.
+    AotfRtt,
+    /// BOTF vs PUSH bandwidth, 8 B to 64 KiB, and where the lines cross.
+    BotfPush,
+    /// DIMM_Send/DIMM_Recv streaming bandwidth vs message size.
+    Sendrecv,
+    /// The Fagus AOTF barrier at 2..=8 ranks.
+    Barrier {
+        /// Merge series from a long-form CSV (`series,ranks,us`), e.g. a
+        /// socket-MPI barrier run; repeatable.
+        #[arg(long)]
+        join: Vec<PathBuf>,
+        /// Largest rank count.
+        #[arg(long, default_value_t = 8)]
+        max_ranks: u32,
+    },
+    /// Bank switch per receive vs one switch per batch of receives.
+    BankSwitch,
+    /// Everything above.
+    All,
+}
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+static REGIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh region for `config` (name unlinked at once) and a handle per
+/// node, all seeded.
+fn fabric(config: Config) -> Res<Vec<Nic>> {
+    let name = format!(
+        "o2g-dimmnet-bench-{}-{}",
+        std::process::id(),
+        REGIONS.fetch_add(1, Ordering::Relaxed)
+    );
+    let region = Nic::create_shm(&name, config)?;
+    Region::unlink_shm(&name)?;
+    let nics = (0..config.nodes)
+        .map(|n| Nic::attach(Arc::clone(&region), n))
+        .collect::<Result<Vec<_>, _>>()?;
+    for n in &nics {
+        n.seed_all()?;
+    }
+    Ok(nics)
+}
+
+fn emit(report: &Report, out: Option<&Path>, name: &str) -> Res<()> {
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir)?;
+    }
+    report.emit(out.map(|d| d.join(name)).as_deref())?;
+    println!();
+    Ok(())
+}
+
+struct Plan {
+    quick: bool,
+}
+
+impl Plan {
+    fn reps(&self) -> usize {
+        if self.quick {
+            3
+        } else {
+            7
+        }
+    }
+
+    /// Operations per repetition for `bytes`-sized operations.
+    fn iters(&self, bytes: usize) -> usize {
+        let budget = if self.quick { 4 << 20 } else { 64 << 20 };
+        let max = if self.quick { 2_000 } else { 50_000 };
+        (budget / bytes.max(64)).clamp(10, max)
+    }
+}
+
+/// Median over repetitions of the time per operation.
+fn time_per_op(plan: &Plan, iters: usize, mut rep: impl FnMut(usize) -> Res<()>) -> Res<Duration> {
+    let mut samples = Vec::new();
+    for _ in 0..plan.reps() {
+        let t = Instant::now();
+        rep(iters)?;
+        samples.push(t.elapsed() / iters as u32);
+    }
+    Ok(median(&mut samples))
+}
+
+fn mbps(bytes: usize, per_op: Duration) -> f64 {
+    bytes as f64 / per_op.as_secs_f64().max(1e-12) / 1e6
+}
+
+fn aotf_rtt(plan: &Plan, out: Option<&Path>) -> Res<()> {
+    let mut report = Report::new("AOTF round trip", "bytes", "us", false);
+    for size in [1usize, 2, 4, 8] {
+        let nics = fabric(Config::new(2))?;
+        let [a, b]: [Nic; 2] = nics.try_into().map_err(|_| "two nodes")?;
+        let iters = if plan.quick { 2_000 } else { 50_000 };
+        let mask = if size == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * size)) - 1
+        };
+        // Values cycle through 1..=200 so every size can carry them.
+        let val = |i: usize| (i % 200 + 1) as u64;
+        let reps = plan.reps();
+        let pong = std::thread::scope(|s| -> Res<Duration> {
+            let responder = s.spawn(|| -> Result<(), o2g_dimmnet::Error> {
+                let w = b.llcm_u64(LLCM_USER)?;
+                for i in 0..iters * reps {
+                    let v = val(i);
+                    b.wait_policy().wait(
+                        || format!("ping {i}"),
+                        || Ok((w.load(Ordering::Acquire) & mask == v).then_some(())),
+                    )?;
+                    b.aotf(0, LLCM_USER, &v.to_le_bytes()[..size])?;
+                }
+                Ok(())
+            });
+            let w = a.llcm_u64(LLCM_USER)?;
+            let mut i = 0;
+            let t = time_per_op(plan, iters, |n| {
+                for _ in 0..n {
+                    let v = val(i);
+                    a.aotf(1, LLCM_USER, &v.to_le_bytes()[..size])?;
+                    a.wait_policy().wait(
+                        || format!("pong {i}"),
+                        || Ok((w.load(Ordering::Acquire) & mask == v).then_some(())),
+                    )?;
+                    i += 1;
+                }
+                Ok(())
+            })?;
+            responder.join().map_err(|_| "responder panicked")??;
+            Ok(t)
+        })?;
+        report.push("AOTF RTT", size as f64, pong.as_secs_f64() * 1e6);
+    }
+    emit(&report, out, "aotf_rtt")
+}
+
+fn botf_push(plan: &Plan, out: Option<&Path>) -> Res<()> {
+    let mut report = Report::new("BOTF vs PUSH into a remote NIC", "bytes", "MB/s", true);
+    let nics = fabric(Config::new(2))?;
+    let a = &nics[0];
+    let dimm = a.layout().dimm_user();
+    let mut sizes: Vec<usize> = (3..=16).map(|s| 1usize << s).collect();
+    // The paper's crossing region, between the powers of two.
+    sizes.extend([464, 600, 800]);
+    sizes.sort_unstable();
+    let mut crossing = None;
+    for size in sizes {
+        let data = vec![0x5au8; size];
+        let iters = plan.iters(size);
+        let botf = time_per_op(plan, iters, |n| {
+            for _ in 0..n {
+                a.botf(1, LLCM_USER, &data)?;
+            }
+            Ok(())
+        })?;
+        let push = time_per_op(plan, iters, |n| {
+            for _ in 0..n {
+                a.llcm_write(LLCM_USER, &data)?;
+                let ack = a.push(1, NicAddr::Llcm(LLCM_USER), NicAddr::Dimm(dimm), size, 0)?;
+                a.wait_ack(ack)?;
+            }
+            Ok(())
+        })?;
+        let (b, p) = (mbps(size, botf), mbps(size, push));
+        report.push("BOTF", size as f64, b);
+        report.push("PUSH", size as f64, p);
+        if crossing.is_none() && p >= b {
+            crossing = Some(size);
+        }
+    }
+    emit(&report, out, "botf_push")?;
+    match crossing {
+        Some(s) => println!("PUSH overtakes BOTF at {s} bytes (the paper saw ~464-800 B)\n"),
+        None => println!("PUSH never overtook BOTF up to 64 KiB\n"),
+    }
+    Ok(())
+}
+
+fn sendrecv(plan: &Plan, out: Option<&Path>) -> Res<()> {
+    let mut report = Report::new("DIMM_Send/DIMM_Recv streaming", "bytes", "MB/s", true);
+    let max = if plan.quick { 256 << 10 } else { 1 << 20 };
+    let mut sizes: Vec<usize> = (3..=20)
+        .map(|s| 1usize << s)
+        .filter(|&s| s <= max)
+        .collect();
+    sizes.push(464);
+    sizes.sort_unstable();
+    for size in sizes {
+        let nics = fabric(Config::new(2))?;
+        let mut it = nics.into_iter();
+        let mut rx = Endpoint::new(it.next().ok_or("node 0")?, 1)?;
+        let mut tx = Endpoint::new(it.next().ok_or("node 1")?, 1)?;
+        let iters = plan.iters(size).min(if plan.quick { 500 } else { 5_000 });
+        let reps = plan.reps();
+        let data = vec![0xa5u8; size];
+        let per_op = std::thread::scope(|s| -> Res<Duration> {
+            let sender = s.spawn(|| -> Result<(), o2g_dimmnet::Error> {
+                for _ in 0..iters * reps {
+                    tx.send(0, &data)?;
+                }
+                Ok(())
+            });
+            let mut buf = vec![0u8; size];
+            let t = time_per_op(plan, iters, |n| {
+                for _ in 0..n {
+                    rx.recv(1, &mut buf)?;
+                }
+                Ok(())
+            })?;
+            sender.join().map_err(|_| "sender panicked")??;
+            Ok(t)
+        })?;
+        report.push("DIMM_Send/Recv", size as f64, mbps(size, per_op));
+        if size == max {
+            println!("path counters at {size} B:");
+            println!("  sender   {:?}", tx.stats());
+            println!("  receiver {:?}", rx.stats());
+        }
+    }
+    emit(&report, out, "sendrecv")
+}
+
+fn barrier(plan: &Plan, out: Option<&Path>, join: &[PathBuf], max_ranks: u32) -> Res<()> {
+    let mut report = Report::new("Barrier", "ranks", "us", false);
+    for ranks in 2..=max_ranks.max(2) {
+        let nics = fabric(Config::new(ranks))?;
+        let iters = if plan.quick { 300 } else { 5_000 };
+        let reps = plan.reps();
+        let per_op = std::thread::scope(|s| -> Res<Duration> {
+            let mut it = nics.into_iter();
+            let root = it.next().ok_or("node 0")?;
+            let others: Vec<_> = it
+                .map(|nic| {
+                    s.spawn(move || -> Result<(), o2g_dimmnet::Error> {
+                        let mut b = Barrier::new(nic)?;
+                        // One warm-up barrier, then the timed ones.
+                        for _ in 0..=iters * reps {
+                            b.wait()?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            let mut b = Barrier::new(root)?;
+            b.wait()?;
+            let t = time_per_op(plan, iters, |n| {
+                for _ in 0..n {
+                    b.wait()?;
+                }
+                Ok(())
+            })?;
+            for h in others {
+                h.join().map_err(|_| "rank panicked")??;
+            }
+            Ok(t)
+        })?;
+        report.push("dimmnet-aotf", f64::from(ranks), per_op.as_secs_f64() * 1e6);
+    }
+    for path in join {
+        join_csv(&mut report, path)?;
+    }
+    emit(&report, out, "barrier")
+}
+
+/// Adds the rows of a long-form CSV (`series,ranks,us`, header first) to
+/// `report`.
+fn join_csv(report: &mut Report, path: &Path) -> Res<()> {
+    let text = std::fs::read_to_string(path)?;
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let [series, x, y] = f[..] else {
+            return Err(format!("{}:{}: expected series,ranks,us", path.display(), n + 1).into());
+        };
+        report.push(series, x.trim().parse()?, y.trim().parse()?);
+    }
+    Ok(())
+}
+
+fn bank_switch(plan: &Plan, out: Option<&Path>) -> Res<()> {
+    const MSG: usize = 1024;
+    let mut report = Report::new(
+        "Receive cost with one bank switch per batch",
+        "receives per switch",
+        "us per receive",
+        true,
+    );
+    let costs = [Duration::from_micros(2), Duration::ZERO];
+    for cost in costs {
+        let nics = fabric(Config {
+            bank_switch_cost: cost,
+            ..Config::new(2)
+        })?;
+        let (rx, tx) = (&nics[0], &nics[1]);
+        let base = rx.layout().dimm_user();
+        let data = vec![0x3cu8; MSG];
+        tx.llcm_write(LLCM_USER, &data)?;
+        let mut buf = vec![0u8; MSG];
+        let series = format!("switch cost {} us", cost.as_micros());
+        for batch in [1usize, 2, 4, 8, 16, 32] {
+            let rounds = if plan.quick { 200 } else { 5_000 };
+            let per_round = time_per_op(plan, rounds, |n| {
+                for _ in 0..n {
+                    // The sender PUSHes a batch into the network bank...
+                    for j in 0..batch {
+                        let off = NicAddr::Dimm(base + j * MSG);
+                        tx.push(0, NicAddr::Llcm(LLCM_USER), off, MSG, 0)?;
+                    }
+                    // ...and the receiver switches once and reads them all.
+                    rx.switch_banks()?;
+                    for j in 0..batch {
+                        rx.dimm_read(base + j * MSG, &mut buf)?;
+                    }
+                }
+                Ok(())
+            })?;
+            report.push(
+                &series,
+                batch as f64,
+                per_round.as_secs_f64() * 1e6 / batch as f64,
+            );
+        }
+    }
+    emit(&report, out, "bank_switch")?;
+    println!("(each receive: one {MSG} B PUSH into the network bank and one host read)\n");
+    Ok(())
+}
+
+fn main() {
+    let args = Args::parse();
+    let plan = Plan { quick: args.quick };
+    let out = args.out.as_deref();
+    let result = match &args.cmd {
+        Cmd::AotfRtt => aotf_rtt(&plan, out),
+        Cmd::BotfPush => botf_push(&plan, out),
+        Cmd::Sendrecv => sendrecv(&plan, out),
+        Cmd::Barrier { join, max_ranks } => barrier(&plan, out, join, *max_ranks),
+        Cmd::BankSwitch => bank_switch(&plan, out),
+        Cmd::All => aotf_rtt(&plan, out)
+            .and_then(|()| botf_push(&plan, out))
+            .and_then(|()| sendrecv(&plan, out))
+            .and_then(|()| barrier(&plan, out, &[], 8))
+            .and_then(|()| bank_switch(&plan, out)),
+    };
+    if let Err(e) = result {
+        eprintln!("o2g-dimmnet-bench: {e}");
+        std::process::exit(1);
+    }
+}
