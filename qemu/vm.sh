@@ -19,7 +19,10 @@
 # smoke boot works on this machine), O2G_VM_MEM=1024 (MiB per VM),
 # O2G_VM_SMP=2 (1 per VM in cluster mode), O2G_BOOT_TIMEOUT=240,
 # O2G_GUEST_BINS (extra host programs to copy into the guest), O2G_GUEST_ENV
-# ("NAME=value ..." exported to the guest's tests; no spaces inside values).
+# ("NAME=value ..." exported to the guest's tests; no spaces inside values),
+# O2G_VM_IVSHMEM (a size such as 64M, the default for clusters; empty:
+# none): every VM gets one ivshmem-plain PCI device backed by one shared
+# file in /dev/shm, the emulated NICs' memory, removed after the run.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
 
@@ -50,6 +53,8 @@ done
 : "${O2G_VM_MEM:=1024}"
 : "${O2G_BOOT_TIMEOUT:=240}"
 if ((nodes > 1)); then : "${O2G_VM_SMP:=1}"; else : "${O2G_VM_SMP:=2}"; fi
+# Clusters share emulated NIC memory unless told otherwise (O2G_VM_IVSHMEM=).
+((nodes > 1)) && : "${O2G_VM_IVSHMEM=64M}"
 
 run="$O2G_ROOT/target/vm/$(date +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$run"
@@ -85,6 +90,11 @@ O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.
 
 qemu_pids=()
 netns=""
+ivshmem=""
+if [[ -n "${O2G_VM_IVSHMEM:-}" ]]; then
+    ivshmem="/dev/shm/o2g-ivshmem-$$"
+    truncate -s "$O2G_VM_IVSHMEM" "$ivshmem"
+fi
 cleanup() {
     local pid
     for pid in "${qemu_pids[@]}"; do
@@ -96,6 +106,7 @@ cleanup() {
         wait "$pid" 2>/dev/null || true
     done
     [[ -z "$netns" ]] || ip netns del "$netns" 2>/dev/null || true
+    [[ -z "$ivshmem" ]] || rm -f "$ivshmem"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -113,6 +124,10 @@ qemu_cmd() {
         -serial "file:$console" -device virtio-rng-pci \
         -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$run/initramfs.cpio" \
         -append "console=ttyS0 loglevel=5 panic=-1 o2g.node=$node o2g.nodes=$nodes o2g.timeout=$timeout o2g.verbose=$verbose $extra"
+    if [[ -n "$ivshmem" ]]; then
+        printf '%s\0' -object "memory-backend-file,id=nicmem,share=on,mem-path=$ivshmem,size=$O2G_VM_IVSHMEM" \
+            -device ivshmem-plain,memdev=nicmem
+    fi
     if ((nodes > 1)); then
         printf '%s\0' -netdev "tap,id=net0,ifname=tap$node,script=no,downscript=no" \
             -device "virtio-net-pci,netdev=net0,mac=52:54:00:00:01:$(printf %02x "$node")"

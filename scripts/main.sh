@@ -12,7 +12,9 @@
 #   minutes under TCG, in a 4 GiB guest). More ranks than vCPUs measures
 #   oversubscription: MPICH over UCX spins and collapses there. --full runs
 #   classes A and B, then the bench suite (ping-pong, system calls per
-#   message, idle connections, poll cost): about 25 minutes.
+#   message, idle connections, poll cost), then IS class A and ping-pong
+#   across a 4-VM cluster (sockets and o2g; Open MPI and MPICH are not
+#   launched across VMs), each sweep as CSV + SVG: about an hour.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -57,9 +59,42 @@ for class in $classes; do
         --out "$results/is-$class.svg"
 done
 
+# chart LOG PREFIX: for each "NAME LOG_X TITLE" line on stdin, collects the
+# "# node0: csv:NAME: " lines of LOG into results/PREFIXNAME.csv and draws
+# it (LOG_X is --log-x or -).
+chart() {
+    local log="$1" prefix="$2" name log_x title
+    while read -r name log_x title; do
+        sed -n "s/^# node0: csv:$name: //p" "$log" >"$results/$prefix$name.csv"
+        [[ -s "$results/$prefix$name.csv" ]] || die "no $name measurements came back; see $log"
+        [[ "$log_x" == - ]] && log_x=""
+        "$O2G_ROOT/target/release/o2g-chart" --csv "$results/$prefix$name.csv" $log_x \
+            --title "$title (QEMU TCG, release kernel)" --out "$results/$prefix$name.svg"
+    done
+}
+
 if ((full)); then
     log "the sweeps: ping-pong, system calls per message, idle connections, poll cost"
     "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose bench |
-        tee "$results/bench.log"
+        tee "$results/bench.log" | grep --line-buffered -v '# node0: csv:'
+    chart "$results/bench.log" "" <<'CHARTS'
+pingpong-latency --log-x Ping-pong half round trip, 2 ranks
+pingpong-bandwidth --log-x Ping-pong bandwidth, 2 ranks
+idle-latency - 8 B half round trip vs idle connections
+idle-bandwidth - 1 MiB bandwidth vs idle connections
+pollcost - Readiness call cost vs watched sockets
+CHARTS
+    log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
+    O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
+        "$O2G_ROOT/qemu/vm.sh" --flavour release --nodes 4 --timeout 7200 --verbose cluster-bench |
+        tee "$results/cluster-bench.log" | grep --line-buffered -v 'csv:'
+    sed -n 's/^# node0: csv:cluster-is: //p' "$results/cluster-bench.log" >"$results/cluster-is-A.csv"
+    "$O2G_ROOT/target/release/o2g-plot" --csv "$results/cluster-is-A.csv" \
+        --title "NAS-IS-style class A, 4 VMs, one rank each (QEMU TCG)" \
+        --out "$results/cluster-is-A.svg"
+    chart "$results/cluster-bench.log" cluster- <<'CHARTS'
+pingpong-latency --log-x Ping-pong half round trip between two VMs
+pingpong-bandwidth --log-x Ping-pong bandwidth between two VMs
+CHARTS
 fi
 log "results: $results"

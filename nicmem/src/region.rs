@@ -158,6 +158,11 @@ impl Region {
             .collect();
         devices.sort();
         let device = devices.get(index).ok_or(Error::NoIvshmem(index))?;
+        // No driver binds ivshmem-plain, so nothing has turned on the
+        // device's memory decoding: until then the BAR reads as ones and
+        // drops stores. Enabling is counted and harmless when repeated.
+        let enable = device.join("enable");
+        std::fs::write(&enable, "1").map_err(|source| io_error("enable", &enable, source))?;
         Self::open_path(&device.join("resource2"))
     }
 

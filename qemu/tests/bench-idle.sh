@@ -2,7 +2,9 @@
 # connections, watched like real ones (the o2g paper's figure 6): select
 # scans them every round, epoll and the module do not (figures only).
 # select cannot watch descriptors past FD_SETSIZE; where it stops, it says so.
-sizes="8,1M"
+sizes="8,1M" lat=/tmp/idle-latency.csv bw=/tmp/idle-bandwidth.csv
+echo "series,idle connections,8 B half round trip (us)" >"$lat"
+echo "series,idle connections,1 MiB MB/s" >"$bw"
 printf '%-15s %6s %14s %12s\n' transport idle "8 B half-rtt" "1 MiB MB/s"
 for n in ${O2G_BENCH_IDLE:-0 10 100 500 998}; do
     for t in sockets-select sockets-epoll o2g; do
@@ -15,6 +17,9 @@ for n in ${O2G_BENCH_IDLE:-0 10 100 500 998}; do
         echo "$out" | awk -v t="$t" -v n="$n" '
             $1 == 8 { lat = $2 } $1 == 1048576 { bw = $3 }
             END { if (lat == "" || bw == "") { printf "%-15s %6s FAILED\n", t, n; exit 1 }
-                  printf "%-15s %6s %11s us %12s\n", t, n, lat, bw }' || { echo "$out"; exit 1; }
+                  printf "%-15s %6s %11s us %12s\n", t, n, lat, bw
+                  printf "%s,%s,%s\n", t, n, lat >>"'"$lat"'"
+                  printf "%s,%s,%s\n", t, n, bw >>"'"$bw"'" }' || { echo "$out"; exit 1; }
     done
 done
+emit-csv "$lat" "$bw"

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device};
 
+mod ivshmem;
 mod recv;
 mod remote;
 mod scale;
@@ -38,8 +39,9 @@ fn main() -> ExitCode {
         Some("recv-scale") => scale::scale(&args[1..]),
         Some("recv-remote") => remote::remote(&args[1..]),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
+        Some("ivshmem") => ivshmem::ivshmem(),
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|ivshmem"
                 .into(),
         ),
     };

@@ -171,10 +171,20 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
         }
     }
 
+    // A serving o2grun stays until every remote rank has finalized, so
+    // that none is left without its finalize_ack.
+    let mut remote_left = match cfg.pmi {
+        Pmi::Serve(_) => cfg.np - cfg.local.len() as u32,
+        Pmi::Remote(_) => 0,
+    };
     let start = Instant::now();
     let outcome: Result<(), (String, u8)> = loop {
         if let Ok(ev) = rx.recv_timeout(TICK) {
             break Err(match ev {
+                Event::RemoteFinalized => {
+                    remote_left = remote_left.saturating_sub(1);
+                    continue;
+                }
                 Event::Abort { rank, code, msg } => (
                     format!("rank {rank} called MPI_Abort with code {code}: {msg}"),
                     code.clamp(1, 255) as u8,
@@ -216,7 +226,7 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
             }
             break Err(f);
         }
-        if children.iter().all(Option::is_none) {
+        if children.iter().all(Option::is_none) && remote_left == 0 {
             break Ok(());
         }
         if cfg.timeout.is_some_and(|t| start.elapsed() > t) {

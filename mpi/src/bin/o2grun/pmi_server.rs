@@ -21,6 +21,9 @@ pub(crate) enum Event {
     Abort { rank: u32, code: i32, msg: String },
     /// A rank broke the protocol.
     Protocol { rank: Option<u32>, msg: String },
+    /// A rank on another machine finalized: the server may go away once
+    /// every remote rank has.
+    RemoteFinalized,
 }
 
 #[derive(Default)]
@@ -55,7 +58,13 @@ pub(crate) fn serve(listener: TcpListener, np: u32, local: Range<u32>, events: S
             match stream {
                 Ok(s) => {
                     thread::spawn(move || {
-                        if let Err((rank, msg)) = client(s, &shared) {
+                        let result = client(s, &shared);
+                        if let Ok(Some(r)) = result {
+                            if !shared.local.contains(&r) {
+                                let _ = events.send(Event::RemoteFinalized);
+                            }
+                        }
+                        if let Err((rank, msg)) = result {
                             let _ = events.send(match msg.strip_prefix("abort:") {
                                 Some(rest) => {
                                     let (code, msg) = rest.split_once(':').unwrap_or((rest, ""));
@@ -88,7 +97,8 @@ fn parse(line: &str) -> HashMap<&str, &str> {
 }
 
 /// Serves one rank until it finalizes or disconnects.
-fn client(s: TcpStream, sh: &Shared) -> Result<(), (Option<u32>, String)> {
+/// Serves one rank's connection; the rank, once it finalized.
+fn client(s: TcpStream, sh: &Shared) -> Result<Option<u32>, (Option<u32>, String)> {
     let mut rank = None;
     let err = |rank: Option<u32>, m: String| (rank, m);
     let mut out = s.try_clone().map_err(|e| err(None, e.to_string()))?;
@@ -155,7 +165,7 @@ fn client(s: TcpStream, sh: &Shared) -> Result<(), (Option<u32>, String)> {
             }
             "finalize" => {
                 send("cmd=finalize_ack rc=0".into())?;
-                return Ok(());
+                return Ok(rank);
             }
             "abort" => {
                 let code = kv.get("exitcode").copied().unwrap_or("1");
@@ -172,7 +182,7 @@ fn client(s: TcpStream, sh: &Shared) -> Result<(), (Option<u32>, String)> {
             rank,
             format!("remote rank {r} closed its PMI connection without finalizing"),
         )),
-        _ => Ok(()),
+        _ => Ok(None),
     }
 }
 
