@@ -155,6 +155,7 @@ impl Info {
 
 /// What a receiver may accept for one chunk, given what it granted and
 /// what it has received of the message so far.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct ChunkLimits {
     pub(crate) peer: u32,
     pub(crate) granted: u16,

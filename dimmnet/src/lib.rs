@@ -85,6 +85,15 @@
 //! has a message waiting, and its length. The words are documented in the
 //! `flags` module and `send_recv` module docs.
 //!
+//! `send` and `recv` wait. Their resumable halves never do:
+//! [`Endpoint::send_start`] announces a message and [`Endpoint::send_step`]
+//! sends a chunk for each grant that is there (the message may be given as
+//! several slices, e.g. a header and a payload); [`Endpoint::recv_start`]
+//! grants and [`Endpoint::recv_step`] takes each chunk that arrived. A
+//! single-threaded caller (an MPI transport) interleaves them so that a
+//! node waiting for a grant keeps receiving, and two nodes sending each
+//! other large messages cannot deadlock.
+//!
 //! # The Fagus barrier
 //!
 //! [`Barrier`]: SYNC_ENTRY (AOTF from each node into node 0's LLCM) and
@@ -96,7 +105,10 @@
 //! Every wait goes through [`WaitPolicy`]: spin with
 //! [`std::hint::spin_loop`], then `yield_now`, then short sleeps, and give
 //! up at a deadline (10 s by default) with [`Error::Timeout`] naming the
-//! node and the word it waited for. A peer that dies mid-protocol thus
+//! node and the word it waited for.
+//! Where a deadline is too blunt, [`Heartbeat`] and [`PeerWatch`] tell a
+//! live peer from one that left (it stores a "left" word when dropped) or
+//! died (its heartbeat thread stopped), in the `liveness` module. A peer that dies mid-protocol thus
 //! costs its partners a timeout, never a hang. Every field read from
 //! shared memory that a peer wrote (lengths, buffer counts, banks, window
 //! headers, the bank-select word) is checked before use and refused as
@@ -128,7 +140,9 @@ mod barrier;
 mod botf;
 mod error;
 mod flags;
+mod gather;
 pub mod layout;
+mod liveness;
 mod nic;
 mod rdma;
 mod send_recv;
@@ -137,9 +151,10 @@ mod wait;
 pub use barrier::Barrier;
 pub use error::{Error, Result};
 pub use layout::{Config, Layout};
+pub use liveness::{Heartbeat, Liveness, PeerWatch, LEFT};
 pub use nic::{Ack, Nic};
 pub use rdma::NicAddr;
-pub use send_recv::{Endpoint, Stats};
+pub use send_recv::{Endpoint, RecvOp, SendOp, Stats};
 pub use wait::WaitPolicy;
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 
 use crate::bank::DmaHold;
 use crate::error::Result;
+use crate::gather::Gather;
 use crate::layout::{LLCM_STAGING, STAGING_SIZE};
 use crate::nic::{Ack, Nic};
 
@@ -125,21 +126,36 @@ impl Nic {
 
     /// PUSH of host data of any length into `dest`'s network-facing bank
     /// at `dst_off`, staged through this node's LLCM staging area in
-    /// pieces. The whole chunk lands in one bank (the hold is taken once),
-    /// which is returned. This is what DIMM_Send uses; the staging area
-    /// belongs to it.
-    pub(crate) fn push_from_host(&self, dest: u32, dst_off: usize, data: &[u8]) -> Result<u32> {
-        self.bank_range(dest, 0, dst_off, data.len())?;
+    /// pieces. The data is the gathered range `[from, from + len)` of
+    /// `parts` (see [`Gather`]). The whole chunk lands in one bank (the
+    /// hold is taken once), which is returned. This is what DIMM_Send uses;
+    /// the staging area belongs to it.
+    pub(crate) fn push_from_host(
+        &self,
+        dest: u32,
+        dst_off: usize,
+        parts: Gather<'_>,
+        from: usize,
+        len: usize,
+    ) -> Result<u32> {
+        self.bank_range(dest, 0, dst_off, len)?;
         let hold = self.wait.wait(
             || format!("node {dest}'s SO-DIMM bank switch to finish"),
             || self.try_dma_hold(dest),
         )?;
         let stage = self.llcm_range(self.node, LLCM_STAGING, STAGING_SIZE)?;
-        let base = self.bank_range(dest, hold.bank, dst_off, data.len())?;
-        for (i, piece) in data.chunks(STAGING_SIZE).enumerate() {
-            self.region.write(stage, piece)?;
-            self.region
-                .copy_within(stage, base + i * STAGING_SIZE, piece.len())?;
+        let base = self.bank_range(dest, hold.bank, dst_off, len)?;
+        let mut done = 0;
+        while done < len {
+            let piece = (len - done).min(STAGING_SIZE);
+            let mut at = 0;
+            parts.for_each(from + done, piece, |bytes| {
+                self.region.write(stage + at, bytes)?;
+                at += bytes.len();
+                Ok(())
+            })?;
+            self.region.copy_within(stage, base + done, piece)?;
+            done += piece;
         }
         Ok(hold.bank)
     }

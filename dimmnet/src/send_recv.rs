@@ -38,6 +38,7 @@ use crate::flags::{
     self, corrupt, ChunkLimits, Done, Grant, Info, Request, DONE, F_BANK1, F_BOTF, F_LAST, GRANT,
     INFO, REQUEST,
 };
+use crate::gather::Gather;
 use crate::layout::{Layout, BOTF_MAX_PAYLOAD, LLCM_BYTE_FLAGS, MAX_USED_BUFS};
 use crate::nic::Nic;
 
@@ -70,6 +71,86 @@ struct Peer {
     grants_issued: u32,
     /// The grant `grants_issued` has not been answered by DONE yet.
     outstanding: bool,
+    /// A [`SendOp`] to the peer is under way.
+    sending: bool,
+    /// A [`RecvOp`] from the peer is under way.
+    receiving: bool,
+}
+
+/// A DIMM_Send under way: see [`Endpoint::send_start`].
+#[derive(Debug)]
+pub struct SendOp {
+    dest: u32,
+    seq: u32,
+    len: usize,
+    sent: usize,
+    done: bool,
+}
+
+impl SendOp {
+    /// The destination node.
+    pub fn dest(&self) -> u32 {
+        self.dest
+    }
+
+    /// Length of the message.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the message is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes already in the receiver's NIC memory.
+    pub fn sent(&self) -> usize {
+        self.sent
+    }
+
+    /// Whether the whole message is in the receiver's NIC memory.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// A DIMM_Recv under way: see [`Endpoint::recv_start`].
+#[derive(Debug)]
+pub struct RecvOp {
+    src: u32,
+    seq: u32,
+    done: bool,
+    limits: ChunkLimits,
+}
+
+impl RecvOp {
+    /// The source node.
+    pub fn src(&self) -> u32 {
+        self.src
+    }
+
+    /// Bytes of the message taken so far.
+    pub fn received(&self) -> usize {
+        self.limits.got
+    }
+
+    /// Length of the message, known once its first chunk arrived.
+    pub fn total(&self) -> Option<usize> {
+        self.limits.total.map(|t| t as usize)
+    }
+
+    /// Whether the whole message has been taken.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// Where [`Endpoint::recv_chunk`] puts a chunk.
+enum Dst<'b> {
+    /// At its offset in the whole message's buffer (truncating).
+    Message(&'b mut [u8]),
+    /// Alone, replacing the vector's contents.
+    Chunk(&'b mut Vec<u8>),
 }
 
 /// One node's DIMM_Send/DIMM_Recv state. One endpoint per node: it owns
@@ -133,7 +214,9 @@ impl Endpoint {
     }
 
     /// DIMM_Send: sends `data` to `dest` and returns once it sits in
-    /// `dest`'s NIC memory.
+    /// `dest`'s NIC memory. The same as [`Endpoint::send_start`] followed
+    /// by [`Endpoint::send_step`] until it reports completion, waiting
+    /// with the NIC's [`crate::WaitPolicy`] in between.
     ///
     /// # Errors
     ///
@@ -141,47 +224,101 @@ impl Endpoint {
     /// [`Error::Corrupt`] / [`Error::ForeignPeer`] if its grant is invalid,
     /// [`Error::BadArgument`] for a message over 4 GiB or to ourselves.
     pub fn send(&mut self, dest: u32, data: &[u8]) -> Result<()> {
+        let mut op = self.send_start(dest, data.len())?;
+        let policy = self.nic.wait;
+        let (seq, parts) = (op.seq, [data]);
+        policy.wait(
+            || format!("a grant from node {dest} for message {seq}"),
+            || Ok(self.send_step(&mut op, &parts)?.then_some(())),
+        )
+    }
+
+    /// Starts a DIMM_Send of a `len`-byte message to `dest`: announces it
+    /// (REQUEST and the byte flag) and returns the operation, which
+    /// [`Endpoint::send_step`] moves on. Never waits. One send per
+    /// destination may be under way at a time; messages to `dest` are
+    /// received in the order they were started.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadArgument`] for a message over 4 GiB, to ourselves, or
+    /// while another send to `dest` is under way.
+    pub fn send_start(&mut self, dest: u32, len: usize) -> Result<SendOp> {
         let d = self.peer_index(dest)?;
         let me = self.nic.node;
-        let total = u32::try_from(data.len())
-            .map_err(|_| Error::BadArgument(format!("message of {} bytes", data.len())))?;
-        let cfg = *self.nic.layout().config();
+        let total = u32::try_from(len)
+            .map_err(|_| Error::BadArgument(format!("message of {len} bytes")))?;
+        if self.peers[d].sending {
+            return Err(Error::BadArgument(format!(
+                "a send to node {dest} is already under way"
+            )));
+        }
         let seq = self.peers[d].sent.wrapping_add(1);
         let want = self.peers[d].grants_used.wrapping_add(1);
-        let ready = Grant::unpack_if(self.my_word(dest, GRANT)?, want);
-        if ready {
+        if Grant::unpack_if(self.my_word(dest, GRANT)?, want) {
             self.stats.sends_receiver_first += 1;
         } else {
             self.stats.sends_sender_first += 1;
         }
         // Announce (both orders: the receiver's poll reads the length here).
-        let dst_flags = flags::word(me, 0);
         self.nic.aotf_u64(
             dest,
-            dst_flags + REQUEST,
+            flags::word(me, REQUEST),
             Request { seq, len: total }.pack(),
         )?;
         self.nic.aotf_u8(dest, LLCM_BYTE_FLAGS + me as usize, 1)?;
+        self.peers[d].sending = true;
+        Ok(SendOp {
+            dest,
+            seq,
+            len,
+            sent: 0,
+            done: false,
+        })
+    }
 
-        let mut sent = 0usize;
-        loop {
+    /// Moves `op` on without waiting: sends one chunk for every grant of
+    /// the receiver that is there. `parts` is the message, the
+    /// concatenation of the slices (so a header and a payload that live
+    /// apart go as one message); pass the same bytes on every call.
+    /// Returns whether the message is complete, i.e. sits in the
+    /// receiver's NIC memory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadArgument`] if `parts` is not `op`'s length;
+    /// [`Error::Corrupt`] / [`Error::ForeignPeer`] for an invalid grant;
+    /// [`Error::Timeout`] if the receiver's bank switch never ends. After
+    /// an error the destination must be treated as dead.
+    pub fn send_step(&mut self, op: &mut SendOp, parts: &[&[u8]]) -> Result<bool> {
+        let data = Gather::new(parts);
+        if data.len() != op.len {
+            return Err(Error::BadArgument(format!(
+                "message of {} bytes for a send of {}",
+                data.len(),
+                op.len
+            )));
+        }
+        let (dest, me) = (op.dest, self.nic.node);
+        let d = dest as usize;
+        let cfg = *self.nic.layout().config();
+        let dst_flags = flags::word(me, 0);
+        while !op.done {
             let gseq = self.peers[d].grants_used.wrapping_add(1);
-            let grant = self.nic.wait.wait(
-                || format!("a grant (gseq {gseq}) from node {dest} for message {seq}"),
-                || {
-                    let v = self.my_word(dest, GRANT)?;
-                    if (v >> 32) as u32 != gseq {
-                        return Ok(None);
-                    }
-                    Grant::unpack(v, dest, cfg.bufs_per_peer, self.pgid).map(Some)
-                },
-            )?;
+            let v = self.my_word(dest, GRANT)?;
+            if (v >> 32) as u32 != gseq {
+                return Ok(false);
+            }
+            let grant = Grant::unpack(v, dest, cfg.bufs_per_peer, self.pgid)?;
             self.peers[d].grants_used = gseq;
-            let left = data.len() - sent;
-            let (chunk, used, mut fl) = if data.len() <= BOTF_MAX_PAYLOAD {
-                self.nic.botf(dest, Layout::botf_slot(me), data)?;
+            let left = op.len - op.sent;
+            let (chunk, used, mut fl) = if op.len <= BOTF_MAX_PAYLOAD {
+                let mut packet = [0u8; BOTF_MAX_PAYLOAD];
+                data.copy_to(0, &mut packet[..op.len])?;
+                self.nic
+                    .botf(dest, Layout::botf_slot(me), &packet[..op.len])?;
                 self.stats.botf_chunks += 1;
-                (data.len(), 0u16, F_BOTF)
+                (op.len, 0u16, F_BOTF)
             } else {
                 let room = grant.remaining as usize * cfg.buf_size;
                 let chunk = left.min(room);
@@ -189,18 +326,20 @@ impl Endpoint {
                 let bank = self.nic.push_from_host(
                     dest,
                     self.nic.layout().recv_buffers(me),
-                    &data[sent..sent + chunk],
+                    data,
+                    op.sent,
+                    chunk,
                 )?;
                 self.stats.push_chunks += 1;
                 (chunk, used, if bank == 1 { F_BANK1 } else { 0 })
             };
-            sent += chunk;
-            if sent == data.len() {
+            op.sent += chunk;
+            if op.sent == op.len {
                 fl |= F_LAST;
             }
             let info = Info {
                 chunk: chunk as u32,
-                total,
+                total: op.len as u32,
             };
             self.nic.aotf_u64(dest, dst_flags + INFO, info.pack())?;
             let done = Done {
@@ -212,11 +351,12 @@ impl Endpoint {
             self.nic.aotf_u64(dest, dst_flags + DONE, done.pack())?;
             self.nic.aotf_u8(dest, LLCM_BYTE_FLAGS + me as usize, 1)?;
             if fl & F_LAST != 0 {
-                break;
+                op.done = true;
+                self.peers[d].sent = op.seq;
+                self.peers[d].sending = false;
             }
         }
-        self.peers[d].sent = seq;
-        Ok(())
+        Ok(true)
     }
 
     fn grant(&mut self, src: u32) -> Result<()> {
@@ -250,7 +390,10 @@ impl Endpoint {
     }
 
     /// DIMM_Recv: receives the next message from `src` into `buf` and
-    /// returns its length.
+    /// returns its length. The same as [`Endpoint::recv_start`] and
+    /// [`Endpoint::recv_step`] until the message is complete, waiting with
+    /// the NIC's [`crate::WaitPolicy`] in between, except that the chunks
+    /// go straight into `buf`.
     ///
     /// # Errors
     ///
@@ -259,68 +402,16 @@ impl Endpoint {
     /// [`Error::Corrupt`] / [`Error::ForeignPeer`] if its flag words are
     /// invalid (nothing out of range was used).
     pub fn recv(&mut self, src: u32, buf: &mut [u8]) -> Result<usize> {
-        let s = self.peer_index(src)?;
-        let cfg = *self.nic.layout().config();
-        let seq = self.peers[s].received.wrapping_add(1);
-        self.announced[s] = None;
-        self.grant(src)?;
-        let mut limits = ChunkLimits {
-            peer: src,
-            granted: cfg.bufs_per_peer.min(MAX_USED_BUFS),
-            buf_size: cfg.buf_size,
-            botf_max: BOTF_MAX_PAYLOAD,
-            total: None,
-            got: 0,
-        };
-        loop {
-            let gseq = self.peers[s].grants_issued;
-            let (done, info) = self.nic.wait.wait(
+        let mut op = self.recv_start(src)?;
+        let policy = self.nic.wait;
+        while !op.done {
+            let (seq, gseq) = (op.seq, self.peers[src as usize].grants_issued);
+            policy.wait(
                 || format!("DONE (gseq {gseq}) of message {seq} from node {src}"),
-                || {
-                    let d = Done::unpack(self.my_word(src, DONE)?);
-                    if d.gseq != gseq {
-                        return Ok(None);
-                    }
-                    let i = Info::unpack(self.my_word(src, INFO)?);
-                    Ok(Some((d, i)))
-                },
+                || Ok(self.recv_chunk(&mut op, Dst::Message(buf))?.then_some(())),
             )?;
-            limits.check(&done, &info, self.pgid)?;
-            self.peers[s].outstanding = false;
-            let chunk = info.chunk as usize;
-            // The part of the chunk that fits in `buf` (the rest is
-            // drained: a truncated message still completes).
-            let from = limits.got.min(buf.len());
-            let to = (limits.got + chunk).min(buf.len());
-            if done.flags & F_BOTF != 0 {
-                self.nic
-                    .llcm_read(Layout::botf_slot(src), &mut buf[from..to])?;
-            } else {
-                let mut tries = 0;
-                while self.nic.host_bank()? != done.bank() {
-                    tries += 1;
-                    if tries > 2 {
-                        return Err(corrupt(src, "DONE bank", done.bank().into()));
-                    }
-                    self.nic.switch_banks()?;
-                    self.stats.bank_switches += 1;
-                }
-                self.nic
-                    .dimm_read(self.nic.layout().recv_buffers(src), &mut buf[from..to])?;
-            }
-            limits.got += chunk;
-            limits.total = Some(info.total);
-            if done.flags & F_LAST != 0 {
-                break;
-            }
-            self.grant(src)?;
-            self.stats.regrants += 1;
         }
-        self.peers[s].received = seq;
-        // The next message's doorbell may have been taken by a poll that
-        // reported this one; remember it here.
-        self.announced[s] = self.pending(src)?;
-        let len = limits.got;
+        let len = op.limits.got;
         if len > buf.len() {
             return Err(Error::Truncated {
                 from: src,
@@ -329,6 +420,130 @@ impl Endpoint {
             });
         }
         Ok(len)
+    }
+
+    /// Starts receiving the next message from `src`: grants it our buffers
+    /// (unless [`Endpoint::prepost`] already did) and returns the
+    /// operation, which [`Endpoint::recv_step`] moves on. Never waits. One
+    /// receive per source may be under way at a time.
+    ///
+    /// Starting the receive before the sender arrives is the receiver-first
+    /// protocol: a transport that always keeps one started per peer makes
+    /// every send take it.
+    ///
+    /// # Errors
+    ///
+    /// A bad node, or a receive from `src` already under way.
+    pub fn recv_start(&mut self, src: u32) -> Result<RecvOp> {
+        let s = self.peer_index(src)?;
+        if self.peers[s].receiving {
+            return Err(Error::BadArgument(format!(
+                "a receive from node {src} is already under way"
+            )));
+        }
+        let cfg = *self.nic.layout().config();
+        let seq = self.peers[s].received.wrapping_add(1);
+        self.announced[s] = None;
+        self.grant(src)?;
+        self.peers[s].receiving = true;
+        Ok(RecvOp {
+            src,
+            seq,
+            done: false,
+            limits: ChunkLimits {
+                peer: src,
+                granted: cfg.bufs_per_peer.min(MAX_USED_BUFS),
+                buf_size: cfg.buf_size,
+                botf_max: BOTF_MAX_PAYLOAD,
+                total: None,
+                got: 0,
+            },
+        })
+    }
+
+    /// Moves `op` on without waiting: if the next chunk of the message has
+    /// arrived, replaces the contents of `chunk` with it, grants the sender
+    /// the next one unless it was the last, and returns `true`; `false`
+    /// if nothing new is there. [`RecvOp::is_done`] tells when the whole
+    /// message has been taken.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] / [`Error::ForeignPeer`] if the sender's flag
+    /// words are invalid (nothing out of range was used);
+    /// [`Error::Timeout`] if a bank switch never ends. After an error the
+    /// source must be treated as dead.
+    pub fn recv_step(&mut self, op: &mut RecvOp, chunk: &mut Vec<u8>) -> Result<bool> {
+        self.recv_chunk(op, Dst::Chunk(chunk))
+    }
+
+    /// Takes the next chunk of `op` if its DONE is there.
+    fn recv_chunk(&mut self, op: &mut RecvOp, dst: Dst<'_>) -> Result<bool> {
+        if op.done {
+            return Ok(false);
+        }
+        let src = op.src;
+        let s = src as usize;
+        // The active receive reads the words itself; a poll that noticed
+        // the doorbell meanwhile must not report the message again.
+        self.announced[s] = None;
+        let gseq = self.peers[s].grants_issued;
+        let done = Done::unpack(self.my_word(src, DONE)?);
+        if done.gseq != gseq {
+            return Ok(false);
+        }
+        let info = Info::unpack(self.my_word(src, INFO)?);
+        op.limits.check(&done, &info, self.pgid)?;
+        self.peers[s].outstanding = false;
+        let size = info.chunk as usize;
+        let got = op.limits.got;
+        let out: &mut [u8] = match dst {
+            // The part of the chunk that fits in `buf` (the rest is
+            // drained: a truncated message still completes).
+            Dst::Message(buf) => {
+                let from = got.min(buf.len());
+                let to = (got + size).min(buf.len());
+                &mut buf[from..to]
+            }
+            Dst::Chunk(v) => {
+                // Only grow when needed: zero-filling every chunk again
+                // would cost as much as reading it.
+                if v.len() < size {
+                    v.resize(size, 0);
+                }
+                v.truncate(size);
+                &mut v[..]
+            }
+        };
+        if done.flags & F_BOTF != 0 {
+            self.nic.llcm_read(Layout::botf_slot(src), out)?;
+        } else {
+            let mut tries = 0;
+            while self.nic.host_bank()? != done.bank() {
+                tries += 1;
+                if tries > 2 {
+                    return Err(corrupt(src, "DONE bank", done.bank().into()));
+                }
+                self.nic.switch_banks()?;
+                self.stats.bank_switches += 1;
+            }
+            self.nic
+                .dimm_read(self.nic.layout().recv_buffers(src), out)?;
+        }
+        op.limits.got += size;
+        op.limits.total = Some(info.total);
+        if done.flags & F_LAST != 0 {
+            op.done = true;
+            self.peers[s].received = op.seq;
+            self.peers[s].receiving = false;
+            // The next message's doorbell may have been taken by a poll
+            // that reported this one; remember it here.
+            self.announced[s] = self.pending(src)?;
+        } else {
+            self.grant(src)?;
+            self.stats.regrants += 1;
+        }
+        Ok(true)
     }
 
     /// Looks for a peer whose next message is waiting (announced or already

@@ -203,3 +203,67 @@ proptest! {
         prop_assert_eq!(st.sends_sender_first, msgs.len() as u64 - want_rf);
     }
 }
+
+/// Two nodes sending each other messages larger than their buffers, both
+/// driven by one thread with the resumable operations only: each side's
+/// sends make progress because the same loop keeps receiving, which is how
+/// a single-threaded transport avoids the blocking `send`'s deadlock.
+#[test]
+fn resumable_operations_let_one_thread_drive_both_directions() {
+    let (_r, eps) = endpoints(Config::new(2));
+    let (mut a, mut b) = take2(eps);
+    let lens = [0usize, 7, 464, 465, 100_000, 300_001];
+    let msgs = |seed: usize| -> Vec<Vec<u8>> {
+        lens.iter()
+            .enumerate()
+            .map(|(k, &l)| pattern(seed + k, l))
+            .collect()
+    };
+    let (to_b, to_a) = (msgs(10), msgs(20));
+    // Per direction: next message to start, the send under way, the
+    // receive under way and what it gathered.
+    let mut state = [
+        (0, None, None, Vec::new(), Vec::new()),
+        (0, None, None, Vec::new(), Vec::new()),
+    ];
+    let mut chunk = Vec::new();
+    let mut rounds = 0;
+    while state.iter().any(|s| s.4.len() < lens.len()) {
+        rounds += 1;
+        assert!(rounds < 1_000_000, "no progress");
+        for (dir, st) in state.iter_mut().enumerate() {
+            let (tx, rx, dest, src, data) = if dir == 0 {
+                (&mut a, &mut b, 1, 0, &to_b)
+            } else {
+                (&mut b, &mut a, 0, 1, &to_a)
+            };
+            let (next, sending, receiving, got, done) = st;
+            if sending.is_none() && *next < data.len() {
+                *sending = Some(tx.send_start(dest, data[*next].len()).unwrap());
+                // Only one send per destination at a time.
+                assert!(tx.send_start(dest, 1).is_err());
+            }
+            if let Some(op) = sending.as_mut() {
+                if tx.send_step(op, &[&data[*next]]).unwrap() {
+                    assert!(op.is_done() && op.sent() == op.len());
+                    *sending = None;
+                    *next += 1;
+                }
+            }
+            let op = receiving.get_or_insert_with(|| rx.recv_start(src).unwrap());
+            while rx.recv_step(op, &mut chunk).unwrap() {
+                got.extend_from_slice(&chunk);
+                if op.is_done() {
+                    assert_eq!(op.total(), Some(got.len()));
+                    done.push(std::mem::take(got));
+                    *receiving = None;
+                    break;
+                }
+            }
+        }
+    }
+    assert_eq!(state[0].4, to_b);
+    assert_eq!(state[1].4, to_a);
+    // The large messages took several grants each.
+    assert!(a.stats().push_chunks > 4 && b.stats().regrants > 2);
+}

@@ -3,7 +3,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `O2G_TRANSPORT` | `sockets-epoll` | `sockets-epoll`, `sockets-select`, `self` or `o2g` (see `transport/mod.rs`) |
+//! | `O2G_TRANSPORT` | `sockets-epoll` | `sockets-epoll`, `sockets-select`, `self`, `o2g` or `dimmnet` (see `transport/mod.rs`) |
 //! | `O2G_SELF` | `1` | `0` sends messages to oneself through the network transport instead of the in-process loopback, so benchmarks measure the network path |
 //! | `O2G_SNDBUF`, `O2G_RCVBUF` | system | `SO_SNDBUF` / `SO_RCVBUF` of every connection, in bytes |
 //! | `O2G_MAX_MESSAGE` | 4 GiB | largest payload accepted in one message |
@@ -11,12 +11,15 @@
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
+//! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
+//! | `O2G_DIMMNET_PEER_TIMEOUT` | `5` | `dimmnet` transport: seconds without a heartbeat after which a peer counts as dead |
 //! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::transport::dimmnet::RegionKind as DimmnetRegion;
 
 /// Which transport moves the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +28,7 @@ pub(crate) enum TransportKind {
     SocketsEpoll,
     SelfLoop,
     O2g,
+    Dimmnet,
 }
 
 /// Everything the environment configures.
@@ -41,6 +45,8 @@ pub(crate) struct Config {
     pub(crate) o2g_dump_bytes: u64,
     pub(crate) o2g_pin_budget: u64,
     pub(crate) idle_connections: usize,
+    pub(crate) dimmnet_region: DimmnetRegion,
+    pub(crate) dimmnet_peer_timeout: Duration,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -65,9 +71,19 @@ impl Config {
             "sockets-select" => TransportKind::SocketsSelect,
             "self" => TransportKind::SelfLoop,
             "o2g" => TransportKind::O2g,
+            "dimmnet" => TransportKind::Dimmnet,
             other => {
                 return Err(Error::Config(format!(
-                    "O2G_TRANSPORT={other:?}: expected sockets-epoll, sockets-select, self or o2g"
+                    "O2G_TRANSPORT={other:?}: expected sockets-epoll, sockets-select, self, o2g or dimmnet"
+                )))
+            }
+        };
+        let dimmnet_region = match var("O2G_DIMMNET_REGION").as_deref() {
+            None | Some("shm") => DimmnetRegion::Shm,
+            Some("ivshmem") => DimmnetRegion::Ivshmem,
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "O2G_DIMMNET_REGION={v:?}: expected shm or ivshmem"
                 )))
             }
         };
@@ -88,6 +104,10 @@ impl Config {
             o2g_dump_bytes: parse("O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
             o2g_pin_budget: parse("O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
             idle_connections: parse("O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
+            dimmnet_region,
+            dimmnet_peer_timeout: Duration::from_secs(
+                parse("O2G_DIMMNET_PEER_TIMEOUT")?.unwrap_or(5),
+            ),
         })
     }
 }

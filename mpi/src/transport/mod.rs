@@ -10,6 +10,7 @@
 //! | `sockets-select` | `select.rs` | TCP, the classic `select` + nonblocking read loop (the YAMPII/Sock baseline of the o2g paper; deliberately not modernised) |
 //! | `self` | `self_loop.rs` | no network: a world of one process sending to itself |
 //! | `o2g` | `o2g.rs` | the kernel module (`/dev/o2g`) matches and receives; sends are plain writes; no fallback when the module is missing |
+//! | `dimmnet` | `dimmnet.rs` | the emulated DIMMnet-1 NIC (`o2g-dimmnet`) over a `/dev/shm` file or a QEMU ivshmem region; user-space matching, polling receive |
 //!
 //! # The contract every transport provides
 //!
@@ -58,6 +59,7 @@ use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 
 pub(crate) mod bootstrap;
+pub(crate) mod dimmnet;
 mod epoll;
 pub(crate) mod matcher;
 mod o2g;
@@ -173,6 +175,7 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             let idle = bootstrap::idle_pairs(config.idle_connections, config)?;
             Ok(Box::new(o2g::O2g::new(rank, ep, conns, idle, config)?))
         }
+        TransportKind::Dimmnet => Ok(Box::new(dimmnet::Dimmnet::open(config, pmi)?)),
     }
 }
 

@@ -90,7 +90,11 @@ fn transports() -> Option<Vec<String>> {
 fn matrix() -> Vec<Run> {
     let mut runs = Vec::new();
     let chosen = transports();
-    let all = vec!["sockets-epoll".to_owned(), "sockets-select".to_owned()];
+    let all = vec![
+        "sockets-epoll".to_owned(),
+        "sockets-select".to_owned(),
+        "dimmnet".to_owned(),
+    ];
     for t in chosen.as_deref().unwrap_or(&all) {
         let t = t.as_str();
         runs.push(case("p2p", t, 4));
