@@ -109,6 +109,11 @@ impl Communicator {
     ///
     /// [`Error::PeerGone`] and transport errors.
     pub fn barrier(&self) -> Result<()> {
+        if self.members.len() == self.rt.size as usize
+            && self.rt.with(|t| t.enter_world_barrier())?
+        {
+            return self.wait_world_barrier();
+        }
         let (p, r) = self.p_r();
         let mut k = 1;
         while k < p {
@@ -116,6 +121,31 @@ impl Communicator {
             k <<= 1;
         }
         Ok(())
+    }
+
+    /// Waits for the transport's hardware barrier, receiving meanwhile
+    /// (through `Runtime::with`, which also acknowledges synchronous
+    /// sends), and fails when a member dies. A communicator spanning the
+    /// whole world may use it whatever its context: every process calls
+    /// the barriers of such communicators in one order, or the program
+    /// would deadlock anyway.
+    fn wait_world_barrier(&self) -> Result<()> {
+        loop {
+            if self.rt.with(|t| t.test_world_barrier())? {
+                return Ok(());
+            }
+            let dead = self.rt.with(|t| {
+                Ok(self
+                    .members
+                    .iter()
+                    .find_map(|&m| t.peer_failure(m).map(|why| (m, why))))
+            })?;
+            if let Some((rank, reason)) = dead {
+                return Err(Error::PeerGone { rank, reason });
+            }
+            self.rt
+                .with(|t| t.progress(Some(std::time::Duration::from_micros(50))))?;
+        }
     }
 
     /// `MPI_Bcast` (§6.4): `buf` of `root` is copied into `buf` of every

@@ -29,6 +29,8 @@ pub(crate) struct Runtime {
     pub(crate) transport_name: String,
     /// This process's world rank.
     rank: u32,
+    /// Processes in the world.
+    pub(crate) size: u32,
 }
 
 impl Runtime {
@@ -93,6 +95,7 @@ pub fn initialize() -> Result<Universe> {
         next_context: Cell::new(2),
         transport_name: config.transport_name,
         rank,
+        size,
     });
     let world = Communicator::new(rt.clone(), 0, (0..size).collect(), rank);
     Ok(Universe { rt, world })

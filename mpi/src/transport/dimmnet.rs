@@ -88,8 +88,8 @@ use o2g_core::proto::stream::{Event, Reassembler};
 use o2g_core::proto::wire::{Encoder, Kind, Limits, HEADER_LEN};
 use o2g_dimmnet::layout::{LLCM_USER, MAX_NODES};
 use o2g_dimmnet::{
-    Config as NicConfig, Endpoint, Heartbeat, Layout, Liveness, Nic, PeerWatch, RecvOp, SendOp,
-    WaitPolicy,
+    Barrier, Config as NicConfig, Endpoint, Heartbeat, Layout, Liveness, Nic, PeerWatch, RecvOp,
+    SendOp, WaitPolicy,
 };
 use o2g_nicmem::Region;
 
@@ -156,6 +156,8 @@ struct Peer {
 /// The NIC side; absent in a world of one.
 struct Net {
     ep: Endpoint,
+    /// The Fagus AOTF barrier, for `MPI_Barrier` over the whole world.
+    barrier: Barrier,
     watch: PeerWatch,
     _heartbeat: Heartbeat,
 }
@@ -435,12 +437,14 @@ impl Dimmnet {
             WaitPolicy::with_deadline(config.dimmnet_peer_timeout.max(Duration::from_secs(1)));
         let nic = Nic::attach(region, me).map_err(nic_err)?.with_wait(wait);
         let ep = Endpoint::new(nic.clone(), pgid).map_err(nic_err)?;
+        let barrier = Barrier::new(nic.clone()).map_err(nic_err)?;
         let heartbeat = Heartbeat::start(nic.clone(), HEARTBEAT_TABLE, HEARTBEAT_PERIOD, pgid)
             .map_err(nic_err)?;
         let watch = PeerWatch::new(nic, HEARTBEAT_TABLE, config.dimmnet_peer_timeout, pgid)
             .map_err(nic_err)?;
         Ok(Net {
             ep,
+            barrier,
             watch,
             _heartbeat: heartbeat,
         })
@@ -846,6 +850,21 @@ impl Transport for Dimmnet {
 
     fn peer_failure(&self, rank: u32) -> Option<String> {
         self.peers.get(rank as usize).and_then(|p| p.dead.clone())
+    }
+
+    fn enter_world_barrier(&mut self) -> Result<bool> {
+        let Some(net) = &mut self.net else {
+            return Ok(false);
+        };
+        net.barrier.enter().map_err(nic_err)?;
+        Ok(true)
+    }
+
+    fn test_world_barrier(&mut self) -> Result<bool> {
+        match &mut self.net {
+            Some(net) => net.barrier.test().map_err(nic_err),
+            None => Ok(true),
+        }
     }
 
     fn flush(&mut self, timeout: Duration) -> Result<()> {

@@ -123,6 +123,18 @@ pub(crate) trait Transport {
     /// acknowledge them (see `sync_acks.rs`).
     fn take_sync_matches(&mut self) -> Vec<Envelope>;
 
+    /// Enters a barrier of every world rank that the hardware runs (the
+    /// Fagus AOTF barrier of `dimmnet`); `Ok(false)` when the transport has
+    /// none, and the MPI layer then synchronises with messages.
+    fn enter_world_barrier(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Whether the barrier entered last has completed; never waits.
+    fn test_world_barrier(&mut self) -> Result<bool> {
+        Ok(true)
+    }
+
     /// Takes back the buffer of a completed receive's data once the MPI
     /// layer has copied it out, to reuse it; dropping it is fine too.
     fn recycle(&mut self, _buf: Vec<u8>) {}

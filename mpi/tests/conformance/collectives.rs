@@ -27,6 +27,29 @@ fn check_all(c: &Communicator) -> Check {
     for _ in 0..3 {
         c.barrier()?;
     }
+    // Nobody leaves a barrier before the last one has entered it: the last
+    // rank enters 100 ms late, and every rank's exit is after its entry
+    // (one wall clock on a host; VMs run this across hosts, hence slack).
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64)
+    };
+    if r == p - 1 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let entered = now();
+    c.barrier()?;
+    let left = now();
+    let mut entries = vec![0u64; pu];
+    c.all_gather_into(&[entered], &mut entries)?;
+    let last = entries.iter().copied().max().unwrap_or(0);
+    ensure!(
+        left + 50_000 >= last,
+        "rank {r} left the barrier {} us before rank {} entered it",
+        last - left,
+        p - 1
+    );
 
     // Bcast from every root, and an empty one.
     for root in 0..p {
