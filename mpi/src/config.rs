@@ -3,7 +3,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `O2G_TRANSPORT` | `sockets-epoll` | `sockets-epoll`, `sockets-select`, `self`, `o2g` or `dimmnet` (see `transport/mod.rs`) |
+//! | `O2G_TRANSPORT` | `sockets-epoll` | `sockets-epoll`, `sockets-select`, `self`, `o2g`, `dimmnet` or `hyphenlink` (see `transport/mod.rs`) |
 //! | `O2G_SELF` | `1` | `0` sends messages to oneself through the network transport instead of the in-process loopback, so benchmarks measure the network path |
 //! | `O2G_SNDBUF`, `O2G_RCVBUF` | system | `SO_SNDBUF` / `SO_RCVBUF` of every connection, in bytes |
 //! | `O2G_MAX_MESSAGE` | 4 GiB | largest payload accepted in one message |
@@ -13,6 +13,10 @@
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
 //! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
 //! | `O2G_DIMMNET_PEER_TIMEOUT` | `5` | `dimmnet` transport: seconds without a heartbeat after which a peer counts as dead |
+//! | `O2G_HYPHEN_REGION` | `shm` | `hyphenlink` transport: where the emulated board lives: `shm` (rank 0 creates a `/dev/shm` file, published through PMI, unlinked once all attached), `ivshmem` (the BAR of the guest's first ivshmem-plain device, formatted by rank 0; for one rank per VM) or the absolute path of a pre-sized file every rank maps, used like the BAR |
+//! | `O2G_HYPHEN_RING_BYTES` | `O2G_RCVBUF`, else 64 MiB / size², clamped to 16 KiB..1 MiB | `hyphenlink`: bytes of each AP1000 receive ring (one per sender and receiver); frames carry up to a quarter of it. With `ivshmem` or a path it is halved until the board fits |
+//! | `O2G_HYPHEN_WAIT` | `block` (`shm`), `sleep` (`ivshmem`) | `hyphenlink`: how an idle rank sleeps after spinning and yielding: `block` in futex on its EXT FIFO (woken by a PB), `sleep` in short timed sleeps (futexes do not cross VMs) |
+//! | `O2G_HYPHEN_DEAD_AFTER` | `10` | `hyphenlink`: seconds without a heartbeat after which a peer counts as dead (a peer that exits is seen at once) |
 //! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
 
 use std::net::IpAddr;
@@ -29,6 +33,7 @@ pub(crate) enum TransportKind {
     SelfLoop,
     O2g,
     Dimmnet,
+    HyphenLink,
 }
 
 /// Everything the environment configures.
@@ -72,9 +77,10 @@ impl Config {
             "self" => TransportKind::SelfLoop,
             "o2g" => TransportKind::O2g,
             "dimmnet" => TransportKind::Dimmnet,
+            "hyphenlink" => TransportKind::HyphenLink,
             other => {
                 return Err(Error::Config(format!(
-                    "O2G_TRANSPORT={other:?}: expected sockets-epoll, sockets-select, self, o2g or dimmnet"
+                    "O2G_TRANSPORT={other:?}: expected sockets-epoll, sockets-select, self, o2g, dimmnet or hyphenlink"
                 )))
             }
         };

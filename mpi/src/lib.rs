@@ -41,8 +41,9 @@
 //! # Threads and `unsafe`
 //! `MPI_THREAD_SINGLE`: the handles are `!Send`. `unsafe` lives only in
 //! `datatype.rs` (byte views of [`Equivalence`] slices), `pmi.rs`
-//! (adopting the inherited `PMI_FD`) and [`raw`] (receives into
-//! caller-owned memory, for the C ABI).
+//! (adopting the inherited `PMI_FD`), [`raw`] (receives into
+//! caller-owned memory, for the C ABI) and `transport/hyphenlink.rs`
+//! (registering an `atexit` hook).
 
 pub mod collective;
 pub mod communicator;

@@ -11,6 +11,7 @@
 //! | `self` | `self_loop.rs` | no network: a world of one process sending to itself |
 //! | `o2g` | `o2g.rs` | the kernel module (`/dev/o2g`) matches and receives; sends are plain writes; no fallback when the module is missing |
 //! | `dimmnet` | `dimmnet.rs` | the emulated DIMMnet-1 NIC (`o2g-dimmnet`) over a `/dev/shm` file or a QEMU ivshmem region; user-space matching, polling receive |
+//! | `hyphenlink` | `hyphenlink.rs` | the emulated HyphenLink board (`o2g-hyphen`) over shared memory (`/dev/shm` or an ivshmem BAR across VMs): AP1000 receive rings per sender, PB/EXT wake-ups |
 //!
 //! # The contract every transport provides
 //!
@@ -61,6 +62,7 @@ use crate::pmi::Pmi;
 pub(crate) mod bootstrap;
 pub(crate) mod dimmnet;
 mod epoll;
+mod hyphenlink;
 pub(crate) mod matcher;
 mod o2g;
 mod outbox;
@@ -188,6 +190,7 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             Ok(Box::new(o2g::O2g::new(rank, ep, conns, idle, config)?))
         }
         TransportKind::Dimmnet => Ok(Box::new(dimmnet::Dimmnet::open(config, pmi)?)),
+        TransportKind::HyphenLink => Ok(Box::new(hyphenlink::HyphenLink::open(config, pmi)?)),
     }
 }
 

@@ -94,6 +94,7 @@ fn matrix() -> Vec<Run> {
         "sockets-epoll".to_owned(),
         "sockets-select".to_owned(),
         "dimmnet".to_owned(),
+        "hyphenlink".to_owned(),
     ];
     for t in chosen.as_deref().unwrap_or(&all) {
         let t = t.as_str();
