@@ -143,8 +143,10 @@ impl Communicator {
             if let Some((rank, reason)) = dead {
                 return Err(Error::PeerGone { rank, reason });
             }
-            self.rt
-                .with(|t| t.progress(Some(std::time::Duration::from_micros(50))))?;
+            // Keep receiving, but do not sleep in the transport's idle
+            // wait: the barrier's completion is not an event it wakes for.
+            self.rt.with(|t| t.progress(Some(std::time::Duration::ZERO)))?;
+            std::thread::yield_now();
         }
     }
 
