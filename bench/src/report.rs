@@ -137,7 +137,11 @@ impl Report {
         for (n, line) in lines.enumerate() {
             let fields: Vec<&str> = line.split(',').collect();
             let parsed = match fields[..] {
-                [name, x, y] => x.parse().ok().zip(y.parse().ok()).map(|(x, y)| (name, x, y)),
+                [name, x, y] => x
+                    .parse()
+                    .ok()
+                    .zip(y.parse().ok())
+                    .map(|(x, y)| (name, x, y)),
                 _ => None,
             };
             let (name, x, y) = parsed.ok_or_else(|| format!("line {}: {line:?}", n + 2))?;

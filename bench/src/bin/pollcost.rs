@@ -193,11 +193,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.push("poll", n as f64, us(pol));
         report.push("epoll_wait", n as f64, us(epo));
         let sel = sel.map_or("past FD_SETSIZE".into(), micros);
-        println!(
-            "{n:>6} {sel:>12} {:>12} {:>12}",
-            micros(pol),
-            micros(epo)
-        );
+        println!("{n:>6} {sel:>12} {:>12} {:>12}", micros(pol), micros(epo));
     }
     if let Some(dir) = &args.csv_dir {
         std::fs::create_dir_all(dir)?;

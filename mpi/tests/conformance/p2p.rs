@@ -213,35 +213,30 @@ pub(crate) fn run() -> Check {
     Ok(())
 }
 
-/// Microseconds since the epoch: one clock for every process of a host.
-fn wall_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
-}
-
 /// `MPI_Ssend` (§3.4): it returns only after a receive matched.
 fn synchronous(world: &Communicator) -> Check {
     let rank = world.rank();
     // Rank 1 posts its receive late; rank 0's ssend must not return
-    // before that (an eager send would return at once).
+    // before that. Rank 0 says when its ssend returned; rank 1 looks for
+    // that message for a while before it posts (an eager ssend would
+    // have returned, and the message would be there). Causal, so it
+    // holds across machines whose clocks differ.
     if rank == 0 {
         world.ssend(&[5u32, 6], 1, 20)?;
-        let returned = wall_micros();
-        let mut posted = [0u64];
-        world.recv(&mut posted, 1, 21)?;
-        ensure!(
-            returned >= posted[0],
-            "ssend returned {} us before the receive was posted",
-            posted[0] - returned
-        );
+        world.send::<u8>(&[], 1, 21)?;
     } else if rank == 1 {
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let posted = wall_micros();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        while std::time::Instant::now() < until {
+            ensure!(
+                world.iprobe(0, 21)?.is_none(),
+                "ssend returned before the receive was posted"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let mut v = [0u32; 2];
         world.recv(&mut v, 0, 20)?;
         ensure!(v == [5, 6], "ssend payload {v:?}");
-        world.send(&[posted], 0, 21)?;
+        world.recv::<u8>(&mut [], 0, 21)?;
     }
     // Each posts a receive, then ssends to the other: the posted
     // receives match, so neither waits for the other's program order.
