@@ -55,7 +55,7 @@ vm_suite() {
     if ((rc != 0 && f == 0)); then failed=$((failed + 1)); fi
 }
 vm_suite module --timeout 300 module
-vm_suite cluster --nodes 3 cluster
+vm_suite cluster --nodes 3 --timeout 600 cluster
 # The MPI conformance suite over the o2g transport (a 1 GiB message: 6 GiB guest).
 O2G_VM_MEM=6144 vm_suite mpi --timeout 900 mpi
 
