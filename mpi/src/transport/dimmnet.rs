@@ -83,7 +83,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use o2g_core::proto::envelope::{Envelope, Selector};
+use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::stream::{Event, Reassembler};
 use o2g_core::proto::wire::{Encoder, Kind, Limits, HEADER_LEN};
 use o2g_dimmnet::layout::{LLCM_USER, MAX_NODES};
@@ -93,7 +93,7 @@ use o2g_dimmnet::{
 };
 use o2g_nicmem::Region;
 
-use super::matcher::{Matcher, RecvOutcome, RecvToken, Sink};
+use super::matcher::{matcher_receive_methods, Matcher, Sink};
 use super::outbox::Sends;
 use super::{SendToken, Transport};
 use crate::config::Config;
@@ -794,25 +794,7 @@ impl Transport for Dimmnet {
         self.sends.release(token);
     }
 
-    fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
-        self.matcher.post(sel, capacity)
-    }
-
-    fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
-        self.matcher.test(token)
-    }
-
-    fn cancel_recv(&mut self, token: RecvToken) -> bool {
-        self.matcher.cancel(token)
-    }
-
-    fn release_recv(&mut self, token: RecvToken) {
-        self.matcher.release(token);
-    }
-
-    fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
-        self.matcher.probe(sel)
-    }
+    matcher_receive_methods!();
 
     fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
         if self.live_peers() == 0 {
@@ -884,16 +866,13 @@ impl Transport for Dimmnet {
             self.progress(Some(left.min(Duration::from_millis(100))))?;
         }
     }
-
-    fn take_sync_matches(&mut self) -> Vec<Envelope> {
-        self.matcher.take_sync_matches()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use o2g_core::proto::envelope::{SourceSel, TagSel};
+    use crate::transport::matcher::RecvOutcome;
+    use o2g_core::proto::envelope::{Selector, SourceSel, TagSel};
 
     #[test]
     fn stream_parts_cover_header_then_body() {

@@ -77,13 +77,13 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
-use o2g_core::proto::envelope::{Envelope, Selector};
+use o2g_core::proto::envelope::Envelope;
 use o2g_hyphen::ring::{self, Filter, MsgInfo, RingConfig, RingReader, RingWriter};
 use o2g_hyphen::wait::WaitPolicy;
 use o2g_hyphen::{Board, BoardConfig, Node, Overflow, MAX_NODES, PAGE};
 use o2g_nicmem::Region;
 
-use super::matcher::{Matcher, RecvOutcome, RecvToken, Sink};
+use super::matcher::{matcher_receive_methods, Matcher, Sink};
 use super::outbox::Sends;
 use super::{SendToken, Transport};
 use crate::config::Config;
@@ -1078,29 +1078,7 @@ impl Transport for HyphenLink {
         self.sends.release(token);
     }
 
-    fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
-        self.matcher.post(sel, capacity)
-    }
-
-    fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
-        self.matcher.test(token)
-    }
-
-    fn cancel_recv(&mut self, token: RecvToken) -> bool {
-        self.matcher.cancel(token)
-    }
-
-    fn release_recv(&mut self, token: RecvToken) {
-        self.matcher.release(token);
-    }
-
-    fn take_sync_matches(&mut self) -> Vec<Envelope> {
-        self.matcher.take_sync_matches()
-    }
-
-    fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
-        self.matcher.probe(sel)
-    }
+    matcher_receive_methods!();
 
     fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
         if self.poll_once(false) {
@@ -1154,7 +1132,8 @@ impl Drop for HyphenLink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use o2g_core::proto::envelope::{SourceSel, TagSel};
+    use crate::transport::matcher::RecvOutcome;
+    use o2g_core::proto::envelope::{Selector, SourceSel, TagSel};
 
     fn board(capacity: usize) -> Board {
         static NEXT: AtomicU32 = AtomicU32::new(0);

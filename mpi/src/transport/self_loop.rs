@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use o2g_core::proto::envelope::{Envelope, Selector};
+use o2g_core::proto::envelope::Envelope;
 
-use super::matcher::{Matcher, RecvOutcome, RecvToken};
+use super::matcher::{matcher_receive_methods, Matcher};
 use super::{SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -49,29 +49,7 @@ impl Transport for SelfLoop {
 
     fn release_send(&mut self, _token: SendToken) {}
 
-    fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
-        self.matcher.post(sel, capacity)
-    }
-
-    fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
-        self.matcher.test(token)
-    }
-
-    fn cancel_recv(&mut self, token: RecvToken) -> bool {
-        self.matcher.cancel(token)
-    }
-
-    fn release_recv(&mut self, token: RecvToken) {
-        self.matcher.release(token);
-    }
-
-    fn take_sync_matches(&mut self) -> Vec<Envelope> {
-        self.matcher.take_sync_matches()
-    }
-
-    fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
-        self.matcher.probe(sel)
-    }
+    matcher_receive_methods!();
 
     fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
         // Nothing ever arrives from outside: waiting cannot help.

@@ -34,12 +34,12 @@ use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
-use o2g_core::proto::envelope::{Envelope, Selector};
+use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::stream::{Event, Reassembler};
 use o2g_core::proto::wire::{Encoder, Kind, Limits};
 
 use super::bootstrap::Link;
-use super::matcher::{Matcher, RecvOutcome, RecvToken, Sink};
+use super::matcher::{matcher_receive_methods, Matcher, Sink};
 use super::outbox::{start_isend, Out, Sending, Sends};
 use super::{SendToken, Transport};
 use crate::config::Config;
@@ -476,29 +476,7 @@ impl<P: Poller> Transport for Sockets<P> {
         self.sends.release(token);
     }
 
-    fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
-        self.matcher.post(sel, capacity)
-    }
-
-    fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
-        self.matcher.test(token)
-    }
-
-    fn cancel_recv(&mut self, token: RecvToken) -> bool {
-        self.matcher.cancel(token)
-    }
-
-    fn release_recv(&mut self, token: RecvToken) {
-        self.matcher.release(token);
-    }
-
-    fn take_sync_matches(&mut self) -> Vec<Envelope> {
-        self.matcher.take_sync_matches()
-    }
-
-    fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
-        self.matcher.probe(sel)
-    }
+    matcher_receive_methods!();
 
     fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
         self.drain_overflow();
