@@ -82,6 +82,7 @@ pingpong-latency --log-x Ping-pong half round trip, 2 ranks
 pingpong-bandwidth --log-x Ping-pong bandwidth, 2 ranks
 idle-latency - 8 B half round trip vs idle connections
 idle-bandwidth - 1 MiB bandwidth vs idle connections
+is-idle - NAS-IS-style class S vs idle connections, 2 ranks
 pollcost - Readiness call cost vs watched sockets
 CHARTS
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
