@@ -84,6 +84,7 @@ idle-latency - 8 B half round trip vs idle connections
 idle-bandwidth - 1 MiB bandwidth vs idle connections
 is-idle - NAS-IS-style class S vs idle connections, 2 ranks
 pollcost - Readiness call cost vs watched sockets
+syscalls --log-x System calls per received message, streaming
 CHARTS
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
     O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
