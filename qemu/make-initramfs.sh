@@ -35,6 +35,14 @@ copy_with_libs() {
     ldd "$bin" 2>/dev/null | grep -oE '/[^ ]+' | while read -r lib; do
         mkdir -p "$root$(dirname "$lib")"
         cp -L "$lib" "$root$lib"
+        # A library from the build tree (our libmpi_abi.so.1) is found
+        # through the program's RUNPATH, a host path that the guest may
+        # hide (a checkout under /tmp, where the guest mounts a tmpfs):
+        # put it in /lib too, where the loader always looks.
+        case "$lib" in
+            /lib/* | /lib64/* | /usr/lib/* | /usr/lib64/*) ;;
+            *) cp -L "$lib" "$root/lib/" ;;
+        esac
     done
 }
 for bin in ${O2G_GUEST_BINS:-}; do
