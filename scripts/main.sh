@@ -59,16 +59,17 @@ for class in $classes; do
         --out "$results/is-$class.svg"
 done
 
-# chart LOG PREFIX: for each "NAME LOG_X TITLE" line on stdin, collects the
+# chart LOG PREFIX: for each "NAME AXES TITLE" line on stdin, collects the
 # "# node0: csv:NAME: " lines of LOG into results/PREFIXNAME.csv and draws
-# it (LOG_X is --log-x or -).
+# it (AXES: "-", or o2g-chart's --log-x and --log-y joined by commas).
 chart() {
-    local log="$1" prefix="$2" name log_x title
-    while read -r name log_x title; do
+    local log="$1" prefix="$2" name axes title
+    while read -r name axes title; do
         sed -n "s/^# node0: csv:$name: //p" "$log" >"$results/$prefix$name.csv"
         [[ -s "$results/$prefix$name.csv" ]] || die "no $name measurements came back; see $log"
-        [[ "$log_x" == - ]] && log_x=""
-        "$O2G_ROOT/target/release/o2g-chart" --csv "$results/$prefix$name.csv" $log_x \
+        [[ "$axes" == - ]] && axes=""
+        # shellcheck disable=SC2046 # one word per option
+        "$O2G_ROOT/target/release/o2g-chart" --csv "$results/$prefix$name.csv" $(tr , ' ' <<<"$axes") \
             --title "$title (QEMU TCG, release kernel)" --out "$results/$prefix$name.svg"
     done
 }
@@ -78,12 +79,12 @@ if ((full)); then
     "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose bench |
         tee "$results/bench.log" | grep --line-buffered -v '# node0: csv:'
     chart "$results/bench.log" "" <<'CHARTS'
-pingpong-latency --log-x Ping-pong half round trip, 2 ranks
+pingpong-latency --log-x,--log-y Ping-pong half round trip, 2 ranks
 pingpong-bandwidth --log-x Ping-pong bandwidth, 2 ranks
 idle-latency - 8 B half round trip vs idle connections
 idle-bandwidth - 1 MiB bandwidth vs idle connections
 is-idle - NAS-IS-style class S vs idle connections, 2 ranks
-pollcost - Readiness call cost vs watched sockets
+pollcost --log-y Readiness call cost vs watched sockets
 syscalls --log-x System calls per received message, streaming
 CHARTS
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
@@ -95,7 +96,7 @@ CHARTS
         --title "NAS-IS-style class A, 4 VMs, one rank each (QEMU TCG)" \
         --out "$results/cluster-is-A.svg"
     chart "$results/cluster-bench.log" cluster- <<'CHARTS'
-pingpong-latency --log-x Ping-pong half round trip between two VMs
+pingpong-latency --log-x,--log-y Ping-pong half round trip between two VMs
 pingpong-bandwidth --log-x Ping-pong bandwidth between two VMs
 CHARTS
 fi

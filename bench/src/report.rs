@@ -30,6 +30,9 @@ pub struct Report {
     pub y_name: String,
     /// Draw x on a log2 scale (message-size sweeps).
     pub log_x: bool,
+    /// Draw y on a log10 scale (latencies spanning decades); points at or
+    /// below zero are left out of the chart (not of the table or CSV).
+    pub log_y: bool,
     /// The measurements.
     pub series: Vec<Series>,
 }
@@ -42,6 +45,7 @@ impl Report {
             x_name: x_name.into(),
             y_name: y_name.into(),
             log_x,
+            log_y: false,
             series: Vec::new(),
         }
     }
@@ -174,16 +178,34 @@ impl Report {
     ///
     /// There is nothing to draw, or writing the file failed.
     pub fn draw(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-        let points = || self.series.iter().flat_map(|s| s.points.iter().copied());
+        let log_y = self.log_y;
+        let drawn = |p: &(f64, f64)| !log_y || p.1 > 0.0;
+        let points = || {
+            self.series
+                .iter()
+                .flat_map(|s| s.points.iter().copied())
+                .filter(drawn)
+        };
         if points().next().is_none() {
             return Err(format!("{}: nothing to draw", self.title).into());
         }
         let fx = |x: f64| if self.log_x { x.max(1.0).log2() } else { x };
+        let fy = |y: f64| if log_y { y.log10() } else { y };
         let (x_lo, x_hi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
             (lo.min(fx(p.0)), hi.max(fx(p.0)))
         });
-        let y_hi = points().map(|p| p.1).fold(0.0f64, f64::max) * 1.1;
         let x_hi = if x_hi > x_lo { x_hi } else { x_lo + 1.0 };
+        let (y_lo, y_hi) = if log_y {
+            let (lo, hi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                (lo.min(fy(p.1)), hi.max(fy(p.1)))
+            });
+            (lo.floor(), hi.ceil().max(lo.floor() + 1.0))
+        } else {
+            (
+                0.0,
+                (points().map(|p| p.1).fold(0.0f64, f64::max) * 1.1).max(1e-9),
+            )
+        };
         let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
@@ -191,17 +213,29 @@ impl Report {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(64)
-            .build_cartesian_2d(x_lo..x_hi, 0.0..y_hi.max(1e-9))?;
+            .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
         let log_x = self.log_x;
         let x_desc = if log_x {
             format!("{} (log2 scale)", self.x_name)
         } else {
             self.x_name.clone()
         };
+        let y_desc = if log_y {
+            format!("{} (log10 scale)", self.y_name)
+        } else {
+            self.y_name.clone()
+        };
         chart
             .configure_mesh()
             .x_desc(x_desc)
-            .y_desc(self.y_name.as_str())
+            .y_desc(y_desc)
+            .y_label_formatter(&|y| {
+                if log_y {
+                    format!("{}", 10f64.powf(*y))
+                } else {
+                    format!("{y}")
+                }
+            })
             .x_label_formatter(&|x| {
                 if log_x {
                     trim(2f64.powf(*x).round())
@@ -212,7 +246,12 @@ impl Report {
             .draw()?;
         for (i, s) in self.series.iter().enumerate() {
             let colour = Palette99::pick(i).to_rgba();
-            let line: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (fx(x), y)).collect();
+            let line: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|p| drawn(p))
+                .map(|&(x, y)| (fx(x), fy(y)))
+                .collect();
             chart
                 .draw_series(LineSeries::new(line.clone(), colour.stroke_width(2)))?
                 .label(s.name.as_str())
@@ -298,5 +337,12 @@ mod tests {
         let texts: Vec<&str> = svg.lines().map(str::trim).collect();
         assert!(svg.starts_with("<svg") && texts.contains(&"a") && texts.contains(&"b"));
         assert!(Report::new("e", "x", "y", false).draw(&path).is_err());
+        let mut log = sample();
+        log.log_y = true;
+        log.push("a", 2048.0, 0.0);
+        log.draw(&path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(svg.contains("(log10 scale)"));
     }
 }

@@ -23,6 +23,9 @@ struct Args {
     /// Draw x on a log2 scale (message sizes).
     #[arg(long)]
     log_x: bool,
+    /// Draw y on a log10 scale (latencies).
+    #[arg(long)]
+    log_y: bool,
     /// Where to write the SVG.
     #[arg(long)]
     out: PathBuf,
@@ -31,8 +34,9 @@ struct Args {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = Args::parse();
     let text = std::fs::read_to_string(&a.csv)?;
-    let report = Report::from_csv(&a.title, a.log_x, &text)
+    let mut report = Report::from_csv(&a.title, a.log_x, &text)
         .map_err(|e| format!("{}: {e}", a.csv.display()))?;
+    report.log_y = a.log_y;
     print!("{}", report.table());
     report.draw(&a.out)?;
     println!("wrote {}", a.out.display());
