@@ -84,6 +84,9 @@ done
 if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.openmpi "$cdir" is-openmpi)"
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.mpich "$cdir" is-mpich)"
+    c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" pingpong-o2g pingpong)"
+    c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.openmpi "$cdir" pingpong-openmpi pingpong)"
+    c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.mpich "$cdir" pingpong-mpich pingpong)"
 fi
 guest_bins="$c_bins $rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-stream $rel/o2g-pollcost $(command -v strace || true) ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"

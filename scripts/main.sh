@@ -87,6 +87,14 @@ is-idle - NAS-IS-style class S vs idle connections, 2 ranks
 pollcost --log-y Readiness call cost vs watched sockets
 syscalls --log-x System calls per received message, streaming
 CHARTS
+    log "ping-pong on every MPI in one boot: raw TCP, o2g (Rust and C), Open MPI, MPICH"
+    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
+        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose peers |
+        tee "$results/peers.log" | grep --line-buffered -v '# node0: csv:'
+    chart "$results/peers.log" "" <<'CHARTS'
+peers-latency --log-x,--log-y Ping-pong half round trip per MPI, 2 ranks
+peers-bandwidth --log-x Ping-pong bandwidth per MPI, 2 ranks
+CHARTS
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
     O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
         "$O2G_ROOT/qemu/vm.sh" --flavour release --nodes 4 --timeout 7200 --verbose cluster-bench |
