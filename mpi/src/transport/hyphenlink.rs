@@ -1102,22 +1102,10 @@ impl Transport for HyphenLink {
         self.peers.get(rank as usize)?.dead.clone()
     }
 
-    fn flush(&mut self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let pending = self
-                .peers
-                .iter()
-                .any(|p| p.dead.is_none() && !p.out.is_empty());
-            if !pending {
-                return Ok(());
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::Timeout("flushing queued sends at finalize".into()));
-            }
-            self.progress(Some(left.min(Duration::from_millis(100))))?;
-        }
+    fn has_queued_sends(&self) -> bool {
+        self.peers
+            .iter()
+            .any(|p| p.dead.is_none() && !p.out.is_empty())
     }
 }
 

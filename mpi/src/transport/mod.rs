@@ -117,8 +117,21 @@ pub(crate) trait Transport {
     /// Why world rank `rank` is dead, or `None` while it is alive.
     fn peer_failure(&self, rank: u32) -> Option<String>;
 
+    /// Whether a send to a live peer still has bytes queued.
+    fn has_queued_sends(&self) -> bool;
+
     /// Delivers every queued byte, waiting at most `timeout`.
-    fn flush(&mut self, timeout: Duration) -> Result<()>;
+    fn flush(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.has_queued_sends() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(Error::Timeout("flushing queued sends at finalize".into()));
+            }
+            self.progress(Some(left.min(Duration::from_millis(100))))?;
+        }
+        Ok(())
+    }
 
     /// Envelopes of the synchronous-mode messages ([`Envelope::is_sync`])
     /// that matched a receive since the last call, so the MPI layer can

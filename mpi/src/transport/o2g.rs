@@ -625,15 +625,7 @@ impl Transport for O2g {
         }
     }
 
-    fn flush(&mut self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        while !self.queued().is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::Timeout("flushing queued sends at finalize".into()));
-            }
-            self.progress(Some(left.min(Duration::from_millis(100))))?;
-        }
-        Ok(())
+    fn has_queued_sends(&self) -> bool {
+        !self.queued().is_empty()
     }
 }

@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::stream::{Event, Reassembler};
@@ -499,22 +499,10 @@ impl<P: Poller> Transport for Sockets<P> {
         }
     }
 
-    fn flush(&mut self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let pending = self
-                .conns
-                .iter()
-                .flatten()
-                .any(|c| c.dead.is_none() && !c.out.is_empty());
-            if !pending {
-                return Ok(());
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::Timeout("flushing queued sends at finalize".into()));
-            }
-            self.progress(Some(left.min(Duration::from_millis(100))))?;
-        }
+    fn has_queued_sends(&self) -> bool {
+        self.conns
+            .iter()
+            .flatten()
+            .any(|c| c.dead.is_none() && !c.out.is_empty())
     }
 }
