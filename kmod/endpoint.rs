@@ -81,7 +81,16 @@ const MAX_SOCKETS: usize = abi::O2G_MAX_SOCKETS as usize;
 
 /// State changed only from process context.
 struct Inner {
+    /// Sorted by rank, so that a POST finds its source's connection in
+    /// O(log n) however many idle connections are registered.
     conns: KVec<Arc<Conn>>,
+}
+
+impl Inner {
+    /// Where `rank`'s connection is (`Ok`) or would go (`Err`).
+    fn position(&self, rank: u32) -> core::result::Result<usize, usize> {
+        self.conns.binary_search_by_key(&rank, |c| c.rank())
+    }
 }
 
 /// The per-file state of `/dev/o2g`.
@@ -145,7 +154,7 @@ impl MiscDevice for Endpoint {
                     major: abi::O2G_ABI_MAJOR,
                     minor: abi::O2G_ABI_MINOR,
                     reserved: 0,
-                    features: 0,
+                    features: abi::feature::NOTICES,
                 },
             ),
             abi::O2G_IOC_REGISTER_SOCKET => me.register(input(arg)?).map(|()| 0),
@@ -161,6 +170,7 @@ impl MiscDevice for Endpoint {
             abi::O2G_IOC_POST => io(arg, |a| me.post(a).map(|()| 0)),
             abi::O2G_IOC_CANCEL => me.cancel(input::<abi::IdArg>(arg)?.id),
             abi::O2G_IOC_FREE => me.free(input::<abi::IdArg>(arg)?.id).map(|()| 0),
+            abi::O2G_IOC_SYNC => me.sync().map(|()| 0),
             abi::O2G_IOC_POLL => io(arg, |a| me.poll(a).map(|()| 0)),
             abi::O2G_IOC_PROBE => io(arg, |a| me.probe(a).map(|()| 0)),
             abi::O2G_IOC_LIST_ENDPOINTS => io(arg, |a| crate::registry::list(a).map(|()| 0)),
@@ -201,9 +211,9 @@ impl Endpoint {
         if inner.conns.iter().any(|c| c.is_socket(&sock)) {
             return Err(EBUSY);
         }
-        if inner.conns.iter().any(|c| c.rank() == reg.rank) {
+        let Err(at) = inner.position(reg.rank) else {
             return Err(EEXIST);
-        }
+        };
         if inner.conns.len() >= MAX_SOCKETS {
             return Err(ENOSPC);
         }
@@ -211,7 +221,9 @@ impl Endpoint {
         let conn = Conn::hook(sock, reg.rank, self.rx.clone(), max_message)?;
         // Capacity was reserved before hooking, so this cannot fail; if it
         // ever did, the socket must not stay hooked with nobody tracking it.
-        if let Err(kernel::alloc::kvec::PushError(conn)) = inner.conns.push_within_capacity(conn) {
+        if let Err(e) = inner.conns.insert_within_capacity(at, conn) {
+            let (kernel::alloc::kvec::InsertError::IndexOutOfBounds(conn)
+            | kernel::alloc::kvec::InsertError::OutOfCapacity(conn)) = e;
             conn.unhook();
             return Err(ENOMEM);
         }
@@ -223,7 +235,7 @@ impl Endpoint {
     fn unregister(&self, rank: u32) -> Result {
         let conn = {
             let mut inner = self.inner.lock();
-            let idx = inner.conns.iter().position(|c| c.rank() == rank).ok_or(ENOENT)?;
+            let idx = inner.position(rank).map_err(|_| ENOENT)?;
             inner.conns.remove(idx)?
         };
         conn.unhook();
@@ -247,6 +259,9 @@ impl Endpoint {
                 unexpected_bytes: c.unexpected_bytes,
                 backpressure_events: c.backpressure_events,
                 protocol_errors: c.protocol_errors,
+                notices: c.notices,
+                released_msgs: c.released_msgs,
+                bad_releases: c.bad_releases,
                 ..Default::default()
             };
             if let Some(r) = st.recv.as_ref() {
@@ -262,7 +277,8 @@ impl Endpoint {
 
     /// The connection to `rank`, if registered.
     fn find(&self, rank: u32) -> Option<Arc<Conn>> {
-        self.inner.lock().conns.iter().find(|c| c.rank() == rank).cloned()
+        let inner = self.inner.lock();
+        inner.position(rank).ok().map(|i| inner.conns[i].clone())
     }
 
     /// Sets the capacities and allocates the receive path, once.
@@ -303,11 +319,18 @@ impl Endpoint {
         };
         let failed = || conn.as_ref().is_some_and(|c| c.has_failed());
         let len = a.buf_len;
+        let ring_seen = a.ring_seen;
+        let mut released = 0;
         // Cheap path first: a stored message needs no pinning.
-        let early = self.rx.with_recv(|shared, st, _| {
+        let early = self.rx.with_recv(|shared, st, c| {
+            // Messages the process already took must not match again.
+            released = st.apply_releases(shared, c);
+            if st.announced_since(ring_seen) {
+                return Ok(Some(PostResult::Rescan));
+            }
             if let Some((id, _)) = st.engine.probe(sel) {
                 let info = st.engine.claim(id).map_err(|_| EINVAL)?;
-                return Ok(Some(st.stored(shared, id, info)));
+                return Ok(Some(PostResult::Stored(st.stored(shared, id, info))));
             }
             if failed() {
                 return Err(errno::econnreset());
@@ -315,13 +338,15 @@ impl Endpoint {
             st.admit(shared, len)?;
             st.book.pinned += len;
             Ok(None)
-        })?;
-        a.reserved = 0;
+        });
+        if released > 0 {
+            self.kick_stalled();
+        }
+        let early = early?;
         a.recv_id = 0;
         a.msg = abi::StoredMessage::default();
-        if let Some(msg) = early {
-            a.outcome = abi::outcome::UNEXPECTED;
-            a.msg = msg;
+        if let Some(result) = early {
+            a.set_result(result);
             return Ok(());
         }
         let buf = match PinnedBuf::pin(a.buf, len) {
@@ -336,6 +361,11 @@ impl Endpoint {
             user_data: a.user_data,
         };
         let (result, unused) = self.rx.with_recv(|shared, st, _| {
+            // Announced while the buffer was being pinned: the process must
+            // match it first.
+            if st.announced_since(ring_seen) {
+                return Ok((Ok(PostResult::Rescan), Some(recv)));
+            }
             // A message stored before the connection failed is still
             // delivered; only a receive that could wait forever is refused.
             if failed() && st.engine.probe(sel).is_none() {
@@ -358,17 +388,12 @@ impl Endpoint {
             drop(recv);
             self.unreserve(len);
         }
-        match result? {
-            PostResult::Stored(msg) => {
-                a.outcome = abi::outcome::UNEXPECTED;
-                a.msg = msg;
-            }
-            PostResult::Queued(id) => {
-                a.outcome = abi::outcome::QUEUED;
-                a.recv_id = id.to_raw();
-                // A stalled connection may hold this receive's message.
-                self.kick_stalled();
-            }
+        let result = result?;
+        let queued = matches!(result, PostResult::Queued(_));
+        a.set_result(result);
+        if queued {
+            // A stalled connection may hold this receive's message.
+            self.kick_stalled();
         }
         Ok(())
     }
@@ -403,11 +428,19 @@ impl Endpoint {
     /// Frees a stored message a post or claiming probe took. `ENOENT` if
     /// the id names no such message.
     fn free(&self, id: u64) -> Result {
-        self.rx.with_recv(|_, st, _| {
+        let freed = self.rx.with_recv(|shared, st, c| {
+            st.apply_releases(shared, c);
             let info = st.engine.release_claimed(MsgId::from_raw(id)).map_err(|_| ENOENT)?;
             st.book.dump.free(RegionId::from_raw(info.location as u32));
             Ok(())
-        })?;
+        });
+        self.kick_stalled();
+        freed
+    }
+
+    /// Applies the release ring and resumes stalled connections.
+    fn sync(&self) -> Result {
+        self.rx.with_recv(|shared, st, c| Ok(st.apply_releases(shared, c)))?;
         self.kick_stalled();
         Ok(())
     }
@@ -419,7 +452,9 @@ impl Endpoint {
         }
         let sel = recv::selector(a.source, a.tag, a.context)?;
         let claim = a.flags & abi::O2G_PROBE_CLAIM != 0;
-        let found = self.rx.with_recv(|shared, st, _| {
+        let found = self.rx.with_recv(|shared, st, c| {
+            // Messages the process already took must not be found again.
+            st.apply_releases(shared, c);
             let Some((id, info)) = st.engine.probe(sel) else {
                 return Ok(None);
             };
@@ -429,6 +464,7 @@ impl Endpoint {
             Ok(Some(st.stored(shared, id, info)))
         })?;
         a.reserved = 0;
+        self.kick_stalled();
         match found {
             Some(msg) => {
                 a.outcome = abi::outcome::UNEXPECTED;
@@ -448,6 +484,9 @@ impl Endpoint {
             return Err(EINVAL);
         }
         let shared = self.rx.shared().ok_or_else(errno::ebadfd)?;
+        // A process waiting for a message may have released the room the
+        // sender needs.
+        self.sync()?;
         let timeout = u64::try_from(a.timeout_ns).ok().map(|ns| {
             let ms = ns.div_ceil(1_000_000).min(u64::from(u32::MAX));
             kernel::time::msecs_to_jiffies(ms as u32) as u64
@@ -480,11 +519,30 @@ impl Endpoint {
     }
 }
 
-/// What a POST ended with once its buffer was pinned.
+/// What a POST ended with.
 enum PostResult {
     Queued(RecvId),
-    /// A message stored while the buffer was being pinned.
+    /// A stored message matched.
     Stored(abi::StoredMessage),
+    /// Announcements the process has not read came first.
+    Rescan,
+}
+
+impl abi::PostArgs {
+    /// Writes `result` into the output fields.
+    fn set_result(&mut self, result: PostResult) {
+        match result {
+            PostResult::Queued(id) => {
+                self.outcome = abi::outcome::QUEUED;
+                self.recv_id = id.to_raw();
+            }
+            PostResult::Stored(msg) => {
+                self.outcome = abi::outcome::UNEXPECTED;
+                self.msg = msg;
+            }
+            PostResult::Rescan => self.outcome = abi::outcome::RESCAN,
+        }
+    }
 }
 
 #[pinned_drop]

@@ -39,6 +39,7 @@ mod sock;
 
 use kernel::{
     ioctl::{
+        _IO,
         _IOR,
         _IOW,
         _IOWR, //
@@ -65,6 +66,7 @@ const _: () = {
     assert!(O2G_IOC_PROBE == _IOWR::<ProbeArgs>(O2G_IOC_TYPE, 0x09));
     assert!(O2G_IOC_SOCKET_STATS == _IOWR::<SocketStats>(O2G_IOC_TYPE, 0x0a));
     assert!(O2G_IOC_LIST_ENDPOINTS == _IOWR::<EndpointList>(O2G_IOC_TYPE, 0x0b));
+    assert!(O2G_IOC_SYNC == _IO(O2G_IOC_TYPE, 0x0c));
 };
 
 module! {

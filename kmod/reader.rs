@@ -39,7 +39,8 @@ use crate::proto::{
     stream::{Event, Reassembler},
     wire::{Header, Limits, WireError, HEADER_LEN},
 };
-use crate::recv::PostedRecv;
+use crate::recv::{PostedRecv, RecvState};
+use crate::rx::Counters;
 use crate::sock::errno;
 
 /// Where the current message's payload goes.
@@ -195,35 +196,26 @@ impl ConnRx {
             return true;
         };
         let was_stalled = self.state == socket_state::STALLED;
-        let dest = conn.rx().with_recv(|_, st, c| {
-            let dest = match st.engine.match_posted(h.envelope) {
-                Some(handle) => st.book.take(handle).map(|recv| {
-                    st.book.active += 1;
-                    c.matched_msgs += 1;
-                    c.matched_bytes += h.len;
-                    Dest::Direct { recv }
-                }),
-                None => {
-                    let stored = st.engine.unexpected_len() + st.book.streaming as usize;
-                    let region = if stored < st.engine.unexpected_capacity() {
-                        st.book.dump.alloc(h.len)
-                    } else {
-                        None
-                    };
-                    region.map(|region| {
-                        st.book.streaming += 1;
-                        let at = st.book.dump.offset(region).unwrap_or(0) as usize;
-                        Dest::Dump { region, at }
-                    })
+        let dest = conn.rx().with_recv(|shared, st, c| {
+            let mut dest = destination(st, c, &h);
+            if dest.is_none() && st.apply_releases(shared, c) > 0 {
+                dest = destination(st, c, &h);
+            }
+            if dest.is_none() && !was_stalled {
+                c.set_stalled(shared, c.stalled + 1);
+                c.backpressure_events += 1;
+                // Pairs with the process's full fence between queueing a
+                // release and reading `O2G_STALLED`: either it sees the new
+                // count (and calls SYNC) or this sees its release.
+                kernel::sync::barrier::smp_mb();
+                if st.apply_releases(shared, c) > 0 {
+                    dest = destination(st, c, &h);
                 }
-            };
-            match (&dest, was_stalled) {
-                (Some(_), true) => c.stalled -= 1,
-                (None, false) => {
-                    c.stalled += 1;
-                    c.backpressure_events += 1;
+                if dest.is_some() {
+                    c.set_stalled(shared, c.stalled - 1);
                 }
-                _ => {}
+            } else if dest.is_some() && was_stalled {
+                c.set_stalled(shared, c.stalled - 1);
             }
             Ok(dest)
         });
@@ -285,7 +277,10 @@ impl ConnRx {
                     c.unexpected_msgs += 1;
                     c.unexpected_bytes += h.len;
                     match st.engine.arrive(env, h.len, u64::from(region.to_raw())) {
-                        Ok(Arrival::Unexpected(_)) => st.book.unexpected_event = true,
+                        Ok(Arrival::Unexpected(id)) => {
+                            st.book.unexpected_event = true;
+                            st.announce(shared, c, id);
+                        }
                         Ok(Arrival::Matched { handle }) => {
                             if let Some(recv) = st.book.take(handle) {
                                 let status = copy_stored(shared, &recv, at, h.len);
@@ -325,7 +320,7 @@ impl ConnRx {
         let rank = conn.rank();
         let _ = conn.rx().with_recv(|shared, st, c| {
             if was_stalled {
-                c.stalled -= 1;
+                c.set_stalled(shared, c.stalled - 1);
             }
             c.failed_sockets += 1;
             if protocol {
@@ -373,7 +368,7 @@ impl ConnRx {
         let stalled = self.state == socket_state::STALLED;
         let _ = conn.rx().with_recv(|shared, st, c| {
             if stalled {
-                c.stalled -= 1;
+                c.set_stalled(shared, c.stalled - 1);
             }
             release(shared, st, dest, current, errno::econnaborted().to_errno());
             Ok(())
@@ -384,10 +379,34 @@ impl ConnRx {
     }
 }
 
+/// The destination of the message with header `h`: the first-posted
+/// matching receive, else a dump region if the dump area and the
+/// unexpected queue have room.
+///
+/// Context: any; rx lock held.
+fn destination(st: &mut RecvState, c: &mut Counters, h: &Header) -> Option<Dest> {
+    if let Some(handle) = st.engine.match_posted(h.envelope) {
+        return st.book.take(handle).map(|recv| {
+            st.book.active += 1;
+            c.matched_msgs += 1;
+            c.matched_bytes += h.len;
+            Dest::Direct { recv }
+        });
+    }
+    let stored = st.engine.unexpected_len() + st.book.streaming as usize;
+    if stored >= st.engine.unexpected_capacity() {
+        return None;
+    }
+    let region = st.book.dump.alloc(h.len)?;
+    st.book.streaming += 1;
+    let at = st.book.dump.offset(region).unwrap_or(0) as usize;
+    Some(Dest::Dump { region, at })
+}
+
 /// Completes or frees whatever `dest` holds, with `status`.
 fn release(
     shared: &crate::shared::SharedArea,
-    st: &mut crate::recv::RecvState,
+    st: &mut RecvState,
     dest: Dest,
     current: Option<Header>,
     status: i32,

@@ -12,6 +12,7 @@ use kernel::{alloc::KVVec, prelude::*};
 
 use crate::abi;
 use crate::pinned::PinnedBuf;
+use crate::rx::Counters;
 use crate::proto::{
     dump::{DumpAlloc, Record, RegionId},
     envelope::{Envelope, Selector, SourceSel, TagSel},
@@ -32,6 +33,8 @@ pub(crate) struct Capacities {
     pub(crate) dump_bytes: u64,
     pub(crate) max_message: u64,
     pub(crate) pin_budget: u64,
+    /// `abi::O2G_INIT_NOTICES` was asked for.
+    pub(crate) notices: bool,
 }
 
 impl Capacities {
@@ -45,7 +48,7 @@ impl Capacities {
             || a.dump_bytes % abi::O2G_PAGE != 0
             || a.max_message > abi::O2G_MAX_MESSAGE
             || a.pin_budget > abi::O2G_MAX_PIN_BUDGET
-            || a.flags != 0
+            || a.flags & !abi::O2G_INIT_NOTICES != 0
         {
             return Err(EINVAL);
         }
@@ -55,12 +58,15 @@ impl Capacities {
             dump_bytes: a.dump_bytes,
             max_message: a.max_message,
             pin_budget: a.pin_budget,
+            notices: a.flags & abi::O2G_INIT_NOTICES != 0,
         })
     }
 
-    /// Ring records: enough for every receive that can be outstanding.
+    /// Ring records: enough for every receive that can be outstanding and,
+    /// with notices, one announcement per stored message besides.
     pub(crate) fn ring_entries(&self) -> u32 {
-        self.max_posted.next_power_of_two()
+        let announced = if self.notices { self.max_unexpected } else { 0 };
+        (self.max_posted + announced).next_power_of_two()
     }
 }
 
@@ -90,6 +96,12 @@ pub(crate) struct Book {
     pub(crate) caps: Capacities,
     /// An unexpected message was stored since the last POLL.
     pub(crate) unexpected_event: bool,
+    /// Announcements stopped because the ring had no room (for good).
+    notices_stopped: bool,
+    /// The ring's producer index just after the latest announcement.
+    last_notice: u32,
+    /// The module's copy of the release ring's consumer index.
+    release_cons: u32,
 }
 
 impl RecvState {
@@ -123,6 +135,9 @@ impl RecvState {
             pinned: 0,
             caps,
             unexpected_event: false,
+            notices_stopped: false,
+            last_notice: 0,
+            release_cons: 0,
         };
         Ok(KBox::new(Self { engine, book }, GFP_KERNEL)?)
     }
@@ -145,6 +160,69 @@ impl RecvState {
             return Err(crate::sock::errno::enobufs());
         }
         Ok(())
+    }
+
+    /// Gives back the stored messages the process queued in the release
+    /// ring; returns how many were freed.
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn apply_releases(&mut self, shared: &SharedArea, c: &mut Counters) -> u32 {
+        let mut freed = 0;
+        let Self { engine, book } = self;
+        book.release_cons = shared.releases(book.release_cons, |id| {
+            match engine.release(MsgId::from_raw(id)) {
+                Ok(info) => {
+                    book.dump.free(RegionId::from_raw(info.location as u32));
+                    freed += 1;
+                }
+                Err(_) => c.bad_releases += 1,
+            }
+        });
+        c.released_msgs += u64::from(freed);
+        freed
+    }
+
+    /// Announces stored message `id` in the ring and hands it to the
+    /// process (claims it), if the process asked for notices and the ring
+    /// has room for it on top of every receive that may still complete;
+    /// otherwise stops announcing for good (see `abi::O2G_INIT_NOTICES`),
+    /// since a gap would break arrival order.
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn announce(&mut self, shared: &SharedArea, c: &mut Counters, id: MsgId) {
+        if !self.book.caps.notices || self.book.notices_stopped {
+            return;
+        }
+        let owed = u64::from(shared.ring_pending())
+            + self.engine.posted_len() as u64
+            + u64::from(self.book.active);
+        if owed >= u64::from(self.book.caps.ring_entries()) {
+            self.book.notices_stopped = true;
+            shared.set_word(abi::O2G_NOTICES_STOPPED, 1);
+            return;
+        }
+        let Ok(info) = self.engine.claim(id) else {
+            return;
+        };
+        let msg = self.stored(shared, id, info);
+        shared.push(&abi::Completion {
+            kind: abi::record_kind::STORED,
+            msg_id: msg.id,
+            offset: msg.offset,
+            len: msg.len,
+            source: msg.source,
+            tag: msg.tag,
+            context: msg.context,
+            ..Default::default()
+        });
+        self.book.last_notice = shared.ring_prod();
+        c.notices += 1;
+    }
+
+    /// Whether something was announced that a process which has read the
+    /// ring up to index `seen` has not seen.
+    pub(crate) fn announced_since(&self, seen: u32) -> bool {
+        self.book.caps.notices && (self.book.last_notice.wrapping_sub(seen) as i32) > 0
     }
 
     /// Stored unexpected message `id` as the ABI describes it.
@@ -196,12 +274,14 @@ impl Book {
         status: i32,
     ) {
         shared.push(&abi::Completion {
+            kind: abi::record_kind::COMPLETED,
             user_data: recv.user_data,
             len,
             source: env.source,
             tag: env.tag,
             context: env.context,
             status,
+            ..Default::default()
         });
         self.retire(recv.buf);
     }

@@ -32,10 +32,26 @@ pub(crate) struct Counters {
     pub(crate) unexpected_bytes: u64,
     pub(crate) backpressure_events: u64,
     pub(crate) protocol_errors: u64,
+    /// Stored messages announced in the ring.
+    pub(crate) notices: u64,
+    /// Stored messages given back through the release ring.
+    pub(crate) released_msgs: u64,
+    /// Release-ring ids that named no stored message.
+    pub(crate) bad_releases: u64,
     /// Connections that failed (protocol error or peer gone).
     pub(crate) failed_sockets: u32,
-    /// Connections waiting for room (dump area or unexpected queue).
+    /// Connections waiting for room (dump area or unexpected queue);
+    /// change it only through [`Counters::set_stalled`].
     pub(crate) stalled: u32,
+}
+
+impl Counters {
+    /// Sets the stalled-connection count and publishes it to the process
+    /// (`abi::O2G_STALLED`).
+    pub(crate) fn set_stalled(&mut self, shared: &SharedArea, stalled: u32) {
+        self.stalled = stalled;
+        shared.set_word(crate::abi::O2G_STALLED, stalled);
+    }
 }
 
 /// The receive-side state, under [`Rx`]'s lock.

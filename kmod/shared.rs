@@ -9,19 +9,27 @@
 //! `mmap` shows them to the process. The layout is `abi::InitArgs`'s: a
 //! control page with the ring indices, the ring records, the dump area.
 //!
-//! The module trusts nothing the process writes here: it reads only the
-//! consumer index, and only to decide whether the ring has room.
+//! The module trusts nothing the process writes here: it reads the ring's
+//! consumer index only to decide whether the ring has room, and the release
+//! ring's producer index and ids only through [`SharedArea::releases`],
+//! which clamps the one and leaves checking the others to the caller.
 
 use kernel::{
     alloc::flags::__GFP_ZERO,
     mm::virt::{flags as vm_flags, VmaNew},
     page::{Page, PAGE_SIZE},
     prelude::*,
-    sync::atomic::{Atomic, Acquire, Release},
+    sync::atomic::{Atomic, Acquire, Relaxed, Release},
 };
 
 use crate::abi;
 use crate::pinned::{walk_pages, with_kmap};
+
+// The release ring fits in the control page, after the index words.
+const _: () = assert!(
+    abi::O2G_RELEASE_RING >= abi::O2G_RELEASE_CONS + 64
+        && abi::O2G_RELEASE_RING + abi::O2G_RELEASE_ENTRIES as usize * 8 <= PAGE_SIZE
+);
 
 /// The shared pages and where things lie in them.
 pub(crate) struct SharedArea {
@@ -106,6 +114,43 @@ impl SharedArea {
         }
     }
 
+    /// Publishes `value` in the control-page word at `offset` (one of the
+    /// module-written `abi::O2G_*` words).
+    pub(crate) fn set_word(&self, offset: usize, value: u32) {
+        self.control(offset, |a| a.store(value, Release));
+    }
+
+    /// Passes the ids the process queued in the release ring since index
+    /// `cons` to `f`, at most one ring's worth, and returns the new
+    /// consumer index, which it also publishes. `cons` is the module's own
+    /// copy: a process that scribbles over the control page can make it
+    /// read garbage ids (the caller checks each), never read out of bounds.
+    ///
+    /// Context: any; caller holds the endpoint's rx lock (one consumer).
+    pub(crate) fn releases(&self, cons: u32, mut f: impl FnMut(u64)) -> u32 {
+        let prod = self.control(abi::O2G_RELEASE_PROD, |a| a.load(Acquire));
+        let n = prod.wrapping_sub(cons).min(abi::O2G_RELEASE_ENTRIES);
+        if n == 0 {
+            return cons;
+        }
+        let page = self.pages[0].as_ptr();
+        // SAFETY: Page 0 lives as long as `self`, and the ring lies inside it
+        // (checked at compile time) with 8-byte aligned slots. The process
+        // may write a slot concurrently, hence the atomic loads.
+        unsafe {
+            with_kmap(page, |addr| {
+                for i in 0..n {
+                    let slot = (cons.wrapping_add(i) % abi::O2G_RELEASE_ENTRIES) as usize;
+                    let at = abi::O2G_RELEASE_RING + slot * size_of::<u64>();
+                    f(Atomic::from_ptr(addr.wrapping_add(at).cast::<u64>()).load(Relaxed));
+                }
+            })
+        };
+        let cons = cons.wrapping_add(n);
+        self.set_word(abi::O2G_RELEASE_CONS, cons);
+        cons
+    }
+
     /// The producer index the module last published.
     pub(crate) fn ring_prod(&self) -> u32 {
         self.control(abi::O2G_RING_PROD, |a| a.load(Acquire))
@@ -126,7 +171,7 @@ impl SharedArea {
         let slot = (prod & (self.ring_entries - 1)) as usize;
         let at = self.ring_offset + slot * size_of::<abi::Completion>();
         let page = self.pages[at / PAGE_SIZE].as_ptr();
-        // SAFETY: The record lies inside one page (records are 32 bytes and
+        // SAFETY: The record lies inside one page (records are 64 bytes and
         // pages a multiple of that), which lives as long as `self`.
         unsafe {
             with_kmap(page, |addr| {

@@ -19,9 +19,9 @@
 pub const O2G_IOC_TYPE: u32 = 0xBB;
 
 /// Major ABI version: bumped on any incompatible change.
-pub const O2G_ABI_MAJOR: u16 = 0;
+pub const O2G_ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when opcodes or fields are added compatibly.
-pub const O2G_ABI_MINOR: u16 = 2;
+pub const O2G_ABI_MINOR: u16 = 0;
 
 /// `_IOC_NONE`: the ioctl moves no data.
 pub const IOC_NONE: u32 = 0;
@@ -47,12 +47,20 @@ pub struct VersionInfo {
     pub minor: u16,
     /// Explicit padding; always zero.
     pub reserved: u32,
-    /// Feature bits, reserved for later ABI versions; zero today.
+    /// [`feature`] bits: what this module can do beyond the major version's
+    /// baseline.
     pub features: u64,
 }
 
 const _: () = assert!(core::mem::size_of::<VersionInfo>() == 16);
 const _: () = assert!(core::mem::align_of::<VersionInfo>() == 8);
+
+/// Bits of [`VersionInfo::features`].
+pub mod feature {
+    /// INIT accepts [`super::O2G_INIT_NOTICES`]: stored messages are
+    /// announced in the ring and given back through the release ring.
+    pub const NOTICES: u64 = 1;
+}
 
 /// Reads the module's ABI version into a [`VersionInfo`].
 pub const O2G_IOC_VERSION: u32 = ioc(IOC_READ, 0x00, core::mem::size_of::<VersionInfo>());
@@ -108,16 +116,19 @@ pub const O2G_PAGE: u64 = 4096;
 /// The shared mapping (`mmap` of the device at offset 0, `map_bytes` long,
 /// `PROT_READ | PROT_WRITE`, `MAP_SHARED`) holds, in order:
 ///
-/// - one control page: the completion ring's producer index (a `u32` the
-///   module stores with release ordering) at [`O2G_RING_PROD`] and its
-///   consumer index (a `u32` the process stores with release ordering) at
-///   [`O2G_RING_CONS`];
+/// - one control page: the ring's producer index (a `u32` the module
+///   stores with release ordering) at [`O2G_RING_PROD`] and its consumer
+///   index (a `u32` the process stores with release ordering) at
+///   [`O2G_RING_CONS`]; with [`O2G_INIT_NOTICES`], also the words at
+///   [`O2G_NOTICES_STOPPED`] and [`O2G_STALLED`] and the release ring (see
+///   [`O2G_RELEASE_RING`]);
 /// - at `ring_offset`, `ring_entries` [`Completion`] records; record `i`
 ///   lives at index `i % ring_entries`;
 /// - at `dump_offset`, the dump area: `dump_bytes` of unexpected payloads.
 ///
 /// The module never trusts what the process writes there: it reads only the
-/// consumer index and clamps it.
+/// ring's consumer index, the release ring's producer index and its ids,
+/// and clamps or checks each.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InitArgs {
@@ -133,10 +144,10 @@ pub struct InitArgs {
     /// In: most bytes of posted receive buffers pinned at once,
     /// `..=O2G_MAX_PIN_BUDGET`; a post beyond it gets `ENOBUFS`.
     pub pin_budget: u64,
-    /// In: no flags are defined yet; must be zero.
+    /// In: [`O2G_INIT_NOTICES`] or zero.
     pub flags: u32,
-    /// Out: number of completion records, a power of two at least
-    /// `max_posted`.
+    /// Out: number of ring records, a power of two at least `max_posted`
+    /// (`max_posted + max_unexpected` with notices).
     pub ring_entries: u32,
     /// Out: offset of the first completion record in the mapping.
     pub ring_offset: u64,
@@ -154,6 +165,65 @@ pub const O2G_RING_PROD: usize = 0;
 /// (its own cache line).
 pub const O2G_RING_CONS: usize = 64;
 
+/// [`InitArgs::flags`]: announce every unexpected message in the ring as
+/// it is stored (a [`record_kind::STORED`] record) and take stored messages
+/// back through the release ring, so that a process can receive a message
+/// that arrived first with no system call at all.
+///
+/// An announced message belongs to the process from then on, as if a POST
+/// had taken it: POST and PROBE no longer see it, and the process matches
+/// announced messages against its receives itself, oldest first, before it
+/// posts. Announcements appear in arrival order. So that a receive is never
+/// queued in the module while an older matching message waits unread in
+/// the ring, POST takes [`PostArgs::ring_seen`] and answers
+/// [`outcome::RESCAN`] if anything was announced since.
+///
+/// If the ring ever lacks room for an announcement (the process stopped
+/// reading it), the module stops announcing for good and sets
+/// [`O2G_NOTICES_STOPPED`]; later messages stay in the module, reachable
+/// through POST and PROBE as without notices, and are all younger than any
+/// announced one.
+pub const O2G_INIT_NOTICES: u32 = 1;
+
+/// Control-page `u32`: non-zero once the module stopped announcing stored
+/// messages (see [`O2G_INIT_NOTICES`]).
+pub const O2G_NOTICES_STOPPED: usize = 128;
+
+/// Control-page `u32`: connections not being read for want of dump space
+/// or unexpected-queue slots. A process that releases messages through
+/// the release ring and then (after a full fence) finds this non-zero
+/// calls [`O2G_IOC_SYNC`], which applies the releases and resumes them.
+pub const O2G_STALLED: usize = 192;
+
+/// Control-page `u32`: the release ring's producer index, stored by the
+/// process with release ordering after the ids it covers.
+pub const O2G_RELEASE_PROD: usize = 256;
+
+/// Control-page `u32`: the release ring's consumer index, published by the
+/// module (it keeps its own copy and never reads this one back).
+pub const O2G_RELEASE_CONS: usize = 320;
+
+/// Control-page offset of the release ring: [`O2G_RELEASE_ENTRIES`] `u64`
+/// message ids; id `i` lives at index `i % O2G_RELEASE_ENTRIES`. Each
+/// gives a stored message back, whether the process took it from an
+/// announcement or a POST or claiming PROBE handed it over; the module
+/// applies them in order at its next POST, PROBE, FREE, POLL or SYNC, and
+/// before it stalls a connection. An id that names no stored message is
+/// skipped and counted ([`EndpointStats::bad_releases`]). A process finding
+/// the ring full calls [`O2G_IOC_SYNC`].
+pub const O2G_RELEASE_RING: usize = 2048;
+
+/// Slots of the release ring.
+pub const O2G_RELEASE_ENTRIES: u32 = 256;
+
+/// Kinds of ring records ([`Completion::kind`]).
+pub mod record_kind {
+    /// A posted receive finished.
+    pub const COMPLETED: u32 = 0;
+    /// An unexpected message was stored (with [`super::O2G_INIT_NOTICES`]).
+    pub const STORED: u32 = 1;
+}
+
 /// `source` of a receive that accepts any source (`MPI_ANY_SOURCE`).
 pub const O2G_ANY_SOURCE: u32 = u32::MAX;
 /// `tag` of a receive that accepts any tag (`MPI_ANY_TAG`).
@@ -168,6 +238,10 @@ pub mod outcome {
     pub const UNEXPECTED: u32 = 2;
     /// A probe found nothing.
     pub const NONE: u32 = 3;
+    /// A post was not made: messages were announced in the ring since
+    /// [`super::PostArgs::ring_seen`]. Read them, match them, and post
+    /// again if none fits.
+    pub const RESCAN: u32 = 4;
 }
 
 /// An unexpected message the module stored in the dump area.
@@ -210,10 +284,12 @@ pub struct PostArgs {
     pub context: u32,
     /// In: no flags are defined yet; must be zero.
     pub flags: u32,
-    /// Out: an [`outcome`] (`QUEUED` or `UNEXPECTED`).
+    /// Out: an [`outcome`] (`QUEUED`, `UNEXPECTED` or, with notices,
+    /// `RESCAN`).
     pub outcome: u32,
-    /// Out: explicit padding; always zero.
-    pub reserved: u32,
+    /// In, with [`O2G_INIT_NOTICES`]: the ring index up to which the
+    /// process has read (and matched) announcements; ignored otherwise.
+    pub ring_seen: u32,
     /// Out: for `QUEUED`, the receive's id for [`O2G_IOC_CANCEL`].
     pub recv_id: u64,
     /// Out: for `UNEXPECTED`, the stored message the receive took; the
@@ -283,11 +359,12 @@ pub mod poll_events {
     pub const UNEXPECTED: u32 = 2;
 }
 
-/// One record of the completion ring: a posted receive finished.
+/// One record of the ring: a posted receive finished or, with
+/// [`O2G_INIT_NOTICES`], an unexpected message was stored.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Completion {
-    /// The receive's [`PostArgs::user_data`].
+    /// The receive's [`PostArgs::user_data`]; zero for a notice.
     pub user_data: u64,
     /// Length of the message as its header announced it; with status zero
     /// or `-EMSGSIZE`, `min(len, buf_len)` bytes were written; with a
@@ -301,11 +378,22 @@ pub struct Completion {
     pub context: u32,
     /// Zero, or a negative errno: `-EMSGSIZE` (truncated), `-ECONNRESET`
     /// (the connection failed: protocol error or peer gone), `-ECONNABORTED`
-    /// (the socket was unregistered mid-message).
+    /// (the socket was unregistered mid-message). Zero for a notice.
     pub status: i32,
+    /// A [`record_kind`].
+    pub kind: u32,
+    /// Explicit padding; always zero.
+    pub reserved: u32,
+    /// [`record_kind::STORED`]: the message's id, for the release ring or
+    /// [`O2G_IOC_FREE`].
+    pub msg_id: u64,
+    /// [`record_kind::STORED`]: its payload's offset in the mapping.
+    pub offset: u64,
+    /// Explicit padding; always zero.
+    pub reserved2: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<Completion>() == 32);
+const _: () = assert!(core::mem::size_of::<Completion>() == 64);
 
 /// Argument of [`O2G_IOC_STATS`]: the endpoint's counters.
 #[repr(C)]
@@ -341,9 +429,15 @@ pub struct EndpointStats {
     pub dump_used: u64,
     /// Receive buffer bytes pinned now.
     pub pinned_bytes: u64,
+    /// Stored messages announced in the ring ([`O2G_INIT_NOTICES`]).
+    pub notices: u64,
+    /// Stored messages given back through the release ring.
+    pub released_msgs: u64,
+    /// Release-ring ids that named no stored message (skipped).
+    pub bad_releases: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<EndpointStats>() == 96);
+const _: () = assert!(core::mem::size_of::<EndpointStats>() == 120);
 
 /// State of one connection, in [`SocketStats::state`].
 pub mod socket_state {
@@ -422,6 +516,11 @@ pub const O2G_IOC_SOCKET_STATS: u32 = ioc(
     core::mem::size_of::<SocketStats>(),
 );
 
+/// Applies the release ring now and resumes connections stalled for want
+/// of room (no argument). For a process that releases through the ring
+/// and finds [`O2G_STALLED`] non-zero, or the release ring full.
+pub const O2G_IOC_SYNC: u32 = ioc(IOC_NONE, 0x0c, 0);
+
 /// One endpoint in an [`O2G_IOC_LIST_ENDPOINTS`] answer.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -434,7 +533,7 @@ pub struct EndpointSummary {
     pub stats: EndpointStats,
 }
 
-const _: () = assert!(core::mem::size_of::<EndpointSummary>() == 104);
+const _: () = assert!(core::mem::size_of::<EndpointSummary>() == 128);
 
 /// Argument of [`O2G_IOC_LIST_ENDPOINTS`].
 #[repr(C)]

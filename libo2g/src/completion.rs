@@ -137,6 +137,9 @@ pub enum Reaped {
     Owned(Completed),
     /// A receive posted with [`Endpoint::post_raw`](crate::Endpoint::post_raw).
     Raw(RawCompleted),
+    /// With [`EndpointConfig::notices`](crate::EndpointConfig::notices): an
+    /// unexpected message was stored and is now this process's.
+    Stored(crate::Announced),
 }
 
 #[cfg(test)]
@@ -178,7 +181,7 @@ mod tests {
             source: 1,
             tag: 2,
             context: 3,
-            status: 0,
+            ..Default::default()
         };
         let c = Completed::new(vec![7; 10], 99, &rec(4));
         assert_eq!((c.written, c.data()), (4, &[7u8; 4][..]));

@@ -18,11 +18,15 @@ pub struct EndpointConfig {
     /// Most bytes of posted receive buffers pinned at once,
     /// `..=O2G_MAX_PIN_BUDGET`.
     pub pin_budget: u64,
+    /// Ask for announcements of stored messages ([`abi::O2G_INIT_NOTICES`]):
+    /// [`Endpoint::reap`](crate::Endpoint::reap) then also returns
+    /// [`Reaped::Stored`](crate::Reaped::Stored).
+    pub notices: bool,
 }
 
 impl Default for EndpointConfig {
     /// 1024 posted receives, 4096 unexpected messages, a 16 MiB dump area,
-    /// 64 MiB messages and a 256 MiB pin budget.
+    /// 64 MiB messages, a 256 MiB pin budget, no announcements.
     fn default() -> Self {
         Self {
             max_posted: 1024,
@@ -30,6 +34,7 @@ impl Default for EndpointConfig {
             dump_bytes: 16 << 20,
             max_message: 64 << 20,
             pin_budget: 256 << 20,
+            notices: false,
         }
     }
 }
@@ -93,6 +98,11 @@ impl EndpointConfig {
             dump_bytes: self.dump_bytes,
             max_message: self.max_message,
             pin_budget: self.pin_budget,
+            flags: if self.notices {
+                abi::O2G_INIT_NOTICES
+            } else {
+                0
+            },
             ..Default::default()
         }
     }
@@ -140,6 +150,7 @@ mod tests {
             dump_bytes: abi::O2G_MAX_DUMP,
             max_message: abi::O2G_MAX_MESSAGE,
             pin_budget: abi::O2G_MAX_PIN_BUDGET,
+            notices: true,
         };
         cfg.validate().unwrap();
         let small = EndpointConfig {
@@ -148,6 +159,7 @@ mod tests {
             dump_bytes: abi::O2G_PAGE,
             max_message: 0,
             pin_budget: 0,
+            notices: false,
         };
         small.validate().unwrap();
     }

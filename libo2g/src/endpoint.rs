@@ -14,8 +14,8 @@ use crate::ring::RingConsumer;
 use crate::selector::Encoded;
 use crate::slab::{Key, Slab, OWNED_BIT};
 use crate::{
-    abi, raw, Device, EndpointConfig, EndpointListing, Envelope, Error, Layout, PollEvents, Post,
-    PostError, PostOutcome, RecvHandle, Result, Selector, UnexpectedMessage,
+    abi, raw, Announced, Device, EndpointConfig, EndpointListing, Envelope, Error, Layout,
+    PollEvents, Post, PostError, PostOutcome, RecvHandle, Result, Selector, UnexpectedMessage,
 };
 
 /// A buffer the module may write into, held until its receive is settled.
@@ -207,6 +207,11 @@ impl Endpoint {
                     recv_id: args.recv_id,
                 }))
             }
+            abi::outcome::RESCAN => {
+                self.release();
+                let buf = self.posted.remove(key).map(|p| p.buf).unwrap_or_default();
+                Ok(Post::Rescan(buf))
+            }
             abi::outcome::UNEXPECTED => {
                 self.release();
                 let buf = self.posted.remove(key).map(|p| p.buf).unwrap_or_default();
@@ -283,6 +288,10 @@ impl Endpoint {
                 UnexpectedMessage::take(&self.device, &self.mapping, &self.layout, args.msg)
                     .map(PostOutcome::Unexpected)
             }
+            abi::outcome::RESCAN => {
+                self.release();
+                Ok(PostOutcome::Rescan)
+            }
             other => Err(unknown_outcome("O2G_IOC_POST", other)),
         }
     }
@@ -308,6 +317,7 @@ impl Endpoint {
             source: enc.source,
             tag: enc.tag,
             context: enc.context,
+            ring_seen: self.ring.head(),
             ..Default::default()
         };
         // SAFETY: Forwarded from this function's contract.
@@ -370,6 +380,32 @@ impl Endpoint {
         let Some(record) = self.ring.pop(&self.mapping)? else {
             return Ok(None);
         };
+        if record.kind == abi::record_kind::STORED {
+            let msg = abi::StoredMessage {
+                id: record.msg_id,
+                offset: record.offset,
+                len: record.len,
+                source: record.source,
+                tag: record.tag,
+                context: record.context,
+                reserved: 0,
+            };
+            return match Announced::new(&self.layout, &msg) {
+                Ok(a) => Ok(Some(Reaped::Stored(a))),
+                Err(e) => {
+                    // Give the id back so that the module's accounting stays
+                    // right; its answer was wrong already.
+                    let _ = raw::free(self.device.as_fd(), &abi::IdArg { id: msg.id });
+                    Err(e)
+                }
+            };
+        }
+        if record.kind != abi::record_kind::COMPLETED {
+            return Err(Error::bad_answer(
+                "completion ring",
+                format!("a record of unknown kind {}", record.kind),
+            ));
+        }
         self.release();
         let Some(key) = Key::from_user_data(record.user_data) else {
             return Ok(Some(Reaped::Raw(RawCompleted::from(&record))));
@@ -388,6 +424,63 @@ impl Endpoint {
                 ),
             )),
         }
+    }
+
+    /// The payload of an announced message, read in place.
+    pub fn announced_data(&self, msg: &Announced) -> &[u8] {
+        // SAFETY: `msg.range` was checked to lie in the dump area of this
+        // endpoint's mapping, which lives as long as `&self`. The module
+        // filled the bytes before announcing the message and does not touch
+        // them until the message is given back, which `give_back` does by
+        // value, so not while this borrow of `msg` lives; `Announced` is
+        // neither `Clone` nor constructible outside this crate. This process
+        // never writes the dump area.
+        unsafe { self.mapping.bytes(msg.range.start, msg.range.len()) }
+    }
+
+    /// Gives an announced message's dump space back, through the release
+    /// ring: no system call unless the ring is full or a connection waits
+    /// for room ([`abi::O2G_STALLED`]).
+    pub fn give_back(&mut self, msg: Announced) -> Result<()> {
+        let prod = self.mapping.atomic_u32(abi::O2G_RELEASE_PROD);
+        let cons = self.mapping.atomic_u32(abi::O2G_RELEASE_CONS);
+        let p = prod.load(Ordering::Relaxed);
+        if p.wrapping_sub(cons.load(Ordering::Acquire)) >= abi::O2G_RELEASE_ENTRIES {
+            self.sync()?;
+        }
+        let slot = (p % abi::O2G_RELEASE_ENTRIES) as usize;
+        self.mapping
+            .atomic_u64(abi::O2G_RELEASE_RING + slot * 8)
+            .store(msg.id, Ordering::Relaxed);
+        prod.store(p.wrapping_add(1), Ordering::Release);
+        // Pairs with the module's full barrier between publishing a stall
+        // and its last look at the release ring: one of us sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self
+            .mapping
+            .atomic_u32(abi::O2G_STALLED)
+            .load(Ordering::Relaxed)
+            != 0
+        {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Applies the release ring now and resumes stalled connections
+    /// (`O2G_IOC_SYNC`).
+    pub fn sync(&self) -> Result<()> {
+        raw::sync(self.device.as_fd()).map_err(|e| Error::io("O2G_IOC_SYNC", e))
+    }
+
+    /// Whether the module stopped announcing stored messages because the
+    /// ring was full (see [`abi::O2G_INIT_NOTICES`]): later messages are
+    /// found by posts and probes only.
+    pub fn notices_stopped(&self) -> bool {
+        self.mapping
+            .atomic_u32(abi::O2G_NOTICES_STOPPED)
+            .load(Ordering::Acquire)
+            != 0
     }
 
     /// Completions in the ring not yet reaped.

@@ -36,9 +36,10 @@ impl Layout {
         if !entries.is_power_of_two() {
             return Err(bad(format!("ring_entries {entries} is not a power of two")));
         }
-        if entries < cfg.max_posted {
+        let announced = if cfg.notices { cfg.max_unexpected } else { 0 };
+        if u64::from(entries) < u64::from(cfg.max_posted) + u64::from(announced) {
             return Err(bad(format!(
-                "ring_entries {entries} is below max_posted {}",
+                "ring_entries {entries} is below max_posted {} plus {announced} announcements",
                 cfg.max_posted
             )));
         }
@@ -184,9 +185,21 @@ mod tests {
         let l = Layout::from_init(&cfg, &args).unwrap();
         assert_eq!(l.ring_entries, 128);
         assert_eq!(l.ring_offset, 4096);
-        assert_eq!(l.dump_offset, 8192);
+        // 128 records of 64 bytes: two pages.
+        assert_eq!(l.dump_offset, 3 * 4096);
         assert_eq!(l.dump_bytes, 4 * 4096);
-        assert_eq!(l.map_bytes, 8192 + 4 * 4096);
+        assert_eq!(l.map_bytes, 3 * 4096 + 4 * 4096);
+    }
+
+    #[test]
+    fn with_notices_the_ring_also_holds_every_stored_message() {
+        let cfg = EndpointConfig {
+            max_unexpected: 100,
+            notices: true,
+            ..cfg()
+        };
+        assert!(detail(&cfg, &synthetic_answer(&cfg, 128)).contains("announcements"));
+        Layout::from_init(&cfg, &synthetic_answer(&cfg, 256)).unwrap();
     }
 
     #[test]
@@ -279,9 +292,9 @@ mod tests {
     fn record_offsets_wrap_with_the_index() {
         let l = Layout::synthetic(8, 4096);
         assert_eq!(l.record_offset(0), 4096);
-        assert_eq!(l.record_offset(7), 4096 + 7 * 32);
+        assert_eq!(l.record_offset(7), 4096 + 7 * 64);
         assert_eq!(l.record_offset(8), 4096);
-        assert_eq!(l.record_offset(u32::MAX), 4096 + 7 * 32);
+        assert_eq!(l.record_offset(u32::MAX), 4096 + 7 * 64);
     }
 
     #[test]

@@ -28,6 +28,8 @@
 //!         println!("{n} bytes from rank {}", msg.source());
 //!         msg.free()?;
 //!     }
+//!     // Only with `EndpointConfig::notices`: see below.
+//!     Post::Rescan(_buf) => unreachable!("no notices asked for"),
 //! }
 //!
 //! // Wait for completions and take them, with their buffers.
@@ -52,6 +54,15 @@
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! With [`EndpointConfig::notices`], messages that arrive before their
+//! receive is posted are also announced in the ring ([`Reaped::Stored`]):
+//! they are the process's from then on, read in place with
+//! [`Endpoint::announced_data`] and given back with [`Endpoint::give_back`],
+//! with no system call. A process that matches announced messages itself
+//! reaps every announcement before it posts; the module refuses a post
+//! ([`Post::Rescan`]) while one it has not reaped may be older than the
+//! receive's match.
 //!
 //! All `ioctl(2)` calls live in [`raw`], and all raw-pointer access to the
 //! shared mapping (and `mmap` itself) in one private module. The only other
@@ -85,7 +96,7 @@ pub use list::EndpointListing;
 pub use poll::PollEvents;
 pub use post::{Post, PostError, PostOutcome, RecvHandle};
 pub use selector::Selector;
-pub use unexpected::{Envelope, UnexpectedMessage};
+pub use unexpected::{Announced, Envelope, UnexpectedMessage};
 
 /// Result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

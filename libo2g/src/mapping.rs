@@ -10,7 +10,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::abi;
 
@@ -112,6 +112,14 @@ impl Mapping {
         unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }
     }
 
+    /// The `u64` at `offset`, shared with the kernel, as an atomic.
+    pub(crate) fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        let p = self.check(offset, 8, 8);
+        // SAFETY: As for `atomic_u32`, with 8-byte alignment checked; the
+        // kernel reads the release ring's ids only atomically.
+        unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }
+    }
+
     /// A copy of the completion record at `offset`.
     pub(crate) fn read_completion(&self, offset: usize) -> abi::Completion {
         let p = self.check(
@@ -210,6 +218,7 @@ mod tests {
             tag: 4,
             context: 5,
             status: -6,
+            ..Default::default()
         };
         m.write_completion(4096 + 32, c);
         assert_eq!(m.read_completion(4096 + 32), c);

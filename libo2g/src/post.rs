@@ -37,6 +37,11 @@ pub enum Post<'a> {
         /// The buffer, untouched.
         buf: Vec<u8>,
     },
+    /// With [`EndpointConfig::notices`](crate::EndpointConfig::notices):
+    /// nothing was posted, because messages were announced that this
+    /// process has not reaped yet, and one of them may be the receive's.
+    /// Reap them, match them, and post again if none fits.
+    Rescan(Vec<u8>),
 }
 
 /// What [`Endpoint::post_raw`](crate::Endpoint::post_raw) did.
@@ -51,6 +56,8 @@ pub enum PostOutcome<'a> {
     },
     /// A stored unexpected message matched at once; the buffer was not taken.
     Unexpected(UnexpectedMessage<'a>),
+    /// Nothing was posted: see [`Post::Rescan`].
+    Rescan,
 }
 
 /// A failed [`Endpoint::post`](crate::Endpoint::post), with the caller's

@@ -89,6 +89,13 @@ pub(crate) fn free(fd: BorrowedFd<'_>, arg: &abi::IdArg) -> io::Result<()> {
     check(rc)
 }
 
+/// `O2G_IOC_SYNC`: applies the release ring and resumes stalled connections.
+pub(crate) fn sync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: `_IO`: the module reads no argument.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_SYNC as _, 0) };
+    check(rc)
+}
+
 /// `O2G_IOC_POLL`: waits up to `args.timeout_ns`; fills `args.events`.
 pub(crate) fn poll(fd: BorrowedFd<'_>, args: &mut abi::PollArgs) -> io::Result<()> {
     // SAFETY: `_IOWR` of exactly `size_of::<PollArgs>()` in a valid, exclusively

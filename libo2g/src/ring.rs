@@ -30,6 +30,11 @@ impl RingConsumer {
         Self { layout, head }
     }
 
+    /// Index of the next record to read: every record before it was read.
+    pub(crate) fn head(&self) -> u32 {
+        self.head
+    }
+
     /// Records published but not yet consumed.
     ///
     /// # Errors
@@ -127,7 +132,7 @@ mod tests {
             source: user_data as u32 ^ 0x55,
             tag: 7,
             context: 9,
-            status: 0,
+            ..Default::default()
         }
     }
 

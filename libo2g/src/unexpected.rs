@@ -31,6 +31,43 @@ impl From<&abi::StoredMessage> for Envelope {
     }
 }
 
+/// A stored message the module announced in the ring
+/// ([`Reaped::Stored`](crate::Reaped::Stored), with
+/// [`EndpointConfig::notices`](crate::EndpointConfig::notices)). It belongs
+/// to this process: read it with
+/// [`Endpoint::announced_data`](crate::Endpoint::announced_data) and give
+/// its space back with [`Endpoint::give_back`](crate::Endpoint::give_back).
+/// Dropping it instead keeps its dump space taken until the endpoint closes.
+#[must_use = "an announced message holds dump space until given back"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Announced {
+    pub(crate) id: u64,
+    envelope: Envelope,
+    /// The payload, checked to lie inside the dump area.
+    pub(crate) range: Range<usize>,
+}
+
+impl Announced {
+    /// Checks that the announced `msg` lies in the dump area.
+    pub(crate) fn new(layout: &Layout, msg: &abi::StoredMessage) -> Result<Self> {
+        Ok(Self {
+            id: msg.id,
+            envelope: Envelope::from(msg),
+            range: layout.message_range(msg)?,
+        })
+    }
+
+    /// Source, tag, context and length.
+    pub fn envelope(&self) -> Envelope {
+        self.envelope
+    }
+
+    /// The module's id of the message.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
 /// An unexpected message that belongs to this process: taken by a post, or
 /// claimed by [`Endpoint::probe_claim`](crate::Endpoint::probe_claim). Its
 /// payload stays in the endpoint's dump area, readable through

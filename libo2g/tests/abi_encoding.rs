@@ -44,7 +44,7 @@ fn argument_structs_have_fixed_layout() {
     assert_eq!(std::mem::offset_of!(abi::VersionInfo, features), 8);
     assert_eq!(size_of::<abi::SocketRegistration>(), 16);
     assert_eq!(size_of::<abi::RankArg>(), 8);
-    assert_eq!(size_of::<abi::EndpointStats>(), 96);
+    assert_eq!(size_of::<abi::EndpointStats>(), 120);
     assert_eq!(
         std::mem::offset_of!(abi::EndpointStats, data_ready_events),
         8
@@ -117,6 +117,7 @@ fn opcode_numbers_are_distinct() {
         abi::O2G_IOC_PROBE,
         abi::O2G_IOC_SOCKET_STATS,
         abi::O2G_IOC_LIST_ENDPOINTS,
+        abi::O2G_IOC_SYNC,
     ];
     // The `nr` byte alone tells them apart, and numbers them 0, 1, 2, ...
     let nrs: Vec<u32> = all.iter().map(|op| op & 0xff).collect();
@@ -155,6 +156,7 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(offset_of!(abi::PostArgs, context), 32);
     assert_eq!(offset_of!(abi::PostArgs, flags), 36);
     assert_eq!(offset_of!(abi::PostArgs, outcome), 40);
+    assert_eq!(offset_of!(abi::PostArgs, ring_seen), 44);
     assert_eq!(offset_of!(abi::PostArgs, recv_id), 48);
     assert_eq!(offset_of!(abi::PostArgs, msg), 56);
 
@@ -167,27 +169,32 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(size_of::<abi::PollArgs>(), 16);
     assert_eq!(offset_of!(abi::PollArgs, events), 8);
 
-    // The ring record: 32 bytes, so records never straddle a cache line.
-    assert_eq!(size_of::<abi::Completion>(), 32);
+    // The ring record: 64 bytes, one cache line, never straddling a page.
+    assert_eq!(size_of::<abi::Completion>(), 64);
     assert_eq!(align_of::<abi::Completion>(), 8);
     assert_eq!(offset_of!(abi::Completion, len), 8);
     assert_eq!(offset_of!(abi::Completion, source), 16);
     assert_eq!(offset_of!(abi::Completion, tag), 20);
     assert_eq!(offset_of!(abi::Completion, context), 24);
     assert_eq!(offset_of!(abi::Completion, status), 28);
+    assert_eq!(offset_of!(abi::Completion, kind), 32);
+    assert_eq!(offset_of!(abi::Completion, msg_id), 40);
+    assert_eq!(offset_of!(abi::Completion, offset), 48);
 
     assert_eq!(offset_of!(abi::EndpointStats, protocol_errors), 64);
     assert_eq!(offset_of!(abi::EndpointStats, posted), 72);
     assert_eq!(offset_of!(abi::EndpointStats, unexpected), 76);
     assert_eq!(offset_of!(abi::EndpointStats, dump_used), 80);
     assert_eq!(offset_of!(abi::EndpointStats, pinned_bytes), 88);
+    assert_eq!(offset_of!(abi::EndpointStats, notices), 96);
+    assert_eq!(offset_of!(abi::EndpointStats, bad_releases), 112);
 
     assert_eq!(size_of::<abi::SocketStats>(), 40);
     assert_eq!(offset_of!(abi::SocketStats, state), 4);
     assert_eq!(offset_of!(abi::SocketStats, rx_bytes), 8);
     assert_eq!(offset_of!(abi::SocketStats, backpressure_events), 32);
 
-    assert_eq!(size_of::<abi::EndpointSummary>(), 104);
+    assert_eq!(size_of::<abi::EndpointSummary>(), 128);
     assert_eq!(offset_of!(abi::EndpointSummary, endpoint), 4);
     assert_eq!(offset_of!(abi::EndpointSummary, stats), 8);
 
@@ -201,6 +208,23 @@ fn receive_path_structs_have_fixed_layout() {
 const _: () = assert!(abi::O2G_RING_PROD + 64 <= abi::O2G_RING_CONS);
 const _: () = assert!(abi::O2G_RING_CONS + 4 <= abi::O2G_PAGE as usize);
 const _: () = assert!(abi::O2G_MAX_RANK - 1 < abi::O2G_ANY_SOURCE);
+// The notice words and the release ring follow, each index on its own line.
+const _: () = assert!(abi::O2G_RING_CONS + 64 <= abi::O2G_NOTICES_STOPPED);
+const _: () = assert!(abi::O2G_NOTICES_STOPPED + 64 <= abi::O2G_STALLED);
+const _: () = assert!(abi::O2G_STALLED + 64 <= abi::O2G_RELEASE_PROD);
+const _: () = assert!(abi::O2G_RELEASE_PROD + 64 <= abi::O2G_RELEASE_CONS);
+const _: () = assert!(abi::O2G_RELEASE_CONS + 64 <= abi::O2G_RELEASE_RING);
+const _: () = assert!(
+    abi::O2G_RELEASE_RING + 8 * abi::O2G_RELEASE_ENTRIES as usize <= abi::O2G_PAGE as usize
+);
+
+#[test]
+fn sync_moves_no_data() {
+    assert_eq!(
+        abi::O2G_IOC_SYNC as ioctl_num_type,
+        nix::request_code_none!(abi::O2G_IOC_TYPE, 0x0c)
+    );
+}
 
 #[test]
 fn sentinels_are_all_ones() {

@@ -107,6 +107,21 @@ const COLUMNS: &[Column] = &[
         key: "deferred_reads",
         value: |e| e.stats.deferred_reads,
     },
+    Column {
+        header: "NOTICES",
+        key: "notices",
+        value: |e| e.stats.notices,
+    },
+    Column {
+        header: "RELEASED",
+        key: "released_msgs",
+        value: |e| e.stats.released_msgs,
+    },
+    Column {
+        header: "BAD_REL",
+        key: "bad_releases",
+        value: |e| e.stats.bad_releases,
+    },
 ];
 
 /// A table with a header row and one right-aligned row per endpoint, and a
@@ -213,6 +228,9 @@ mod tests {
                 unexpected: 7,
                 dump_used: 8192,
                 pinned_bytes: 12345,
+                notices: 16,
+                released_msgs: 17,
+                bad_releases: 18,
             },
         };
         let b = EndpointSummary {
@@ -234,14 +252,14 @@ mod tests {
         assert_eq!(
             lines[0],
             " PID ENDPOINT SOCKETS FAILED MATCHED MATCHED_B UNEXP UNEXP_B BACKPRESSURE \
-             PROTO_ERR POSTED UNEXP_NOW DUMP_USED PINNED DEFERRED"
+             PROTO_ERR POSTED UNEXP_NOW DUMP_USED PINNED DEFERRED NOTICES RELEASED BAD_REL"
         );
         let cells: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             cells,
             [
                 "4242", "1", "3", "1", "10", "1000000", "2", "64", "4", "5", "6", "7", "8192",
-                "12345", "15"
+                "12345", "15", "16", "17", "18"
             ]
         );
         // Columns line up: every row is as long as the header.
@@ -276,7 +294,7 @@ mod tests {
              \"matched_msgs\":10,\"matched_bytes\":1000000,\"unexpected_msgs\":2,\
              \"unexpected_bytes\":64,\"backpressure_events\":4,\"protocol_errors\":5,\
              \"posted\":6,\"unexpected_now\":7,\"dump_used\":8192,\"pinned_bytes\":12345,\
-             \"deferred_reads\":15}"
+             \"deferred_reads\":15,\"notices\":16,\"released_msgs\":17,\"bad_releases\":18}"
         );
         assert!(lines[1].starts_with("{\"pid\":7,\"endpoint\":22,"));
     }

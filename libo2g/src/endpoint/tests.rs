@@ -42,6 +42,7 @@ fn record(user_data: u64, len: u64, status: i32) -> abi::Completion {
         tag: 4,
         context: 5,
         status,
+        ..Default::default()
     }
 }
 
@@ -162,6 +163,7 @@ fn reap_returns_buffers_with_their_status() {
         match r {
             Reaped::Owned(c) => got.push((c.user_data, c.buf.len(), c.written, c.status)),
             Reaped::Raw(r) => panic!("unexpected raw completion {r:?}"),
+            Reaped::Stored(m) => panic!("unexpected announcement {m:?}"),
         }
     }
     assert_eq!(
@@ -358,4 +360,91 @@ fn endpoints_can_move_between_threads() {
     std::thread::spawn(move || assert_eq!(ep.in_flight(), 0))
         .join()
         .unwrap();
+}
+
+/// An announcement of `len` bytes at dump offset `at`, as the module writes it.
+fn stored(ep: &Endpoint, id: u64, at: usize, len: u64) -> abi::Completion {
+    abi::Completion {
+        kind: abi::record_kind::STORED,
+        msg_id: id,
+        offset: (ep.layout.dump_offset + at) as u64,
+        len,
+        source: 1,
+        tag: 2,
+        context: 3,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn announced_messages_are_read_in_place_and_given_back_through_the_ring() {
+    let mut ep = endpoint();
+    ep.mapping
+        .write_bytes(ep.layout.dump_offset + 64, b"notice");
+    complete(&ep, &[stored(&ep, 77, 64, 6), stored(&ep, 78, 0, 0)]);
+    let Some(Reaped::Stored(a)) = ep.reap().unwrap() else {
+        panic!("no announcement reaped");
+    };
+    assert_eq!((a.id(), a.envelope().source, a.envelope().tag), (77, 1, 2));
+    assert_eq!(ep.announced_data(&a), b"notice");
+    // Nothing is stalled: no system call (the /dev/null stand-in would fail).
+    ep.give_back(a).unwrap();
+    let prod = |ep: &Endpoint| {
+        ep.mapping
+            .atomic_u32(abi::O2G_RELEASE_PROD)
+            .load(Ordering::Acquire)
+    };
+    assert_eq!(prod(&ep), 1);
+    let slot0 = ep.mapping.atomic_u64(abi::O2G_RELEASE_RING);
+    assert_eq!(slot0.load(Ordering::Relaxed), 77);
+    // A stalled connection makes giving back ask the module to resume it.
+    let Some(Reaped::Stored(b)) = ep.reap().unwrap() else {
+        panic!("second announcement missing");
+    };
+    ep.mapping
+        .atomic_u32(abi::O2G_STALLED)
+        .store(1, Ordering::Release);
+    let err = ep.give_back(b).unwrap_err();
+    assert!(enotty(&err), "{err:?}");
+    assert_eq!(prod(&ep), 2);
+    assert_eq!(
+        ep.mapping
+            .atomic_u64(abi::O2G_RELEASE_RING + 8)
+            .load(Ordering::Relaxed),
+        78
+    );
+}
+
+#[test]
+fn a_full_release_ring_asks_the_module_to_drain_it() {
+    let mut ep = endpoint();
+    ep.mapping
+        .atomic_u32(abi::O2G_RELEASE_PROD)
+        .store(abi::O2G_RELEASE_ENTRIES, Ordering::Release);
+    complete(&ep, &[stored(&ep, 5, 0, 1)]);
+    let Some(Reaped::Stored(a)) = ep.reap().unwrap() else {
+        panic!("no announcement reaped");
+    };
+    assert!(enotty(&ep.give_back(a).unwrap_err()));
+}
+
+#[test]
+fn an_announcement_outside_the_dump_area_is_refused() {
+    let mut ep = endpoint();
+    let bad = stored(&ep, 9, 2 * abi::O2G_PAGE as usize - 2, 8);
+    complete(&ep, &[bad]);
+    assert!(matches!(ep.reap(), Err(Error::BadAnswer { .. })));
+}
+
+#[test]
+fn a_record_of_unknown_kind_is_an_error() {
+    let mut ep = endpoint();
+    complete(
+        &ep,
+        &[abi::Completion {
+            kind: 9,
+            ..Default::default()
+        }],
+    );
+    assert!(matches!(ep.reap(), Err(Error::BadAnswer { .. })));
 }

@@ -9,9 +9,13 @@
 //! writes the payload straight into the posted buffer, or into the
 //! endpoint's dump area when nothing matches yet.
 //!
-//! - **Receive:** `post_recv` hands a buffer to the module (it pins it).
-//!   A message already stored comes back at once and is copied out of the
-//!   dump area, which is then freed.
+//! - **Receive:** the module announces each message it stores (no receive
+//!   was posted for it) in the shared ring; `post_recv` first looks among
+//!   those, oldest first, copies a match out of the dump area and gives the
+//!   space back through the shared release ring: a receive of a message
+//!   that arrived first makes no system call. Otherwise it hands the buffer
+//!   to the module (one `O2G_IOC_POST`; the module pins it and writes the
+//!   message straight into it).
 //! - **Completion:** read from the ring shared with the module, with no
 //!   system call; `progress` sleeps in `O2G_IOC_POLL` only when there is
 //!   nothing to do.
@@ -33,7 +37,9 @@ use std::net::TcpStream;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use libo2g::{abi, Device, Endpoint, EndpointConfig, Post, Reaped, RecvError, RecvHandle};
+use libo2g::{
+    abi, Announced, Device, Endpoint, EndpointConfig, Post, Reaped, RecvError, RecvHandle,
+};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::wire::{Encoder, Kind};
@@ -75,6 +81,7 @@ pub(crate) fn open_endpoint(config: &Config) -> Result<Endpoint> {
         dump_bytes: config.o2g_dump_bytes,
         max_message: config.max_message.min(abi::O2G_MAX_MESSAGE),
         pin_budget: config.o2g_pin_budget,
+        notices: true,
     };
     Device::open()
         .map_err(|e| unavailable(e.to_string()))?
@@ -134,6 +141,9 @@ pub(crate) struct O2g {
     sync_matched: Vec<Envelope>,
     /// Whether idle waits spin on the ring first ([`SPIN`]).
     spin: bool,
+    /// Messages the module stored and announced, oldest first, that no
+    /// receive has taken yet.
+    announced: VecDeque<Announced>,
 }
 
 impl O2g {
@@ -182,6 +192,7 @@ impl O2g {
             pool: Vec::new(),
             pool_bytes: 0,
             sync_matched: Vec::new(),
+            announced: VecDeque::new(),
             spin: std::thread::available_parallelism().map_or(1, |n| n.get()) >= size,
         })
     }
@@ -250,8 +261,15 @@ impl O2g {
     fn reap(&mut self) -> Result<bool> {
         let mut any = false;
         while let Some(r) = self.ep.reap().map_err(|e| lib_err("reaping", e))? {
-            let Reaped::Owned(c) = r else { continue };
             any = true;
+            let c = match r {
+                Reaped::Owned(c) => c,
+                Reaped::Stored(msg) => {
+                    self.announced.push_back(msg);
+                    continue;
+                }
+                Reaped::Raw(_) => continue,
+            };
             let token = RecvToken::from_handle(c.user_data);
             let envelope = Envelope {
                 source: c.source,
@@ -375,6 +393,43 @@ impl O2g {
         Ok(())
     }
 
+    /// Takes the oldest announced message `sel` matches, if any: copies
+    /// it into a buffer of `cap` bytes and gives its space back.
+    fn take_announced(&mut self, sel: Selector, cap: usize) -> Result<Option<RecvOutcome>> {
+        let env = |a: &Announced| {
+            let e = a.envelope();
+            Envelope {
+                source: e.source,
+                tag: e.tag,
+                context: e.context,
+            }
+        };
+        let Some(i) = self.announced.iter().position(|a| sel.matches(&env(a))) else {
+            return Ok(None);
+        };
+        let Some(msg) = self.announced.remove(i) else {
+            return Ok(None);
+        };
+        let envelope = env(&msg);
+        let mut buf = self.buffer(cap);
+        let data = self.ep.announced_data(&msg);
+        let n = data.len().min(cap);
+        buf[..n].copy_from_slice(&data[..n]);
+        buf.truncate(n);
+        let len = msg.envelope().len;
+        self.ep
+            .give_back(msg)
+            .map_err(|e| lib_err("giving back a stored message", e))?;
+        if envelope.is_sync() {
+            self.sync_matched.push(envelope);
+        }
+        Ok(Some(RecvOutcome::Done {
+            envelope,
+            len,
+            data: buf,
+        }))
+    }
+
     fn queued(&self) -> Vec<usize> {
         (0..self.peers.len())
             .filter(|&r| self.peers[r].dead.is_none() && !self.peers[r].out.is_empty())
@@ -461,9 +516,24 @@ impl Transport for O2g {
         let cap = capacity.min(self.max_message as usize);
         let token = RecvToken::from_handle(self.next_recv);
         self.next_recv += 1;
-        let mut buf = self.buffer(cap);
+        let mut buf = Vec::new();
         let state = loop {
+            // Every announcement read first: the module refuses a post
+            // (Rescan) while an older one may match.
+            self.reap()?;
+            if let Some(done) = self.take_announced(sel, cap)? {
+                self.recycle(buf);
+                break RecvState::Done(done);
+            }
+            if buf.len() != cap {
+                self.recycle(buf);
+                buf = self.buffer(cap);
+            }
             let refused = match self.ep.post(buf, lib_selector(sel), token.to_handle()) {
+                Ok(Post::Rescan(back)) => {
+                    buf = back;
+                    continue;
+                }
                 Ok(Post::Queued(handle)) => {
                     break RecvState::Posted {
                         handle,
@@ -578,6 +648,25 @@ impl Transport for O2g {
     }
 
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
+        // An error here shows up again in `progress`.
+        let _ = self.reap();
+        let announced = self.announced.iter().map(Announced::envelope).find(|e| {
+            sel.matches(&Envelope {
+                source: e.source,
+                tag: e.tag,
+                context: e.context,
+            })
+        });
+        if let Some(e) = announced {
+            return Some((
+                Envelope {
+                    source: e.source,
+                    tag: e.tag,
+                    context: e.context,
+                },
+                e.len,
+            ));
+        }
         let env = self.ep.probe(lib_selector(sel)).ok()??;
         Some((
             Envelope {

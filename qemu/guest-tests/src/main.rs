@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use libo2g::{abi, raw, Device};
 
 mod ivshmem;
+mod notices;
 mod recv;
 mod remote;
 mod scale;
@@ -33,6 +34,9 @@ fn main() -> ExitCode {
         Some("recv-misbehaviour") => recv::misbehaviour(),
         Some("recv-peer-gone") => recv::peer_gone(),
         Some("recv-flood") => recv::flood(&args[1..]),
+        Some("recv-notices") => notices::paths(),
+        Some("recv-notices-flood") => notices::flood(&args[1..]),
+        Some("recv-notices-ring-full") => notices::ring_full(),
         Some("recv-race") => recv::race(&args[1..]),
         Some("recv-teardown") => recv::teardown(),
         Some("recv-sigkill") => recv::sigkill(),
@@ -41,7 +45,7 @@ fn main() -> ExitCode {
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         Some("ivshmem") => ivshmem::ivshmem(),
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|ivshmem"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|ivshmem"
                 .into(),
         ),
     };

@@ -90,6 +90,7 @@ pub(crate) fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
         match ep.reap().map_err(e("reap"))? {
             Some(Reaped::Owned(c)) => return Ok(c),
             Some(Reaped::Raw(_)) => return Err("unexpected raw completion".into()),
+            Some(Reaped::Stored(m)) => return Err(format!("unexpected announcement {m:?}")),
             None => {}
         }
         if Instant::now() > deadline {
@@ -123,6 +124,9 @@ pub(crate) fn receive_from(
         .map_err(|p| format!("post: {}", p.error))?
     {
         Post::Queued(_) => None,
+        Post::Rescan(_) => {
+            return Err("the module asked to rescan an endpoint without notices".into())
+        }
         Post::Unexpected { msg, mut buf } => {
             let n = msg.copy_to(&mut buf);
             let truncated = msg.len() > buf.len();
@@ -670,6 +674,11 @@ pub(crate) fn race(args: &[String]) -> CheckResult {
                                     u64::from_le_bytes(buf[..8].try_into().map_err(|_| "short")?),
                                 )?;
                                 posted += 1;
+                            }
+                            Ok(Post::Rescan(_)) => {
+                                return Err(
+                                    "the module asked to rescan an endpoint without notices".into(),
+                                )
                             }
                             Err(p) if p.error.raw_os_error() == Some(libc::EAGAIN) => {}
                             Err(p) => return Err(format!("post: {}", p.error)),

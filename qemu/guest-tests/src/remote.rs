@@ -265,6 +265,9 @@ fn expected(ep: &mut Endpoint, p: &mut Peer) -> CheckResult {
         {
             Post::Queued(_) => {}
             Post::Unexpected { .. } => return Err(format!("{len} B: found before it was sent")),
+            Post::Rescan(_) => {
+                return Err("the module asked to rescan an endpoint without notices".into())
+            }
         }
         p.tell(Command::One {
             tag,

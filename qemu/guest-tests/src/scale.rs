@@ -94,6 +94,9 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
             .map_err(|p| format!("wildcard post: {}", p.error))?
         {
             libo2g::Post::Queued(_) => None,
+            libo2g::Post::Rescan(_) => {
+                return Err("the module asked to rescan an endpoint without notices".into())
+            }
             libo2g::Post::Unexpected { msg, mut buf } => {
                 let source = msg.envelope().source;
                 msg.copy_to(&mut buf);
