@@ -13,9 +13,12 @@
 //!   was posted for it) in the shared ring; `post_recv` first looks among
 //!   those, oldest first, copies a match out of the dump area and gives the
 //!   space back through the shared release ring: a receive of a message
-//!   that arrived first makes no system call. Otherwise it hands the buffer
-//!   to the module (one `O2G_IOC_POST`; the module pins it and writes the
-//!   message straight into it).
+//!   that arrived first makes no system call. Otherwise a small receive
+//!   (up to [`WAIT_IN_RING_MAX`]) waits for its message's announcement,
+//!   and a larger one is handed to the module (one `O2G_IOC_POST`; the
+//!   module pins the buffer and writes the message straight into it). A
+//!   receive posted while another one waits in the ring waits there too,
+//!   so that receives still take messages in the order they were posted.
 //! - **Completion:** read from the ring shared with the module, with no
 //!   system call; `progress` sleeps in `O2G_IOC_POLL` only when there is
 //!   nothing to do.
@@ -61,6 +64,10 @@ const SEND_SLICE: Duration = Duration::from_millis(1);
 /// (which dominates a small message's round trip). Only when the job has
 /// a CPU per rank; otherwise spinning only delays the peer.
 const SPIN: Duration = Duration::from_micros(100);
+/// Largest receive that waits for its message's announcement instead of
+/// posting its buffer to the module: copying it out of the dump area costs
+/// less than pinning, unpinning and the system call.
+const WAIT_IN_RING_MAX: usize = 16 << 10;
 /// Receives posted at once and unexpected messages stored at once.
 const QUEUE: u32 = 1 << 14;
 /// Most bytes, and most buffers, kept for reuse by later receives.
@@ -112,6 +119,11 @@ impl Peer {
 }
 
 enum RecvState {
+    /// Waiting for its message's announcement (in `O2g::waiting`).
+    Waiting {
+        /// Nobody will take the outcome: drop it when it comes.
+        released: bool,
+    },
     /// In the module.
     Posted {
         handle: RecvHandle,
@@ -144,6 +156,25 @@ pub(crate) struct O2g {
     /// Messages the module stored and announced, oldest first, that no
     /// receive has taken yet.
     announced: VecDeque<Announced>,
+    /// Receives waiting for an announcement, in posting order.
+    waiting: VecDeque<WaitingRecv>,
+}
+
+/// A receive that was not posted to the module (see `RecvState::Waiting`).
+struct WaitingRecv {
+    token: RecvToken,
+    sel: Selector,
+    cap: usize,
+}
+
+/// An announced message's envelope, as the matching engine spells it.
+fn announced_envelope(a: &Announced) -> Envelope {
+    let e = a.envelope();
+    Envelope {
+        source: e.source,
+        tag: e.tag,
+        context: e.context,
+    }
 }
 
 impl O2g {
@@ -193,6 +224,7 @@ impl O2g {
             pool_bytes: 0,
             sync_matched: Vec::new(),
             announced: VecDeque::new(),
+            waiting: VecDeque::new(),
             spin: std::thread::available_parallelism().map_or(1, |n| n.get()) >= size,
         })
     }
@@ -241,7 +273,38 @@ impl O2g {
         for out in p.out.drain(..) {
             self.sends.fail(out.token, &reason);
         }
-        p.dead = Some(reason);
+        p.dead = Some(reason.clone());
+        // As the module does for posted receives: those naming exactly
+        // this rank can never match now.
+        let (dead, alive) = std::mem::take(&mut self.waiting)
+            .into_iter()
+            .partition(|w| w.sel.source == SourceSel::Rank(rank));
+        self.waiting = alive;
+        for w in dead {
+            self.settle(
+                w.token,
+                RecvOutcome::Failed {
+                    rank,
+                    reason: reason.clone(),
+                },
+            );
+        }
+    }
+
+    /// Records the outcome of a receive that was waiting or posted, unless
+    /// nobody wants it any more.
+    fn settle(&mut self, token: RecvToken, outcome: RecvOutcome) {
+        match self.recvs.get(&token) {
+            Some(
+                RecvState::Posted { released: true, .. } | RecvState::Waiting { released: true },
+            ) => {
+                self.recvs.remove(&token);
+            }
+            Some(RecvState::Posted { .. } | RecvState::Waiting { .. }) => {
+                self.recvs.insert(token, RecvState::Done(outcome));
+            }
+            _ => {}
+        }
     }
 
     /// Reaps for at most `limit` without a system call; whether a
@@ -265,7 +328,17 @@ impl O2g {
             let c = match r {
                 Reaped::Owned(c) => c,
                 Reaped::Stored(msg) => {
-                    self.announced.push_back(msg);
+                    let env = announced_envelope(&msg);
+                    match self.waiting.iter().position(|w| w.sel.matches(&env)) {
+                        Some(i) => {
+                            let Some(w) = self.waiting.remove(i) else {
+                                continue;
+                            };
+                            let outcome = self.deliver(msg, w.cap)?;
+                            self.settle(w.token, outcome);
+                        }
+                        None => self.announced.push_back(msg),
+                    }
                     continue;
                 }
                 Reaped::Raw(_) => continue,
@@ -300,15 +373,14 @@ impl O2g {
                     }
                 }
             };
-            match self.recvs.get(&token) {
-                Some(RecvState::Posted { released: true, .. }) => {
-                    self.recvs.remove(&token);
-                }
-                Some(RecvState::Posted { .. }) => {
-                    self.recvs.insert(token, RecvState::Done(outcome));
-                }
-                _ => {}
-            }
+            self.settle(token, outcome);
+        }
+        if !self.waiting.is_empty() && self.ep.notices_stopped() {
+            // Cannot happen: every post reads the ring first, so it never
+            // holds more than a record per posted receive and stored message.
+            return Err(Error::ResourceExhausted(
+                "o2g ring (the module stopped announcing stored messages)",
+            ));
         }
         Ok(any)
     }
@@ -393,24 +465,26 @@ impl O2g {
         Ok(())
     }
 
-    /// Takes the oldest announced message `sel` matches, if any: copies
-    /// it into a buffer of `cap` bytes and gives its space back.
+    /// Takes the oldest announced message `sel` matches, if any, into a
+    /// buffer of `cap` bytes.
     fn take_announced(&mut self, sel: Selector, cap: usize) -> Result<Option<RecvOutcome>> {
-        let env = |a: &Announced| {
-            let e = a.envelope();
-            Envelope {
-                source: e.source,
-                tag: e.tag,
-                context: e.context,
-            }
-        };
-        let Some(i) = self.announced.iter().position(|a| sel.matches(&env(a))) else {
+        let Some(i) = self
+            .announced
+            .iter()
+            .position(|a| sel.matches(&announced_envelope(a)))
+        else {
             return Ok(None);
         };
-        let Some(msg) = self.announced.remove(i) else {
-            return Ok(None);
-        };
-        let envelope = env(&msg);
+        match self.announced.remove(i) {
+            Some(msg) => self.deliver(msg, cap).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Copies announced `msg` into a buffer of `cap` bytes and gives its
+    /// space back.
+    fn deliver(&mut self, msg: Announced, cap: usize) -> Result<RecvOutcome> {
+        let envelope = announced_envelope(&msg);
         let mut buf = self.buffer(cap);
         let data = self.ep.announced_data(&msg);
         let n = data.len().min(cap);
@@ -423,11 +497,11 @@ impl O2g {
         if envelope.is_sync() {
             self.sync_matched.push(envelope);
         }
-        Ok(Some(RecvOutcome::Done {
+        Ok(RecvOutcome::Done {
             envelope,
             len,
             data: buf,
-        }))
+        })
     }
 
     fn queued(&self) -> Vec<usize> {
@@ -525,6 +599,11 @@ impl Transport for O2g {
                 self.recycle(buf);
                 break RecvState::Done(done);
             }
+            if cap <= WAIT_IN_RING_MAX || !self.waiting.is_empty() {
+                self.recycle(buf);
+                self.waiting.push_back(WaitingRecv { token, sel, cap });
+                break RecvState::Waiting { released: false };
+            }
             if buf.len() != cap {
                 self.recycle(buf);
                 buf = self.buffer(cap);
@@ -601,7 +680,10 @@ impl Transport for O2g {
     }
 
     fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
-        if matches!(self.recvs.get(&token), Some(RecvState::Posted { .. })) {
+        if matches!(
+            self.recvs.get(&token),
+            Some(RecvState::Posted { .. } | RecvState::Waiting { .. })
+        ) {
             // An error here shows up again in `progress`.
             let _ = self.reap();
         }
@@ -615,6 +697,12 @@ impl Transport for O2g {
     }
 
     fn cancel_recv(&mut self, token: RecvToken) -> bool {
+        if let Some(i) = self.waiting.iter().position(|w| w.token == token) {
+            self.waiting.remove(i);
+            self.recvs
+                .insert(token, RecvState::Done(RecvOutcome::Cancelled));
+            return true;
+        }
         let Some(RecvState::Posted { handle, .. }) = self.recvs.get(&token) else {
             return false;
         };
@@ -636,7 +724,9 @@ impl Transport for O2g {
             return;
         }
         match self.recvs.get_mut(&token) {
-            Some(RecvState::Posted { released, .. }) => *released = true,
+            Some(RecvState::Posted { released, .. } | RecvState::Waiting { released }) => {
+                *released = true
+            }
             _ => {
                 self.recvs.remove(&token);
             }

@@ -94,7 +94,12 @@ pub(crate) fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
             None => {}
         }
         if Instant::now() > deadline {
-            return Err("no completion within 120 s".into());
+            // What the module thinks, for whoever reads the failure.
+            let ep_stats = ep.stats().map_err(e("stats"))?;
+            let sock = ep.socket_stats(PEER).map_err(e("socket stats"));
+            return Err(format!(
+                "no completion within 120 s; endpoint {ep_stats:?}; rank {PEER} {sock:?}"
+            ));
         }
         ep.poll(Some(Duration::from_millis(500)))
             .map_err(e("poll"))?;
