@@ -508,10 +508,25 @@ impl Endpoint {
 
     /// Lets stalled connections retry: room or a receive may be there now.
     fn kick_stalled(&self) {
-        if self.rx.with(|st| st.counters.stalled) == 0 {
+        let mut ranks = [0u32; 32];
+        let Ok(n) = self.rx.with_recv(|_, st, _| Ok(st.stalled_ranks(&mut ranks))) else {
+            return;
+        };
+        if n == 0 {
             return;
         }
-        for conn in self.inner.lock().conns.iter() {
+        let inner = self.inner.lock();
+        if n <= ranks.len() {
+            // The list is a snapshot: a connection stalling after it was
+            // taken decided with this call's releases or receive in view.
+            for &rank in &ranks[..n] {
+                if let Ok(i) = inner.position(rank) {
+                    inner.conns[i].kick();
+                }
+            }
+            return;
+        }
+        for conn in inner.conns.iter() {
             if conn.is_stalled() {
                 conn.kick();
             }

@@ -202,7 +202,7 @@ impl ConnRx {
                 dest = destination(st, c, &h);
             }
             if dest.is_none() && !was_stalled {
-                c.set_stalled(shared, c.stalled + 1);
+                st.stall(shared, c, conn.rank());
                 c.backpressure_events += 1;
                 // Pairs with the process's full fence between queueing a
                 // release and reading `O2G_STALLED`: either it sees the new
@@ -212,10 +212,10 @@ impl ConnRx {
                     dest = destination(st, c, &h);
                 }
                 if dest.is_some() {
-                    c.set_stalled(shared, c.stalled - 1);
+                    st.unstall(shared, c, conn.rank());
                 }
             } else if dest.is_some() && was_stalled {
-                c.set_stalled(shared, c.stalled - 1);
+                st.unstall(shared, c, conn.rank());
             }
             Ok(dest)
         });
@@ -261,8 +261,10 @@ impl ConnRx {
         self.messages += 1;
         let env = h.envelope;
         let dest = core::mem::replace(&mut self.dest, Dest::None);
-        let _ = conn.rx().with_recv(|shared, st, c| {
-            match dest {
+        // Only a finished receive has pages to unpin: a stored message
+        // must not cost a work item.
+        let retired = conn.rx().with_recv(|shared, st, c| {
+            Ok(match dest {
                 Dest::Direct { recv } => {
                     st.book.active -= 1;
                     let status = if h.len > recv.buf.len() as u64 {
@@ -271,6 +273,7 @@ impl ConnRx {
                         0
                     };
                     st.book.complete(shared, recv, env, h.len, status);
+                    true
                 }
                 Dest::Dump { region, at } => {
                     st.book.streaming -= 1;
@@ -280,26 +283,31 @@ impl ConnRx {
                         Ok(Arrival::Unexpected(id)) => {
                             st.book.unexpected_event = true;
                             st.announce(shared, c, id);
+                            false
                         }
-                        Ok(Arrival::Matched { handle }) => {
-                            if let Some(recv) = st.book.take(handle) {
+                        Ok(Arrival::Matched { handle }) => match st.book.take(handle) {
+                            Some(recv) => {
                                 let status = copy_stored(shared, &recv, at, h.len);
                                 st.book.dump.free(region);
                                 st.book.complete(shared, recv, env, h.len, status);
+                                true
                             }
-                        }
+                            None => false,
+                        },
                         // Reserved in `decide`; cannot happen.
                         Err(_) => {
                             st.book.dump.free(region);
+                            false
                         }
                     }
                 }
-                Dest::None => {}
-            }
-            Ok(())
+                Dest::None => false,
+            })
         });
         conn.rx().notify();
-        conn.schedule_reclaim();
+        if retired.unwrap_or(true) {
+            conn.schedule_reclaim();
+        }
     }
 
     /// Stops reading this connection for good: completes what it was
@@ -320,7 +328,7 @@ impl ConnRx {
         let rank = conn.rank();
         let _ = conn.rx().with_recv(|shared, st, c| {
             if was_stalled {
-                c.set_stalled(shared, c.stalled - 1);
+                st.unstall(shared, c, rank);
             }
             c.failed_sockets += 1;
             if protocol {
@@ -368,7 +376,7 @@ impl ConnRx {
         let stalled = self.state == socket_state::STALLED;
         let _ = conn.rx().with_recv(|shared, st, c| {
             if stalled {
-                c.set_stalled(shared, c.stalled - 1);
+                st.unstall(shared, c, conn.rank());
             }
             release(shared, st, dest, current, errno::econnaborted().to_errno());
             Ok(())

@@ -102,6 +102,9 @@ pub(crate) struct Book {
     last_notice: u32,
     /// The module's copy of the release ring's consumer index.
     release_cons: u32,
+    /// Ranks of the connections waiting for room, so that resuming them
+    /// does not visit every registered connection.
+    stalled: KVVec<u32>,
 }
 
 impl RecvState {
@@ -138,6 +141,7 @@ impl RecvState {
             notices_stopped: false,
             last_notice: 0,
             release_cons: 0,
+            stalled: KVVec::with_capacity(abi::O2G_MAX_SOCKETS as usize, GFP_KERNEL)?,
         };
         Ok(KBox::new(Self { engine, book }, GFP_KERNEL)?)
     }
@@ -217,6 +221,39 @@ impl RecvState {
         });
         self.book.last_notice = shared.ring_prod();
         c.notices += 1;
+    }
+
+    /// Records that the connection to `rank` waits for room, and tells the
+    /// process (`abi::O2G_STALLED`).
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn stall(&mut self, shared: &SharedArea, c: &mut Counters, rank: u32) {
+        // One entry per registered connection at most: capacity suffices.
+        let _ = self.book.stalled.push_within_capacity(rank);
+        c.stalled += 1;
+        shared.set_word(abi::O2G_STALLED, c.stalled);
+    }
+
+    /// Undoes [`RecvState::stall`] for `rank`.
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn unstall(&mut self, shared: &SharedArea, c: &mut Counters, rank: u32) {
+        if let Some(i) = self.book.stalled.iter().position(|&r| r == rank) {
+            let last = self.book.stalled.len() - 1;
+            self.book.stalled.swap(i, last);
+            self.book.stalled.pop();
+        }
+        c.stalled = c.stalled.saturating_sub(1);
+        shared.set_word(abi::O2G_STALLED, c.stalled);
+    }
+
+    /// Copies up to `out.len()` stalled ranks into `out`; returns how many
+    /// there are in all.
+    pub(crate) fn stalled_ranks(&self, out: &mut [u32]) -> usize {
+        for (o, r) in out.iter_mut().zip(self.book.stalled.iter()) {
+            *o = *r;
+        }
+        self.book.stalled.len()
     }
 
     /// Whether something was announced that a process which has read the

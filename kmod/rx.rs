@@ -41,17 +41,8 @@ pub(crate) struct Counters {
     /// Connections that failed (protocol error or peer gone).
     pub(crate) failed_sockets: u32,
     /// Connections waiting for room (dump area or unexpected queue);
-    /// change it only through [`Counters::set_stalled`].
+    /// changed only by `RecvState::stall` and `RecvState::unstall`.
     pub(crate) stalled: u32,
-}
-
-impl Counters {
-    /// Sets the stalled-connection count and publishes it to the process
-    /// (`abi::O2G_STALLED`).
-    pub(crate) fn set_stalled(&mut self, shared: &SharedArea, stalled: u32) {
-        self.stalled = stalled;
-        shared.set_word(crate::abi::O2G_STALLED, stalled);
-    }
 }
 
 /// The receive-side state, under [`Rx`]'s lock.
