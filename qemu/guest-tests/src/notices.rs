@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{Announced, Endpoint, EndpointConfig, Post, Reaped};
 
-use crate::recv::{e, endpoint, next_completion, pattern, sel, slab_kib, tcp_pair, Sender};
+use crate::recv::{e, endpoint, next_completion, pattern, sel, slab_kib, tcp_pair, Flood, Sender};
 use crate::CheckResult;
 
 /// The rank our peer has (as in `recv.rs`).
@@ -96,28 +96,9 @@ pub(crate) fn paths() -> CheckResult {
 /// and again, and only giving messages back (which calls the module when a
 /// connection is stalled) resumes it. Everything arrives, in order.
 pub(crate) fn flood(args: &[String]) -> CheckResult {
-    let total: u64 = args
-        .first()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(64 << 20);
-    let msg = 60_000usize;
-    let count = total.div_ceil(msg as u64);
-    let cfg = EndpointConfig {
-        dump_bytes: 1 << 20,
-        max_unexpected: 64,
-        ..config()
-    };
-    let mut ep = endpoint(cfg)?;
-    let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, PEER).map_err(e("register"))?;
-    let slab_before = slab_kib();
-    let sender = std::thread::spawn(move || -> std::io::Result<()> {
-        let mut tx = Sender::new(peer);
-        for i in 0..count {
-            tx.send(5, &pattern(i, msg))?;
-        }
-        Ok(())
-    });
+    let (mut ep, flood) = Flood::start(args, true)?;
+    let (count, msg, slab_before, sender) =
+        (flood.count, flood.msg, flood.slab_before, flood.sender);
     let mut max_slab = 0;
     let mut stalls = 0;
     for i in 0..count {
@@ -159,7 +140,7 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
     }
     println!(
         "notices flood: {count} messages, {} MiB, in order, no POST/FREE; back-pressure {} times; slab growth peak {max_slab} KiB",
-        total >> 20,
+        (count * msg as u64) >> 20,
         s.backpressure_events,
     );
     Ok(())

@@ -429,32 +429,62 @@ pub(crate) fn peer_gone() -> CheckResult {
     Ok(())
 }
 
+/// A flood in progress: a sender thread streams `count` messages of `msg`
+/// bytes (tag 5, `pattern(i, msg)`) at an endpoint with a 1 MiB dump area
+/// and 64 unexpected slots.
+pub(crate) struct Flood {
+    pub(crate) count: u64,
+    pub(crate) msg: usize,
+    pub(crate) slab_before: u64,
+    pub(crate) sender: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Flood {
+    /// Starts a flood of `args[0]` bytes (default 64 MiB) at a new endpoint,
+    /// with announcements if `notices`.
+    pub(crate) fn start(args: &[String], notices: bool) -> Result<(Endpoint, Flood), String> {
+        let total: u64 = args
+            .first()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(64 << 20);
+        let msg = 60_000usize;
+        let count = total.div_ceil(msg as u64);
+        let cfg = EndpointConfig {
+            dump_bytes: 1 << 20,
+            max_unexpected: 64,
+            notices,
+            ..EndpointConfig::default()
+        };
+        let ep = endpoint(cfg)?;
+        let (ours, peer) = tcp_pair()?;
+        ep.register_socket(&ours, PEER).map_err(e("register"))?;
+        let slab_before = slab_kib();
+        let sender = std::thread::spawn(move || -> std::io::Result<()> {
+            let mut tx = Sender::new(peer);
+            for i in 0..count {
+                tx.send(5, &pattern(i, msg))?;
+            }
+            Ok(())
+        });
+        Ok((
+            ep,
+            Flood {
+                count,
+                msg,
+                slab_before,
+                sender,
+            },
+        ))
+    }
+}
+
 /// A sender floods `total` bytes of unexpected messages at a receiver
 /// with a 1 MiB dump area that drains slowly: TCP holds the rest, every
 /// byte arrives in order, the dump area never overflows.
 pub(crate) fn flood(args: &[String]) -> CheckResult {
-    let total: u64 = args
-        .first()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(64 << 20);
-    let msg = 60_000usize;
-    let count = total.div_ceil(msg as u64);
-    let cfg = EndpointConfig {
-        dump_bytes: 1 << 20,
-        max_unexpected: 64,
-        ..EndpointConfig::default()
-    };
-    let mut ep = endpoint(cfg)?;
-    let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, PEER).map_err(e("register"))?;
-    let slab_before = slab_kib();
-    let sender = std::thread::spawn(move || -> std::io::Result<()> {
-        let mut tx = Sender::new(peer);
-        for i in 0..count {
-            tx.send(5, &pattern(i, msg))?;
-        }
-        Ok(())
-    });
+    let (mut ep, flood) = Flood::start(args, false)?;
+    let (count, msg, slab_before, sender) =
+        (flood.count, flood.msg, flood.slab_before, flood.sender);
     let mut max_dump = 0;
     let mut max_slab = 0;
     for i in 0..count {
@@ -483,7 +513,7 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
     }
     println!(
         "flood: {count} messages, {} MiB, in order; back-pressure {} times; dump peak {} KiB; slab growth peak {} KiB",
-        total >> 20,
+        (count * msg as u64) >> 20,
         s.backpressure_events,
         max_dump >> 10,
         max_slab
