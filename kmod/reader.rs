@@ -13,7 +13,11 @@
 //! A header that matches no posted receive and finds no room (dump area or
 //! unexpected queue full) *stalls* the connection: the actor stops
 //! consuming, the bytes stay in TCP and flow control holds the sender back.
-//! A later FREE or POST kicks the connection's work item, which retries the
+//! Before stalling, the reader applies the messages the process gave back
+//! through the release ring; it then publishes the stall and looks at that
+//! ring once more, so that a give-back racing with the stall is never missed
+//! (the process, having given back, sees the stall and calls SYNC). A later
+//! FREE, POST or SYNC kicks the connection's work item, which retries the
 //! decision (a receive posted meanwhile takes the message directly, however
 //! large) and reads on.
 //!
@@ -203,7 +207,6 @@ impl ConnRx {
             }
             if dest.is_none() && !was_stalled {
                 st.stall(shared, c, conn.rank());
-                c.backpressure_events += 1;
                 // Pairs with the process's full fence between queueing a
                 // release and reading `O2G_STALLED`: either it sees the new
                 // count (and calls SYNC) or this sees its release.
@@ -213,6 +216,8 @@ impl ConnRx {
                 }
                 if dest.is_some() {
                     st.unstall(shared, c, conn.rank());
+                } else {
+                    c.backpressure_events += 1;
                 }
             } else if dest.is_some() && was_stalled {
                 st.unstall(shared, c, conn.rank());
