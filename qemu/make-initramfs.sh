@@ -6,7 +6,8 @@
 # usage: qemu/make-initramfs.sh OUT.cpio MODULE.ko TEST...
 #   Each TEST names qemu/tests/TEST.sh (qemu/selftest/TEST.sh when
 #   O2G_SELFTEST=1). Programs the tests run are taken from $O2G_GUEST_BINS
-#   (space-separated host paths).
+#   (space-separated host paths); other files from $O2G_GUEST_FILES (host
+#   paths, copied to the same paths in the guest).
 #   O2G_GUEST_PEERS=1 also installs Debian's Open MPI and MPICH (launchers,
 #   plugins, help and config files, the libraries they load) at their host
 #   paths, and qemu/guest-peers.sh as /etc/o2g/peers.sh; off by default,
@@ -47,6 +48,10 @@ copy_with_libs() {
 }
 for bin in ${O2G_GUEST_BINS:-}; do
     copy_with_libs "$bin"
+done
+for f in ${O2G_GUEST_FILES:-}; do
+    mkdir -p "$root$(dirname "$f")"
+    cp -L "$f" "$root$f"
 done
 
 # Copy host path(s) to the same place in the guest, symlinks kept as they are.

@@ -18,7 +18,8 @@
 # Environment (defaults): O2G_ACCEL=auto|tcg|kvm (auto: KVM only if a short
 # smoke boot works on this machine), O2G_VM_MEM=1024 (MiB per VM),
 # O2G_VM_SMP=2 (1 per VM in cluster mode), O2G_BOOT_TIMEOUT=240,
-# O2G_GUEST_BINS (extra host programs to copy into the guest), O2G_GUEST_ENV
+# O2G_GUEST_BINS (extra host programs to copy into the guest),
+# O2G_GUEST_FILES (host files copied to the same paths), O2G_GUEST_ENV
 # ("NAME=value ..." exported to the guest's tests; no spaces inside values),
 # O2G_VM_IVSHMEM (a size such as 64M, the default for clusters; empty:
 # none): every VM gets one ivshmem-plain PCI device backed by one shared
@@ -88,8 +89,35 @@ if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.openmpi "$cdir" pingpong-openmpi pingpong)"
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.mpich "$cdir" pingpong-mpich pingpong)"
 fi
-guest_bins="$c_bins $rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-stream $rel/o2g-pollcost $(command -v strace || true) ${O2G_GUEST_BINS:-}"
-O2G_GUEST_BINS="$guest_bins" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
+# perf for bench-profile (Debian's linux-perf), only when a test needs it: with
+# its libraries (Python, Perl, ...) it adds about 40 MB to the initramfs.
+# /usr/bin/perf is perf itself in bookworm's linux-perf 6.1, a wrapper
+# script running perf_<version> in other Debian releases: take the ELF
+# binary, as /bin/perf in the guest.
+perf_bin="" guest_files=""
+if [[ " ${tests[*]} " == *" bench-profile "* ]]; then
+    perf_bin="$(command -v perf)" || die "bench-profile needs perf: install linux-perf (scripts/setup.sh does)"
+    perf_bin="$(readlink -f "$perf_bin")"
+    if [[ "$(head -c4 "$perf_bin" | tail -c3)" != ELF ]]; then
+        perf_bin="$(ls -v /usr/bin/perf_[0-9]* 2>/dev/null | tail -1)"
+        [[ -n "$perf_bin" && "$(head -c4 "$perf_bin" | tail -c3)" == ELF ]] ||
+            die "$(command -v perf) is not an ELF program and no /usr/bin/perf_<version> is: cannot copy perf into the guest"
+    fi
+    cp "$perf_bin" "$run/perf"
+    perf_bin="$run/perf"
+    # glibc's own symbols (memcpy and the like are not exported), from
+    # Debian's libc6-dbg, which perf finds by build ID.
+    libc="$(ldd "$perf_bin" | grep -o '/[^ ]*/libc\.so\.6' | head -1)"
+    build_id="$(readelf -n "$libc" | awk '/Build ID:/ { print $3 }')"
+    libc_debug="/usr/lib/debug/.build-id/${build_id:0:2}/${build_id:2}.debug"
+    if [[ -n "$build_id" && -f "$libc_debug" ]]; then
+        guest_files="$libc_debug"
+    else
+        log "no $libc_debug (libc6-dbg): profiles will not name glibc's internal functions"
+    fi
+fi
+guest_bins="$c_bins $perf_bin $rel/o2g-vmtest $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-stream $rel/o2g-pollcost $(command -v strace || true) ${O2G_GUEST_BINS:-}"
+O2G_GUEST_BINS="$guest_bins" O2G_GUEST_FILES="$guest_files ${O2G_GUEST_FILES:-}" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
 qemu_pids=()
 netns=""

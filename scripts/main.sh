@@ -12,9 +12,9 @@
 #   minutes under TCG, in a 4 GiB guest). More ranks than vCPUs measures
 #   oversubscription: MPICH over UCX spins and collapses there. --full runs
 #   classes A and B, then the bench suite (ping-pong, system calls per
-#   message, idle connections, poll cost), then IS class A and ping-pong
-#   across a 4-VM cluster (sockets and o2g; Open MPI and MPICH are not
-#   launched across VMs), each sweep as CSV + SVG: about an hour.
+#   message, idle connections, poll cost, perf profiles), then IS class A
+#   and ping-pong across a 4-VM cluster (sockets and o2g; not Open MPI and
+#   MPICH), each sweep as CSV + SVG (profiles: CSV only): about an hour.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -87,6 +87,12 @@ is-idle - NAS-IS-style class S vs idle connections, 2 ranks
 pollcost --log-y Readiness call cost vs watched sockets
 syscalls --log-x System calls per received message, streaming
 CHARTS
+    # bench-profile's perf profiles: one CSV per profiled run, no chart.
+    profiles="$(sed -n 's/^# node0: csv:\(profile-[A-Za-z0-9_-]*\): .*/\1/p' "$results/bench.log" | sort -u)"
+    [[ -n "$profiles" ]] || die "no profiles came back; see $results/bench.log"
+    for name in $profiles; do
+        sed -n "s/^# node0: csv:$name: //p" "$results/bench.log" >"$results/$name.csv"
+    done
     log "ping-pong on every MPI in one boot: raw TCP, o2g (Rust and C), Open MPI, MPICH"
     O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
         "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose peers |

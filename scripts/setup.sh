@@ -20,6 +20,9 @@ DEB_PACKAGES=(
     mpich libmpich-dev openmpi-bin libopenmpi-dev
     # system calls per received message, counted in the guest (bench suite)
     strace
+    # perf profiles in the guest (bench-profile; qemu/vm.sh copies perf in,
+    # and glibc's symbols so that memcpy and the like have names)
+    linux-perf libc6-dbg
 )
 
 missing=()

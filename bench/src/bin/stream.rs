@@ -1,7 +1,8 @@
 //! A streaming receive: rank 0 sends `--count` messages of `--size` bytes
 //! to rank 1, which receives them one by one; rank 1 prints the message
 //! rate. The harness runs it under `strace -c` to count the system calls
-//! each received message costs on every transport.
+//! each received message costs on every transport, and under perf
+//! (bench-profile).
 
 use clap::Parser;
 use o2g_bench::parse_size;
@@ -25,6 +26,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("o2g-stream needs exactly two ranks".into());
     }
     let mut buf = vec![0u8; args.size];
+    if world.rank() == 1 {
+        // Set up: bench-profile starts sampling at this line.
+        println!("stream: receiving {} x {} B", args.count, args.size);
+    }
     world.barrier()?;
     let t0 = mpi::time();
     if world.rank() == 0 {

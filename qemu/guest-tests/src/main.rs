@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device};
 
+mod demangle;
 mod ivshmem;
 mod notices;
 mod recv;
@@ -44,8 +45,9 @@ fn main() -> ExitCode {
         Some("recv-remote") => remote::remote(&args[1..]),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         Some("ivshmem") => ivshmem::ivshmem(),
+        Some("demangle") => demangle::filter(),
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|ivshmem"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|ivshmem|demangle"
                 .into(),
         ),
     };
