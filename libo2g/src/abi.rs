@@ -484,7 +484,8 @@ pub const O2G_IOC_STATS: u32 = ioc(IOC_READ, 0x03, core::mem::size_of::<Endpoint
 pub const O2G_IOC_INIT: u32 = ioc(IOC_READ | IOC_WRITE, 0x04, core::mem::size_of::<InitArgs>());
 /// Posts a receive ([`PostArgs`]).
 ///
-/// With outcome `UNEXPECTED` the module kept no reference to the buffer.
+/// With outcome `UNEXPECTED` or `RESCAN` the module kept no reference to the
+/// buffer.
 /// Errors: `EINVAL` (bad selector, flags, or `buf_len`), `EFAULT` (buffer
 /// not writable), `ENOSPC` (posted queue full), `EAGAIN` (unconsumed ring
 /// records plus receives in flight would exceed `ring_entries`: consume
