@@ -741,22 +741,12 @@ impl Transport for O2g {
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
         // An error here shows up again in `progress`.
         let _ = self.reap();
-        let announced = self.announced.iter().map(Announced::envelope).find(|e| {
-            sel.matches(&Envelope {
-                source: e.source,
-                tag: e.tag,
-                context: e.context,
-            })
+        let announced = self.announced.iter().find_map(|a| {
+            let env = announced_envelope(a);
+            sel.matches(&env).then(|| (env, a.envelope().len))
         });
-        if let Some(e) = announced {
-            return Some((
-                Envelope {
-                    source: e.source,
-                    tag: e.tag,
-                    context: e.context,
-                },
-                e.len,
-            ));
+        if announced.is_some() {
+            return announced;
         }
         let env = self.ep.probe(lib_selector(sel)).ok()??;
         Some((
