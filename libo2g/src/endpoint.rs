@@ -473,6 +473,14 @@ impl Endpoint {
         raw::sync(self.device.as_fd()).map_err(|e| Error::io("O2G_IOC_SYNC", e))
     }
 
+    /// Connections the module stopped reading for want of room
+    /// ([`abi::O2G_STALLED`]): a hint, it may change at once.
+    pub fn stalled_connections(&self) -> u32 {
+        self.mapping
+            .atomic_u32(abi::O2G_STALLED)
+            .load(Ordering::Acquire)
+    }
+
     /// Whether the module stopped announcing stored messages because the
     /// ring was full (see [`abi::O2G_INIT_NOTICES`]): later messages are
     /// found by posts and probes only.

@@ -161,6 +161,13 @@ pub(crate) struct O2g {
     waiting: VecDeque<WaitingRecv>,
 }
 
+/// What one attempt to post a receive to the module gave.
+enum Attempt {
+    Made(RecvState),
+    /// Announcements came first, or the ring must be read: reap and retry.
+    Retry,
+}
+
 /// A receive that was not posted to the module (see `RecvState::Waiting`).
 struct WaitingRecv {
     token: RecvToken,
@@ -505,6 +512,116 @@ impl O2g {
         })
     }
 
+    /// One `O2G_IOC_POST` of a receive for `sel` into `cap` bytes.
+    fn try_post(&mut self, sel: Selector, cap: usize, token: RecvToken) -> Result<Attempt> {
+        let buf = self.buffer(cap);
+        let refused = match self.ep.post(buf, lib_selector(sel), token.to_handle()) {
+            // Rare: the buffer is not worth keeping.
+            Ok(Post::Rescan(_)) => return Ok(Attempt::Retry),
+            Ok(Post::Queued(handle)) => {
+                return Ok(Attempt::Made(RecvState::Posted {
+                    handle,
+                    released: false,
+                }))
+            }
+            Ok(Post::Unexpected { msg, mut buf }) => {
+                let env = msg.envelope();
+                let n = msg.copy_to(&mut buf);
+                buf.truncate(n);
+                msg.free()
+                    .map_err(|e| lib_err("freeing a stored message", e))?;
+                let envelope = Envelope {
+                    source: env.source,
+                    tag: env.tag,
+                    context: env.context,
+                };
+                if envelope.is_sync() {
+                    self.sync_matched.push(envelope);
+                }
+                return Ok(Attempt::Made(RecvState::Done(RecvOutcome::Done {
+                    envelope,
+                    len: env.len,
+                    data: buf,
+                })));
+            }
+            Err(refused) => refused,
+        };
+        let errno = refused.error.raw_os_error();
+        if let Some(buf) = refused.buf {
+            self.recycle(buf);
+        }
+        match (&refused.error, errno) {
+            (libo2g::Error::RingFull { .. }, _) => {
+                // Completions not yet taken count as in flight.
+                let pending = self
+                    .ep
+                    .pending_completions()
+                    .map_err(|e| lib_err("reading the ring", e))?;
+                if pending == 0 {
+                    return Err(Error::ResourceExhausted(
+                        "o2g completion ring (too many receives posted)",
+                    ));
+                }
+                Ok(Attempt::Retry)
+            }
+            (_, Some(nix::libc::ECONNRESET)) => {
+                let rank = match sel.source {
+                    SourceSel::Rank(r) => r,
+                    SourceSel::Any => u32::MAX,
+                };
+                let reason = "the connection failed before the receive was posted";
+                self.kill(rank, reason.into());
+                Ok(Attempt::Made(RecvState::Done(RecvOutcome::Failed {
+                    rank,
+                    reason: reason.into(),
+                })))
+            }
+            (_, Some(nix::libc::ENOBUFS)) => Err(Error::ResourceExhausted(
+                "o2g pin budget (raise O2G_PIN_BUDGET)",
+            )),
+            (_, Some(nix::libc::ENOSPC)) => {
+                Err(Error::ResourceExhausted("o2g posted-receive queue"))
+            }
+            _ => Err(lib_err("posting a receive", refused.error)),
+        }
+    }
+
+    /// Hands every receive waiting in the ring to the module, oldest first:
+    /// before a large receive (whose message may not fit the dump area),
+    /// and when a connection is stalled (its next message may be one of
+    /// theirs, which the module can then write straight into its buffer).
+    fn promote_waiting(&mut self) -> Result<()> {
+        while let Some(w) = self.waiting.pop_front() {
+            match self.try_post(w.sel, w.cap, w.token)? {
+                Attempt::Made(state) => {
+                    let released = matches!(
+                        self.recvs.get(&w.token),
+                        Some(RecvState::Waiting { released: true })
+                    );
+                    match state {
+                        RecvState::Posted { handle, .. } => {
+                            self.recvs
+                                .insert(w.token, RecvState::Posted { handle, released });
+                        }
+                        _ if released => {
+                            self.recvs.remove(&w.token);
+                        }
+                        done => {
+                            self.recvs.insert(w.token, done);
+                        }
+                    }
+                }
+                Attempt::Retry => {
+                    // Back in front, so that what the ring holds is matched
+                    // in posting order.
+                    self.waiting.push_front(w);
+                    self.reap()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn queued(&self) -> Vec<usize> {
         (0..self.peers.len())
             .filter(|&r| self.peers[r].dead.is_none() && !self.peers[r].out.is_empty())
@@ -591,90 +708,27 @@ impl Transport for O2g {
         let cap = capacity.min(self.max_message as usize);
         let token = RecvToken::from_handle(self.next_recv);
         self.next_recv += 1;
-        let mut buf = Vec::new();
         let state = loop {
             // Every announcement read first: the module refuses a post
             // (Rescan) while an older one may match.
             self.reap()?;
             if let Some(done) = self.take_announced(sel, cap)? {
-                self.recycle(buf);
                 break RecvState::Done(done);
             }
+            if cap > WAIT_IN_RING_MAX && !self.waiting.is_empty() {
+                // A large message may not fit the dump area: this receive
+                // goes to the module, after the ones waiting before it.
+                self.promote_waiting()?;
+                continue;
+            }
             if cap <= WAIT_IN_RING_MAX || !self.waiting.is_empty() {
-                self.recycle(buf);
                 self.waiting.push_back(WaitingRecv { token, sel, cap });
                 break RecvState::Waiting { released: false };
             }
-            if buf.len() != cap {
-                self.recycle(buf);
-                buf = self.buffer(cap);
+            match self.try_post(sel, cap, token)? {
+                Attempt::Made(state) => break state,
+                Attempt::Retry => continue,
             }
-            let refused = match self.ep.post(buf, lib_selector(sel), token.to_handle()) {
-                Ok(Post::Rescan(back)) => {
-                    buf = back;
-                    continue;
-                }
-                Ok(Post::Queued(handle)) => {
-                    break RecvState::Posted {
-                        handle,
-                        released: false,
-                    }
-                }
-                Ok(Post::Unexpected { msg, mut buf }) => {
-                    let env = msg.envelope();
-                    let n = msg.copy_to(&mut buf);
-                    buf.truncate(n);
-                    msg.free()
-                        .map_err(|e| lib_err("freeing a stored message", e))?;
-                    let envelope = Envelope {
-                        source: env.source,
-                        tag: env.tag,
-                        context: env.context,
-                    };
-                    if envelope.is_sync() {
-                        self.sync_matched.push(envelope);
-                    }
-                    break RecvState::Done(RecvOutcome::Done {
-                        envelope,
-                        len: env.len,
-                        data: buf,
-                    });
-                }
-                Err(refused) => refused,
-            };
-            let errno = refused.error.raw_os_error();
-            match (&refused.error, errno) {
-                (libo2g::Error::RingFull { .. }, _) => {
-                    // Completions not yet taken count as in flight.
-                    if !self.reap()? {
-                        return Err(Error::ResourceExhausted(
-                            "o2g completion ring (too many receives posted)",
-                        ));
-                    }
-                }
-                (_, Some(nix::libc::ECONNRESET)) => {
-                    let rank = match sel.source {
-                        SourceSel::Rank(r) => r,
-                        SourceSel::Any => u32::MAX,
-                    };
-                    let reason = "the connection failed before the receive was posted";
-                    self.kill(rank, reason.into());
-                    break RecvState::Done(RecvOutcome::Failed {
-                        rank,
-                        reason: reason.into(),
-                    });
-                }
-                (_, Some(nix::libc::ENOBUFS)) => {
-                    return Err(Error::ResourceExhausted(
-                        "o2g pin budget (raise O2G_PIN_BUDGET)",
-                    ))
-                }
-                (_, Some(nix::libc::ENOSPC)) => {
-                    return Err(Error::ResourceExhausted("o2g posted-receive queue"))
-                }
-                _ => return Err(lib_err("posting a receive", refused.error)),
-            }
-            buf = refused.buf.unwrap_or_else(|| vec![0u8; cap]);
         };
         self.recvs.insert(token, state);
         Ok(token)
@@ -765,6 +819,10 @@ impl Transport for O2g {
             return Ok(());
         }
         let slice = timeout.map_or(IDLE_SLICE, |t| t.min(IDLE_SLICE));
+        if !self.waiting.is_empty() && self.ep.stalled_connections() != 0 {
+            self.promote_waiting()?;
+            return Ok(());
+        }
         let queued = self.queued();
         if queued.is_empty() && self.spin && self.spin_on_ring(slice.min(SPIN))? {
             return Ok(());
