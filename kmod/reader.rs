@@ -206,7 +206,7 @@ impl ConnRx {
                 dest = destination(st, c, &h);
             }
             if dest.is_none() && !was_stalled {
-                st.stall(shared, c, conn.rank());
+                st.stall(shared, conn.rank());
                 // Pairs with the process's full fence between queueing a
                 // release and reading `O2G_STALLED`: either it sees the new
                 // count (and calls SYNC) or this sees its release.
@@ -215,12 +215,12 @@ impl ConnRx {
                     dest = destination(st, c, &h);
                 }
                 if dest.is_some() {
-                    st.unstall(shared, c, conn.rank());
+                    st.unstall(shared, conn.rank());
                 } else {
                     c.backpressure_events += 1;
                 }
             } else if dest.is_some() && was_stalled {
-                st.unstall(shared, c, conn.rank());
+                st.unstall(shared, conn.rank());
             }
             Ok(dest)
         });
@@ -333,7 +333,7 @@ impl ConnRx {
         let rank = conn.rank();
         let _ = conn.rx().with_recv(|shared, st, c| {
             if was_stalled {
-                st.unstall(shared, c, rank);
+                st.unstall(shared, rank);
             }
             c.failed_sockets += 1;
             if protocol {
@@ -379,9 +379,9 @@ impl ConnRx {
         let dest = core::mem::replace(&mut self.dest, Dest::None);
         let current = self.reasm.current().map(|(h, _)| h);
         let stalled = self.state == socket_state::STALLED;
-        let _ = conn.rx().with_recv(|shared, st, c| {
+        let _ = conn.rx().with_recv(|shared, st, _| {
             if stalled {
-                st.unstall(shared, c, conn.rank());
+                st.unstall(shared, conn.rank());
             }
             release(shared, st, dest, current, errno::econnaborted().to_errno());
             Ok(())

@@ -156,8 +156,7 @@ impl RecvState {
         if outstanding >= u64::from(b.caps.max_posted) {
             return Err(ENOSPC);
         }
-        let ring = u64::from(shared.ring_pending()) + posted + u64::from(b.active);
-        if ring >= u64::from(b.caps.ring_entries()) {
+        if !self.ring_has_room(shared) {
             return Err(EAGAIN);
         }
         if b.pinned.saturating_add(buf_len) > b.caps.pin_budget {
@@ -197,10 +196,7 @@ impl RecvState {
         if !self.book.caps.notices || self.book.notices_stopped {
             return;
         }
-        let owed = u64::from(shared.ring_pending())
-            + self.engine.posted_len() as u64
-            + u64::from(self.book.active);
-        if owed >= u64::from(self.book.caps.ring_entries()) {
+        if !self.ring_has_room(shared) {
             self.book.notices_stopped = true;
             shared.set_word(abi::O2G_NOTICES_STOPPED, 1);
             return;
@@ -227,24 +223,28 @@ impl RecvState {
     /// process (`abi::O2G_STALLED`).
     ///
     /// Context: any; rx lock held.
-    pub(crate) fn stall(&mut self, shared: &SharedArea, c: &mut Counters, rank: u32) {
+    pub(crate) fn stall(&mut self, shared: &SharedArea, rank: u32) {
         // One entry per registered connection at most: capacity suffices.
         let _ = self.book.stalled.push_within_capacity(rank);
-        c.stalled += 1;
-        shared.set_word(abi::O2G_STALLED, c.stalled);
+        self.publish_stalled(shared);
     }
 
     /// Undoes [`RecvState::stall`] for `rank`.
     ///
     /// Context: any; rx lock held.
-    pub(crate) fn unstall(&mut self, shared: &SharedArea, c: &mut Counters, rank: u32) {
+    pub(crate) fn unstall(&mut self, shared: &SharedArea, rank: u32) {
         if let Some(i) = self.book.stalled.iter().position(|&r| r == rank) {
             let last = self.book.stalled.len() - 1;
             self.book.stalled.swap(i, last);
             self.book.stalled.pop();
         }
-        c.stalled = c.stalled.saturating_sub(1);
-        shared.set_word(abi::O2G_STALLED, c.stalled);
+        self.publish_stalled(shared);
+    }
+
+    /// Tells the process how many connections wait for room.
+    fn publish_stalled(&self, shared: &SharedArea) {
+        // At most `O2G_MAX_SOCKETS` entries, which fits.
+        shared.set_word(abi::O2G_STALLED, self.book.stalled.len() as u32);
     }
 
     /// Copies up to `out.len()` stalled ranks into `out`; returns how many
@@ -260,6 +260,16 @@ impl RecvState {
     /// ring up to index `seen` has not seen.
     pub(crate) fn announced_since(&self, seen: u32) -> bool {
         self.book.caps.notices && (self.book.last_notice.wrapping_sub(seen) as i32) > 0
+    }
+
+    /// Whether the ring has a record to spare beyond the unread ones and
+    /// one for every receive that may still complete (posted or being
+    /// filled): a new post or announcement may take it without overflow.
+    fn ring_has_room(&self, shared: &SharedArea) -> bool {
+        let owed = u64::from(shared.ring_pending())
+            + self.engine.posted_len() as u64
+            + u64::from(self.book.active);
+        owed < u64::from(self.book.caps.ring_entries())
     }
 
     /// Stored unexpected message `id` as the ABI describes it.

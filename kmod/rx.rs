@@ -40,9 +40,6 @@ pub(crate) struct Counters {
     pub(crate) bad_releases: u64,
     /// Connections that failed (protocol error or peer gone).
     pub(crate) failed_sockets: u32,
-    /// Connections waiting for room (dump area or unexpected queue);
-    /// changed only by `RecvState::stall` and `RecvState::unstall`.
-    pub(crate) stalled: u32,
 }
 
 /// The receive-side state, under [`Rx`]'s lock.
