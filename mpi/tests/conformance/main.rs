@@ -125,6 +125,14 @@ fn matrix() -> Vec<Run> {
         });
         runs.push(case("big", t, 2));
         runs.push(case("dead_peer", t, 2));
+        runs.push(Run {
+            env: vec![
+                ("O2G_CONF_CASE", "backlog".into()),
+                ("O2G_TRANSPORT", t.into()),
+                ("O2G_DUMP_BYTES", p2p::BACKLOG_AREA.to_string()),
+            ],
+            ..case("backlog", t, 2)
+        });
         if chosen.is_none() {
             runs.push(example("hello", t, 4));
             runs.push(example("ping_pong", t, 2));
@@ -347,6 +355,7 @@ fn rank_main(case: &str) -> ExitCode {
         "big" => p2p::big(),
         "big_self" => p2p::big_self(),
         "dead_peer" => p2p::dead_peer(),
+        "backlog" => p2p::backlog(),
         "rank_fails" => p2p::rank_fails(),
         "rank_aborts" => p2p::rank_aborts(),
         "collectives" => collectives::run(),

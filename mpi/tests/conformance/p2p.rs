@@ -420,6 +420,58 @@ pub(crate) fn big_self() -> Check {
     Ok(())
 }
 
+/// Bytes of each backlog message; `BACKLOG_AREA` of them fill the o2g
+/// module's dump area exactly (it packs payloads at 64-byte alignment).
+const BACKLOG_MSG: usize = 4096;
+/// The dump area the matrix runs `backlog` with (`O2G_DUMP_BYTES`).
+pub(crate) const BACKLOG_AREA: usize = 64 << 10;
+
+/// Rank 1 sends enough tag-1 messages to fill the receiver's area for
+/// unexpected messages, then one tag-2 message; rank 0 receives the tag-2
+/// message first. Over o2g the tag-2 header finds the dump area full and
+/// stalls its connection, so the receive must reach the module, which then
+/// writes the message straight into it; a receive that waited for the
+/// message to be announced would wait forever (the tag-1 messages are only
+/// received after it). Every transport must deliver both in full.
+pub(crate) fn backlog() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    let count = BACKLOG_AREA / BACKLOG_MSG;
+    let fill = |i: usize| vec![(i % 251) as u8 + 1; BACKLOG_MSG];
+    if world.rank() == 1 {
+        let msgs: Vec<Vec<u8>> = (0..count).map(fill).collect();
+        let reqs = msgs
+            .iter()
+            .map(|m| world.isend(m, 0, 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        world.send(&[0xAB_u8; 1000], 0, 2)?;
+        wait_all(reqs)?;
+    } else if world.rank() == 0 {
+        // Let everything arrive (and, over o2g, the tag-2 header stall)
+        // before the receive is posted; the other order must work too,
+        // and is what a fast receiver gets.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let mut last = [0u8; 1000];
+        let st = world.recv(&mut last, 1, 2)?;
+        ensure!(
+            st.count_bytes() == 1000 && last.iter().all(|b| *b == 0xAB),
+            "tag-2 message: {} bytes, content wrong",
+            st.count_bytes()
+        );
+        for i in 0..count {
+            let mut buf = vec![0u8; BACKLOG_MSG];
+            let st = world.recv(&mut buf, 1, 1)?;
+            ensure!(
+                st.count_bytes() == BACKLOG_MSG && buf == fill(i),
+                "backlog message {i}: {} bytes, content wrong",
+                st.count_bytes()
+            );
+        }
+    }
+    universe.finalize()?;
+    Ok(())
+}
+
 /// Rank 1 vanishes without finalizing; rank 0 gets an error, not a hang.
 pub(crate) fn dead_peer() -> Check {
     let universe = mpi::initialize()?;
