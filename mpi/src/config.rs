@@ -3,7 +3,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `O2G_TRANSPORT` | `sockets-epoll` | `sockets-epoll`, `sockets-select`, `self`, `o2g`, `dimmnet` or `hyphenlink` (see `transport/mod.rs`) |
+//! | `O2G_TRANSPORT` | `sockets-epoll` | `sockets-epoll`, `sockets-select`, `sockets-poll`, `self`, `o2g`, `dimmnet` or `hyphenlink` (see `transport/mod.rs`) |
 //! | `O2G_SELF` | `1` | `0` sends messages to oneself through the network transport instead of the in-process loopback, so benchmarks measure the network path |
 //! | `O2G_SNDBUF`, `O2G_RCVBUF` | system | `SO_SNDBUF` / `SO_RCVBUF` of every connection, in bytes |
 //! | `O2G_MAX_MESSAGE` | 4 GiB | largest payload accepted in one message |
@@ -29,6 +29,7 @@ use crate::transport::dimmnet::RegionKind as DimmnetRegion;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TransportKind {
     SocketsSelect,
+    SocketsPoll,
     SocketsEpoll,
     SelfLoop,
     O2g,
@@ -74,13 +75,14 @@ impl Config {
         let transport = match transport_name.as_str() {
             "sockets-epoll" => TransportKind::SocketsEpoll,
             "sockets-select" => TransportKind::SocketsSelect,
+            "sockets-poll" => TransportKind::SocketsPoll,
             "self" => TransportKind::SelfLoop,
             "o2g" => TransportKind::O2g,
             "dimmnet" => TransportKind::Dimmnet,
             "hyphenlink" => TransportKind::HyphenLink,
             other => {
                 return Err(Error::Config(format!(
-                    "O2G_TRANSPORT={other:?}: expected sockets-epoll, sockets-select, self, o2g, dimmnet or hyphenlink"
+                    "O2G_TRANSPORT={other:?}: expected sockets-epoll, sockets-select, sockets-poll, self, o2g, dimmnet or hyphenlink"
                 )))
             }
         };

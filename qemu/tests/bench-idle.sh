@@ -1,13 +1,14 @@
 # Ping-pong bandwidth and latency as each rank also holds N idle TCP
 # connections, watched like real ones (the o2g paper's figure 6): select
-# scans them every round, epoll and the module do not (figures only).
-# select cannot watch descriptors past FD_SETSIZE; where it stops, it says so.
+# and poll scan them every round, epoll and the module do not (figures only).
+# select cannot watch descriptors past FD_SETSIZE; where it stops, it says so,
+# and sockets-poll (the same loop over poll) goes on.
 sizes="8,1M" lat=/tmp/idle-latency.csv bw=/tmp/idle-bandwidth.csv
 echo "series,idle connections,8 B half round trip (us)" >"$lat"
 echo "series,idle connections,1 MiB MB/s" >"$bw"
 printf '%-15s %6s %14s %12s\n' transport idle "8 B half-rtt" "1 MiB MB/s"
 for n in ${O2G_BENCH_IDLE:-0 10 100 500 998}; do
-    for t in sockets-select sockets-epoll o2g; do
+    for t in sockets-select sockets-poll sockets-epoll o2g; do
         out="$(O2G_IDLE_CONNECTIONS=$n O2G_TRANSPORT=$t O2G_SELF=0 \
             o2grun -n 2 --timeout 600 o2g-pingpong --sizes $sizes --reps 3 2>&1)"
         if echo "$out" | grep -q 'FD.SETSIZE'; then

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `sockets-epoll` (default) | `epoll.rs` | TCP, readiness through epoll (mio) |
 //! | `sockets-select` | `select.rs` | TCP, the classic `select` + nonblocking read loop (the YAMPII/Sock baseline of the o2g paper; deliberately not modernised) |
+//! | `sockets-poll` | `poll.rs` | the `select` baseline with `poll` in its place: the same full rebuild and one call over every connection each round, without `FD_SETSIZE` (for the idle-connection figures past 1024 descriptors) |
 //! | `self` | `self_loop.rs` | no network: a world of one process sending to itself |
 //! | `o2g` | `o2g.rs` | the kernel module (`/dev/o2g`) matches and receives; sends are plain writes; no fallback when the module is missing |
 //! | `dimmnet` | `dimmnet.rs` | the emulated DIMMnet-1 NIC (`o2g-dimmnet`) over a `/dev/shm` file or a QEMU ivshmem region; user-space matching, polling receive |
@@ -66,6 +67,7 @@ mod hyphenlink;
 pub(crate) mod matcher;
 mod o2g;
 mod outbox;
+mod poll;
 mod select;
 pub(crate) mod self_loop;
 mod sockets;
@@ -182,6 +184,18 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
                 size,
                 conns,
                 select::Select::new(),
+                config,
+                idle,
+            )?))
+        }
+        TransportKind::SocketsPoll => {
+            let mut conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
+            let idle = with_idle(&mut conns, config)?;
+            Ok(Box::new(sockets::Sockets::new(
+                rank,
+                size,
+                conns,
+                poll::Poll::new(),
                 config,
                 idle,
             )?))

@@ -8,7 +8,7 @@
 //! the paper measures, a system call over every connection per round plus
 //! one `read` per socket, is exactly what remains here. Descriptors at or
 //! above `FD_SETSIZE` (1024) cannot be watched; that is an error, not a
-//! silent fallback.
+//! silent fallback (`sockets-poll` is this loop without that limit).
 
 use std::io;
 use std::net::TcpStream;

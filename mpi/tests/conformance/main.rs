@@ -93,6 +93,7 @@ fn matrix() -> Vec<Run> {
     let all = vec![
         "sockets-epoll".to_owned(),
         "sockets-select".to_owned(),
+        "sockets-poll".to_owned(),
         "dimmnet".to_owned(),
         "hyphenlink".to_owned(),
     ];
