@@ -23,6 +23,11 @@
 #                        1.13's tcp can still hang there now and then.)
 # and UCX_NET_DEVICES=$O2G_PEERS_IF picks the interface.
 # O2G_PEERS_IF: lo (default; one node), or eth0 across VMs.
+# O2G_PEERS_HOSTS: unset for ranks on this node only; across VMs, the node
+# names, comma-separated, one rank each (o2g-node0,o2g-node1,...). Both
+# launchers then start the other nodes' part of the job through the
+# harness's remote shell /bin/o2g-rsh (o2g-vmtest rsh; those nodes run
+# o2g-vmtest rsh-serve) where they would use ssh.
 
 : "${O2G_PEERS_IF:=lo}"
 _peers_exec=""
@@ -30,7 +35,9 @@ _peers_exec=""
 # Guest only (it edits /etc/hosts): name this node and make the name
 # resolve, as both launchers look it up.
 peers_setup() {
-    if [ "$(hostname)" = "(none)" ] || [ -z "$(hostname)" ]; then
+    # Across VMs every node needs its own name, which the others resolve
+    # (MPICH's proxies connect back to the name of mpiexec's node).
+    if [ "$(hostname)" = "(none)" ] || [ -z "$(hostname)" ] || [ "${O2G_NODES:-1}" -gt 1 ]; then
         hostname "o2g-node${O2G_NODE:-0}"
     fi
     if ! grep -qw "$(hostname)" /etc/hosts 2>/dev/null; then
@@ -52,22 +59,36 @@ peers_setup() {
     fi
 }
 
-# peers_run openmpi|mpich N PROGRAM [ARGS...]: run N ranks on this node.
+# peers_run openmpi|mpich N PROGRAM [ARGS...]: run N ranks on this node (or one
+# on each node of O2G_PEERS_HOSTS).
 peers_run() {
     _lib="$1" _n="$2"
     shift 2
     case "$_lib" in
     openmpi)
         # Open MPI refuses root unless told twice; the guest runs as root.
-        # plm isolated: start ranks here, no ssh/rsh (the guest has none).
+        # plm isolated: start ranks here, no ssh/rsh (the guest has none);
+        # across VMs, plm rsh through o2g-rsh, every orted started from
+        # here (no tree spawn).
+        if [ -n "${O2G_PEERS_HOSTS:-}" ]; then
+            set -- --mca plm rsh --mca plm_rsh_agent /bin/o2g-rsh \
+                --mca plm_rsh_no_tree_spawn 1 --host "$O2G_PEERS_HOSTS" "$@"
+        else
+            set -- --mca plm isolated "$@"
+        fi
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
             $_peers_exec /usr/bin/mpirun.openmpi --oversubscribe --bind-to none -n "$_n" \
-            --mca plm isolated --mca pml ob1 --mca btl tcp,self \
+            --mca pml ob1 --mca btl tcp,self \
             --mca btl_tcp_if_include "$O2G_PEERS_IF" \
             --mca oob_tcp_if_include "$O2G_PEERS_IF" "$@"
         ;;
     mpich)
-        $_peers_exec /usr/bin/mpiexec.mpich -launcher fork -n "$_n" \
+        if [ -n "${O2G_PEERS_HOSTS:-}" ]; then
+            set -- -launcher rsh -launcher-exec /bin/o2g-rsh -hosts "$O2G_PEERS_HOSTS" "$@"
+        else
+            set -- -launcher fork "$@"
+        fi
+        $_peers_exec /usr/bin/mpiexec.mpich -n "$_n" \
             -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self \
             -genv UCX_NET_DEVICES "$O2G_PEERS_IF" "$@"
         ;;

@@ -4,8 +4,9 @@
 #   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here)
 #   3. one VM: the module suite (qemu/suites/module.suite)
 #   4. three VMs on a private network: the cluster suite
-#   5. one VM: the MPI conformance suite over the o2g transport
-#   6. the harness's self-test: injected failures must be caught
+#   5. two VMs with Open MPI and MPICH: their launchers across VMs
+#   6. one VM: the MPI conformance suite over the o2g transport
+#   7. the harness's self-test: injected failures must be caught
 # Ends with one line "N passed, N failed" over all of it.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
@@ -56,6 +57,7 @@ vm_suite() {
 }
 vm_suite module --timeout 300 module
 vm_suite cluster --nodes 3 --timeout 600 cluster
+O2G_VM_MEM=2048 O2G_GUEST_PEERS=1 vm_suite cluster-peers --nodes 2 --timeout 400 cluster-peers
 # The MPI conformance suite over the o2g transport (a 1 GiB message: 6 GiB guest).
 O2G_VM_MEM=6144 vm_suite mpi --timeout 900 mpi
 

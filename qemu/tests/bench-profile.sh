@@ -2,6 +2,8 @@
 # guest for each missed target): perf samples cpu-clock (a software event:
 # TCG has no PMU) on every CPU, user space, kernel and o2g.ko alike, during
 #   pingpong-o2g, pingpong-tcp  8 B ping-pong over o2g, and over raw TCP
+#   pingpong-o2g-1m,            the same at 1 MiB (the bandwidth target)
+#   pingpong-tcp-1m
 #   is-idle-0, is-idle-998      NAS-IS-style sort over o2g while each rank
 #                               holds 0 or 998 idle connections (registered
 #                               with o2g.ko like the real ones)
@@ -52,7 +54,7 @@ fi
 set -e
 freq="${O2G_PROFILE_FREQ:-1000}" top="${O2G_PROFILE_TOP:-15}"
 class="${O2G_PROFILE_IS_CLASS:-S}" is_runs="${O2G_PROFILE_IS_RUNS:-10}"
-cases="${O2G_PROFILE_CASES:-pingpong-o2g,pingpong-tcp,is-idle-0,is-idle-998,stream-o2g}"
+cases="${O2G_PROFILE_CASES:-pingpong-o2g,pingpong-tcp,pingpong-o2g-1m,pingpong-tcp-1m,is-idle-0,is-idle-998,stream-o2g}"
 callers=3 depth=8
 fail() {
     echo "bench-profile: $*"
@@ -164,11 +166,12 @@ unprofiled() {
 }
 
 o2g="env O2G_TRANSPORT=o2g O2G_SELF=0"
-pp="--sizes 8 --reps 10 --max-iters 1000"
+pp="--sizes 8 --reps 10 --max-iters 1000" pp1m="--sizes 1M --reps 5 --max-iters 100"
 want() { case ",$cases," in *",$1,"*) return 0 ;; esac; return 1; }
 for c in $(echo "$cases" | tr , ' '); do
     case "$c" in
-        pingpong-o2g | pingpong-tcp | is-idle-0 | is-idle-998 | stream-o2g) ;;
+        pingpong-o2g | pingpong-tcp | pingpong-o2g-1m | pingpong-tcp-1m) ;;
+        is-idle-0 | is-idle-998 | stream-o2g) ;;
         *) fail "O2G_PROFILE_CASES: no case '$c'" ;;
     esac
 done
@@ -185,6 +188,20 @@ if want pingpong-tcp; then
         timeout 60 o2g-tcp-pingpong $pp
     # shellcheck disable=SC2086
     unprofiled '^ *8 ' timeout 60 o2g-tcp-pingpong $pp
+fi
+if want pingpong-o2g-1m; then
+    # shellcheck disable=SC2086
+    profile pingpong-o2g-1m '*half-rtt(us)*' '*[0-9].[0-9][0-9]' '^ *1048576 ' \
+        $o2g o2grun -n 2 --timeout 120 o2g-pingpong $pp1m
+    # shellcheck disable=SC2086
+    unprofiled '^ *1048576 ' $o2g o2grun -n 2 --timeout 120 o2g-pingpong $pp1m
+fi
+if want pingpong-tcp-1m; then
+    # shellcheck disable=SC2086
+    profile pingpong-tcp-1m '*half-rtt(us)*' '*[0-9].[0-9][0-9]' '^ *1048576 ' \
+        timeout 120 o2g-tcp-pingpong $pp1m
+    # shellcheck disable=SC2086
+    unprofiled '^ *1048576 ' timeout 120 o2g-tcp-pingpong $pp1m
 fi
 # Sampled from the first timed iteration (o2g-is --progress), after key
 # generation, to the end of the verification, before the ranks shut down.

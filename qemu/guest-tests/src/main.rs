@@ -15,6 +15,7 @@ mod ivshmem;
 mod notices;
 mod recv;
 mod remote;
+mod rsh;
 mod scale;
 mod sockets;
 mod storm;
@@ -46,8 +47,20 @@ fn main() -> ExitCode {
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         Some("ivshmem") => ivshmem::ivshmem(),
         Some("demangle") => demangle::filter(),
+        Some("rsh-serve") => rsh::serve(&args[1..]),
+        Some("rsh-quit") => rsh::quit(&args[1..]),
+        Some("rsh") => {
+            // The remote command's status is this program's.
+            return match rsh::client(&args[1..]) {
+                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+                Err(msg) => {
+                    eprintln!("o2g-vmtest: {msg}");
+                    ExitCode::from(255)
+                }
+            };
+        }
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|ivshmem|demangle"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|ivshmem|demangle|rsh-serve PORT SECONDS|rsh HOST COMMAND...|rsh-quit HOST"
                 .into(),
         ),
     };
