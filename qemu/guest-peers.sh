@@ -99,6 +99,34 @@ peers_run() {
     esac
 }
 
+# peers_across_nodes CMD [ARGS...]: a cluster run's peer jobs. Node 0 runs
+# CMD with O2G_PEERS_HOSTS naming every node and O2G_PEERS_IF=eth0, so that
+# peers_run spans the VMs; every other node serves o2g-rsh meanwhile, until
+# node 0 is done (or O2G_RSH_SECONDS, 3000, pass). Returns CMD's status on
+# node 0 and the server's elsewhere.
+peers_across_nodes() {
+    if [ "${O2G_NODE:-0}" != 0 ]; then
+        o2g-vmtest rsh-serve "${O2G_RSH_PORT:-7100}" "${O2G_RSH_SECONDS:-3000}"
+        return
+    fi
+    O2G_PEERS_HOSTS="" _i=0
+    while [ "$_i" -lt "${O2G_NODES:-1}" ]; do
+        O2G_PEERS_HOSTS="$O2G_PEERS_HOSTS${O2G_PEERS_HOSTS:+,}o2g-node$_i"
+        _i=$((_i + 1))
+    done
+    export O2G_PEERS_HOSTS O2G_PEERS_IF=eth0
+    _rc=0
+    "$@" || _rc=$?
+    _i=1
+    while [ "$_i" -lt "${O2G_NODES:-1}" ]; do
+        o2g-vmtest rsh-quit "o2g-node$_i" || { echo "o2g-node$_i did not take the quit"; _rc=1; }
+        _i=$((_i + 1))
+    done
+    unset O2G_PEERS_HOSTS
+    O2G_PEERS_IF=lo
+    return "$_rc"
+}
+
 # peers_if_rx_bytes: bytes received so far on $O2G_PEERS_IF. Ranks that
 # talk over TCP on one node move their data through lo; shared memory
 # would leave it nearly still.

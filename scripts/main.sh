@@ -13,8 +13,9 @@
 #   oversubscription: MPICH over UCX spins and collapses there. --full runs
 #   classes A and B, then the bench suite (ping-pong, system calls per
 #   message, idle connections, poll cost, perf profiles), then IS class A
-#   and ping-pong across a 4-VM cluster (sockets and o2g; not Open MPI and
-#   MPICH), each sweep as CSV + SVG (profiles: CSV only): about an hour.
+#   and ping-pong across a 4-VM cluster (our transports, and Open MPI and
+#   MPICH launched through the harness's remote shell), each sweep as CSV +
+#   SVG (profiles: CSV only): about an hour.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -102,7 +103,7 @@ peers-latency --log-x,--log-y Ping-pong half round trip per MPI, 2 ranks
 peers-bandwidth --log-x Ping-pong bandwidth per MPI, 2 ranks
 CHARTS
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
-    O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
+    O2G_GUEST_PEERS=1 O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
         "$O2G_ROOT/qemu/vm.sh" --flavour release --nodes 4 --timeout 7200 --verbose cluster-bench |
         tee "$results/cluster-bench.log" | grep --line-buffered -v 'csv:'
     sed -n 's/^# node0: csv:cluster-is: //p' "$results/cluster-bench.log" >"$results/cluster-is-A.csv"

@@ -1,9 +1,11 @@
 # Cluster benchmarks (run with --nodes 4 --flavour release): one rank per
 # VM over the harness's virtual network. The NAS-IS-style sort on every
 # node over each transport, then a ping-pong between nodes 0 and 1 (the
-# other ranks only join its barriers). Figures, not assertions; node 0
-# sends them home as "# csv:NAME:" lines (scripts/main.sh --full). Needs
-# the module loaded.
+# other ranks only join its barriers). With O2G_GUEST_PEERS=1, then the
+# same C IS and ping-pong on Open MPI and MPICH across the VMs, forced onto
+# TCP over eth0 and launched through o2g-rsh (peers_across_nodes). Figures,
+# not assertions; node 0 sends them home as "# csv:NAME:" lines
+# (scripts/main.sh --full). Needs the module loaded.
 set -e
 class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-3}" sizes="${O2G_BENCH_SIZES:-8,1K,64K,1M}"
 is_csv=/tmp/cluster-is.csv csv=/tmp/csv-cluster
@@ -25,6 +27,37 @@ for t in sockets-select sockets-epoll o2g; do
     step=$((step + 1))
     O2G_TRANSPORT=$t O2G_SELF=0 o2grun-cluster $step o2g-pingpong --sizes "$sizes" --csv-dir "$csv"
 done
+# bytes SIZE: 8, 1K, 64K, 1M in bytes.
+bytes() { echo "$1" | sed 's/M$/*1048576/; s/K$/*1024/' | awk -F'*' '{ print $1 * ($2 ? $2 : 1) }'; }
+peer_runs() {
+    for rep in $(seq "$reps"); do
+        for lib in openmpi mpich; do
+            out="$(timeout 1800 sh /etc/o2g/peers.sh "$lib" "$O2G_NODES" "is-$lib" "$class" 2>&1)" ||
+                { echo "$out"; return 1; }
+            mops="$(echo "$out" | awk '/Mop\/s total/ { print $NF }')"
+            [ -n "$mops" ] || { echo "$out"; return 1; }
+            echo "# IS class $class, $O2G_NODES nodes, $lib, rep $rep: $mops Mop/s" >/dev/console
+            echo "$lib,$rep,$mops" >>"$is_csv"
+        done
+    done
+    want=",$(for s in $(echo "$sizes" | tr , ' '); do printf '%s,' "$(bytes "$s")"; done)"
+    max="$(bytes "${sizes##*,}")"
+    for lib in openmpi mpich; do
+        # The C ping-pong's rows "bytes half-rtt MB/s", 0 B to max; only
+        # the sizes the Rust runs used are kept.
+        timeout 1800 sh /etc/o2g/peers.sh "$lib" "$O2G_NODES" "pingpong-$lib" "$max" |
+            tee /dev/console | awk -v s="$lib" -v want="$want" -v lat="$csv/pingpong-latency.csv" \
+                -v bw="$csv/pingpong-bandwidth.csv" '
+                $1 ~ /^[0-9]+$/ && NF == 3 && index(want, "," $1 ",") {
+                    print s "," $1 "," $2 >>lat; print s "," $1 "," $3 >>bw; n++ }
+                END { if (!n) { print s ": no ping-pong rows" >"/dev/stderr"; exit 1 } }'
+    done
+}
+if [ -r /etc/o2g/peers.sh ]; then
+    . /etc/o2g/peers.sh
+    peers_setup
+    peers_across_nodes peer_runs
+fi
 if [ "$O2G_NODE" = 0 ]; then
     sed 's|^|# csv:cluster-is: |' "$is_csv" >/dev/console
     emit-csv "$csv"/*.csv
