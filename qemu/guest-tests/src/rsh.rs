@@ -126,7 +126,10 @@ fn session(mut conn: TcpStream, quit: &Mutex<bool>) -> io::Result<()> {
     let group = child.id() as libc::pid_t;
     let mut pumps = Vec::new();
     for (kind, mut src) in [
-        (STDOUT, Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>),
+        (
+            STDOUT,
+            Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>,
+        ),
         (STDERR, Box::new(child.stderr.take().expect("piped"))),
     ] {
         let out = out.clone();
@@ -223,7 +226,9 @@ pub(crate) fn client(args: &[String]) -> Result<i32, String> {
             .map_err(|e| format!("rsh: {host}: {e}"))?;
         match head[0] {
             STDOUT => {
-                let _ = io::stdout().write_all(&data).and_then(|()| io::stdout().flush());
+                let _ = io::stdout()
+                    .write_all(&data)
+                    .and_then(|()| io::stdout().flush());
             }
             STDERR => {
                 let _ = io::stderr().write_all(&data);
