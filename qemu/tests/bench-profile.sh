@@ -118,6 +118,13 @@ profile() {
     [ -n "$samples" ] || { cat "$data.dso" "$data.rlog"; fail "$name: perf recorded no samples"; }
     echo "samples: $samples in $(wc -l <"$ctl.on") window(s), ${freq} Hz per CPU; by DSO:" \
         "$(awk '!/^#/ && NF >= 2 { printf "%s%s %s", sep, $2, $1; sep = ", " }' "$data.dso" | cut -c1-200)"
+    # Per CPU, busy and idle shares of all samples: work that one CPU does
+    # while the other waits shows here.
+    echo "by CPU: $(perf report -i "$data" --stdio --no-children --sort cpu,sym -g none -q 2>>"$data.rlog" |
+        awk '$1 ~ /%$/ { p = $1; sub(/%$/, "", p)
+                         if ($0 ~ /safe_halt|default_idle|cpu_idle/) idle[$2] += p; else busy[$2] += p
+                         cpus[$2] = 1 }
+             END { for (c in cpus) { printf "%scpu %d busy %.1f%% idle %.1f%%", sep, c, busy[c], idle[c]; sep = ", " } }')"
     perf report -i "$data" --stdio --no-children --sort dso,sym -g none -q -t '|' 2>>"$data.rlog" |
         head -n "$top" >"$data.raw"
     o2g-vmtest demangle <"$data.raw" >"$data.top"

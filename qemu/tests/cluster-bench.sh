@@ -44,8 +44,11 @@ peer_runs() {
     max="$(bytes "${sizes##*,}")"
     for lib in openmpi mpich; do
         # The C ping-pong's rows "bytes half-rtt MB/s", 0 B to max; only
-        # the sizes the Rust runs used are kept.
-        timeout 1800 sh /etc/o2g/peers.sh "$lib" "$O2G_NODES" "pingpong-$lib" "$max" |
+        # the sizes the Rust runs used are kept. Two ranks, on nodes 0 and
+        # 1: idle ranks of these libraries spin in the barrier, and on this
+        # 2-core host they would take the CPU from the two that measure.
+        O2G_PEERS_HOSTS=o2g-node0,o2g-node1 \
+            timeout 1800 sh /etc/o2g/peers.sh "$lib" 2 "pingpong-$lib" "$max" |
             tee /dev/console | awk -v s="$lib" -v want="$want" -v lat="$csv/pingpong-latency.csv" \
                 -v bw="$csv/pingpong-bandwidth.csv" '
                 $1 ~ /^[0-9]+$/ && NF == 3 && index(want, "," $1 ",") {
