@@ -57,7 +57,7 @@ vm_suite() {
 }
 vm_suite module --timeout 300 module
 vm_suite cluster --nodes 3 --timeout 600 cluster
-O2G_VM_MEM=2048 O2G_GUEST_PEERS=1 vm_suite cluster-peers --nodes 2 --timeout 400 cluster-peers
+O2G_VM_MEM=2048 O2G_GUEST_PEERS=1 vm_suite cluster-peers --nodes 2 --timeout 900 cluster-peers
 # The MPI conformance suite over the o2g transport (a 1 GiB message: 6 GiB guest).
 O2G_VM_MEM=6144 vm_suite mpi --timeout 900 mpi
 

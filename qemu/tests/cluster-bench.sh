@@ -32,8 +32,10 @@ bytes() { echo "$1" | sed 's/M$/*1048576/; s/K$/*1024/' | awk -F'*' '{ print $1 
 peer_runs() {
     for rep in $(seq "$reps"); do
         for lib in openmpi mpich; do
-            out="$(timeout 1800 sh /etc/o2g/peers.sh "$lib" "$O2G_NODES" "is-$lib" "$class" 2>&1)" ||
-                { echo "$out"; return 1; }
+            # A run that reported and then hung (MPICH over UCX's tcp, in
+            # MPI_Finalize now and then) still counts; the hang is cut short.
+            out="$(timeout 900 sh /etc/o2g/peers.sh "$lib" "$O2G_NODES" "is-$lib" "$class" 2>&1)" ||
+                echo "# $lib rep $rep: exit $?" >/dev/console
             mops="$(echo "$out" | awk '/Mop\/s total/ { print $NF }')"
             [ -n "$mops" ] || { echo "$out"; return 1; }
             echo "# IS class $class, $O2G_NODES nodes, $lib, rep $rep: $mops Mop/s" >/dev/console
@@ -48,7 +50,7 @@ peer_runs() {
         # 1: idle ranks of these libraries spin in the barrier, and on this
         # 2-core host they would take the CPU from the two that measure.
         O2G_PEERS_HOSTS=o2g-node0,o2g-node1 \
-            timeout 1800 sh /etc/o2g/peers.sh "$lib" 2 "pingpong-$lib" "$max" |
+            timeout 900 sh /etc/o2g/peers.sh "$lib" 2 "pingpong-$lib" "$max" |
             tee /dev/console | awk -v s="$lib" -v want="$want" -v lat="$csv/pingpong-latency.csv" \
                 -v bw="$csv/pingpong-bandwidth.csv" '
                 $1 ~ /^[0-9]+$/ && NF == 3 && index(want, "," $1 ",") {
