@@ -176,37 +176,11 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             }
             Ok(Box::new(self_loop::SelfLoop::new(config)?))
         }
-        TransportKind::SocketsSelect => {
-            let mut conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
-            let idle = with_idle(&mut conns, config)?;
-            Ok(Box::new(sockets::Sockets::new(
-                rank,
-                size,
-                conns,
-                select::Select::new(),
-                config,
-                idle,
-            )?))
-        }
-        TransportKind::SocketsPoll => {
-            let mut conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
-            let idle = with_idle(&mut conns, config)?;
-            Ok(Box::new(sockets::Sockets::new(
-                rank,
-                size,
-                conns,
-                poll::Poll::new(),
-                config,
-                idle,
-            )?))
-        }
+        TransportKind::SocketsSelect => over_sockets(config, pmi, select::Select::new()),
+        TransportKind::SocketsPoll => over_sockets(config, pmi, poll::Poll::new()),
         TransportKind::SocketsEpoll => {
-            let mut conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
-            let idle = with_idle(&mut conns, config)?;
             let poller = epoll::Epoll::new().map_err(|e| Error::io("epoll_create", e))?;
-            Ok(Box::new(sockets::Sockets::new(
-                rank, size, conns, poller, config, idle,
-            )?))
+            over_sockets(config, pmi, poller)
         }
         TransportKind::O2g => {
             // Open the device first: a missing module fails before any
@@ -219,6 +193,21 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
         TransportKind::Dimmnet => Ok(Box::new(dimmnet::Dimmnet::open(config, pmi)?)),
         TransportKind::HyphenLink => Ok(Box::new(hyphenlink::HyphenLink::open(config, pmi)?)),
     }
+}
+
+/// A socket transport waiting with `poller`, connected to every peer, with
+/// the configured idle connections.
+fn over_sockets<P: sockets::Poller + 'static>(
+    config: &Config,
+    pmi: &mut Pmi,
+    poller: P,
+) -> Result<Box<dyn Transport>> {
+    let (rank, size) = (pmi.rank(), pmi.size());
+    let mut conns = bootstrap::connect_all(config, pmi, !config.self_path)?;
+    let idle = with_idle(&mut conns, config)?;
+    Ok(Box::new(sockets::Sockets::new(
+        rank, size, conns, poller, config, idle,
+    )?))
 }
 
 /// Adds `O2G_IDLE_CONNECTIONS` idle connections to a socket transport's
