@@ -67,9 +67,7 @@ impl Communicator {
     /// Receives exactly `buf.len()` bytes from `src`.
     fn crecv(&self, buf: &mut [u8], src: usize, tag: u32) -> Result<()> {
         let want = buf.len();
-        let st = self
-            .irecv_bytes(buf, src as i32, tag as i32, self.coll())?
-            .wait()?;
+        let st = self.recv_bytes(buf, src as i32, tag as i32, self.coll())?;
         if st.count_bytes() != want {
             return Err(bad(format!(
                 "collective message from rank {src} has {} bytes, {want} expected: \

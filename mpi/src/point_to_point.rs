@@ -13,7 +13,7 @@ use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
 use crate::error::{Error, Result};
-use crate::request::{Request, Watch};
+use crate::request::{RecvBuf, Request, Watch};
 use crate::synchronous;
 
 /// `MPI_ANY_SOURCE` (§3.2.4): receive from any rank.
@@ -129,7 +129,7 @@ impl Communicator {
             source: Some(world),
         };
         let ack = self.rt.with(|t| t.post_recv(sel, 0))?;
-        let ack = Request::recv(self.rt.clone(), ack, &mut [], watch);
+        let ack = Request::recv(self.rt.clone(), ack, RecvBuf::Copy(&mut []), watch);
         self.rt.with(|t| t.send(world, env, data))?;
         ack.wait().map(drop)
     }
@@ -158,7 +158,43 @@ impl Communicator {
     ) -> Result<Request<'b>> {
         let (sel, watch) = self.selector(source, tag, context)?;
         let token = self.rt.with(|t| t.post_recv(sel, buf.len()))?;
-        Ok(Request::recv(self.rt.clone(), token, buf, watch))
+        Ok(Request::recv(
+            self.rt.clone(),
+            token,
+            RecvBuf::Copy(buf),
+            watch,
+        ))
+    }
+
+    /// Blocking receive of raw bytes on `context`. The transport may write
+    /// the payload straight into `buf` (`post_recv_in_place`): the request
+    /// never leaves this function, so it cannot be leaked while the
+    /// transport holds the buffer.
+    pub(crate) fn recv_bytes(
+        &self,
+        buf: &mut [u8],
+        source: i32,
+        tag: i32,
+        context: u32,
+    ) -> Result<Status> {
+        let (sel, watch) = self.selector(source, tag, context)?;
+        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+        // SAFETY: `buf` is borrowed exclusively for this whole function and
+        // not touched in it after this point. The request made from the
+        // token is waited for here, and dropping it (on every path out,
+        // errors and unwinding included) releases the receive, which waits
+        // until the transport has let go of the memory.
+        let direct = self
+            .rt
+            .with(|t| unsafe { t.post_recv_in_place(sel, ptr, len) })?;
+        let request = match direct {
+            Some(token) => Request::recv(self.rt.clone(), token, RecvBuf::in_place(len), watch),
+            None => {
+                let token = self.rt.with(|t| t.post_recv(sel, len))?;
+                Request::recv(self.rt.clone(), token, RecvBuf::Copy(buf), watch)
+            }
+        };
+        request.wait()
     }
 
     /// `MPI_Send` (§3.2.1): standard-mode blocking send to rank `dest`.
@@ -189,7 +225,7 @@ impl Communicator {
     /// [`Error::Truncated`] if the message is longer than `buf` (the
     /// prefix that fits is received), invalid rank/tag, dead sender.
     pub fn recv<T: Equivalence>(&self, buf: &mut [T], source: i32, tag: i32) -> Result<Status> {
-        self.irecv(buf, source, tag)?.wait()
+        self.recv_bytes(as_bytes_mut(buf), source, tag, self.context)
     }
 
     /// `MPI_Isend` (§3.7.2): starts a send; the request borrows `buf`.

@@ -5,10 +5,14 @@
 //! request completes (what MPI can only ask for in prose, §3.7.2).
 //! Received bytes are copied into the buffer when the request completes,
 //! never earlier, which keeps leaking a request (`mem::forget`) harmless:
-//! the library holds no pointer into user memory. A request dropped
+//! the library holds no pointer into user memory. The one exception is a
+//! blocking receive ([`Communicator::recv`](crate::Communicator::recv)),
+//! whose request never leaves the library: the transport may write its
+//! payload straight into the buffer (see [`RecvBuf::InPlace`]). A request dropped
 //! before completion is released: a pending receive is cancelled (or its
 //! data discarded), a pending send still goes out.
 
+use std::marker::PhantomData;
 use std::rc::Rc;
 
 use crate::environment::Runtime;
@@ -52,11 +56,42 @@ impl Watch {
     }
 }
 
+/// Where a receive's bytes go.
+pub(crate) enum RecvBuf<'buf> {
+    /// Copied here when the receive completes.
+    Copy(&'buf mut [u8]),
+    /// The transport writes the `len` bytes of the caller's buffer itself
+    /// (`post_recv_in_place`); only the borrow is kept, no reference, as
+    /// the transport's contract asks. Dropping the request before it
+    /// completes waits until the transport has let go.
+    InPlace {
+        len: usize,
+        _borrow: PhantomData<&'buf mut [u8]>,
+    },
+}
+
+impl<'buf> RecvBuf<'buf> {
+    /// The destination of a receive posted with `post_recv_in_place`.
+    pub(crate) fn in_place(len: usize) -> Self {
+        Self::InPlace {
+            len,
+            _borrow: PhantomData,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Copy(b) => b.len(),
+            Self::InPlace { len, .. } => *len,
+        }
+    }
+}
+
 enum State<'buf> {
     Send(SendToken),
     Recv {
         token: RecvToken,
-        buf: &'buf mut [u8],
+        buf: RecvBuf<'buf>,
         watch: Watch,
     },
     Done(Status),
@@ -81,7 +116,7 @@ impl<'buf> Request<'buf> {
     pub(crate) fn recv(
         rt: Rc<Runtime>,
         token: RecvToken,
-        buf: &'buf mut [u8],
+        buf: RecvBuf<'buf>,
         watch: Watch,
     ) -> Self {
         Self {
@@ -188,11 +223,11 @@ impl<'buf> Request<'buf> {
     }
 }
 
-/// Copies a completed receive into the caller's buffer; also hands back
-/// the transport's buffer the data came in.
+/// Copies a completed receive into the caller's buffer (unless it is
+/// there already); also hands back the transport's buffer the data came in.
 fn finish_recv(
     outcome: RecvOutcome,
-    buf: &mut [u8],
+    buf: &mut RecvBuf<'_>,
     members: &[u32],
 ) -> (Result<Status>, Option<Vec<u8>>) {
     match outcome {
@@ -209,26 +244,45 @@ fn finish_recv(
             len,
             data,
         } => {
-            buf[..data.len()].copy_from_slice(&data);
-            let source = Watch::comm_rank(members, envelope.source);
-            let tag = envelope.tag as i32;
-            let status = if len > buf.len() as u64 {
-                Err(Error::Truncated {
-                    len,
-                    capacity: buf.len(),
-                    source_rank: source,
-                    tag,
-                })
-            } else {
-                Ok(Status {
-                    source,
-                    tag,
-                    bytes: data.len(),
-                    cancelled: false,
-                })
-            };
+            if let RecvBuf::Copy(b) = buf {
+                b[..data.len()].copy_from_slice(&data);
+            }
+            let status = received(envelope, len, data.len(), buf.len(), members);
             (status, Some(data))
         }
+        RecvOutcome::InPlace {
+            envelope,
+            len,
+            written,
+        } => (received(envelope, len, written, buf.len(), members), None),
+    }
+}
+
+/// The status of a matched receive of `bytes` of a `len`-byte message
+/// into `capacity` bytes.
+fn received(
+    envelope: o2g_core::proto::envelope::Envelope,
+    len: u64,
+    bytes: usize,
+    capacity: usize,
+    members: &[u32],
+) -> Result<Status> {
+    let source = Watch::comm_rank(members, envelope.source);
+    let tag = envelope.tag as i32;
+    if len > capacity as u64 {
+        Err(Error::Truncated {
+            len,
+            capacity,
+            source_rank: source,
+            tag,
+        })
+    } else {
+        Ok(Status {
+            source,
+            tag,
+            bytes,
+            cancelled: false,
+        })
     }
 }
 

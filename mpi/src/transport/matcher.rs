@@ -101,6 +101,17 @@ pub(crate) enum RecvOutcome {
         /// The payload, truncated to the receive's capacity.
         data: Vec<u8>,
     },
+    /// A message matched a receive posted with
+    /// [`Transport::post_recv_in_place`](super::Transport::post_recv_in_place):
+    /// its first `written` bytes are in the caller's memory.
+    InPlace {
+        /// Envelope of the message.
+        envelope: Envelope,
+        /// Length the sender sent.
+        len: u64,
+        /// Bytes written, at most the receive's capacity.
+        written: usize,
+    },
     /// The receive was cancelled before it matched.
     Cancelled,
     /// The sender died while the message was arriving.

@@ -97,6 +97,27 @@ pub(crate) trait Transport {
     /// Posts a receive for at most `capacity` bytes.
     fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken>;
 
+    /// Posts a receive whose payload the transport writes straight into
+    /// `capacity` bytes at `dst`, saving the copy out of its own buffer;
+    /// it completes with [`RecvOutcome::InPlace`]. `None`: the transport
+    /// has no such path for this receive (use [`Transport::post_recv`]).
+    ///
+    /// # Safety
+    ///
+    /// On `Some`, `dst..dst + capacity` stays allocated and writable, and
+    /// the caller neither reads nor writes it nor holds a reference to it,
+    /// until [`Transport::test_recv`] returned this token's outcome or
+    /// [`Transport::release_recv`] returned for it (which then waits for
+    /// the transport to let go of the memory).
+    unsafe fn post_recv_in_place(
+        &mut self,
+        _sel: Selector,
+        _dst: *mut u8,
+        _capacity: usize,
+    ) -> Result<Option<RecvToken>> {
+        Ok(None)
+    }
+
     /// Takes the outcome of a completed receive; `None` while pending.
     fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome>;
 

@@ -41,7 +41,8 @@ use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use libo2g::{
-    abi, Announced, Device, Endpoint, EndpointConfig, Post, Reaped, RecvError, RecvHandle,
+    abi, Announced, Device, Endpoint, EndpointConfig, Post, PostOutcome, Reaped, RecvError,
+    RecvHandle,
 };
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
@@ -130,6 +131,12 @@ enum RecvState {
         handle: RecvHandle,
         /// Nobody will take the outcome: drop it when it comes.
         released: bool,
+    },
+    /// In the module, which writes into the caller's memory
+    /// (`post_recv_in_place`); released only by waiting for it.
+    InPlace {
+        recv_id: u64,
+        cap: usize,
     },
     Done(RecvOutcome),
 }
@@ -308,7 +315,9 @@ impl O2g {
             ) => {
                 self.recvs.remove(&token);
             }
-            Some(RecvState::Posted { .. } | RecvState::Waiting { .. }) => {
+            Some(
+                RecvState::Posted { .. } | RecvState::Waiting { .. } | RecvState::InPlace { .. },
+            ) => {
                 self.recvs.insert(token, RecvState::Done(outcome));
             }
             _ => {}
@@ -349,7 +358,24 @@ impl O2g {
                     }
                     continue;
                 }
-                Reaped::Raw(_) => continue,
+                Reaped::Raw(c) => {
+                    let token = RecvToken::from_handle(c.user_data);
+                    let Some(&RecvState::InPlace { cap, .. }) = self.recvs.get(&token) else {
+                        continue;
+                    };
+                    let envelope = Envelope {
+                        source: c.source,
+                        tag: c.tag,
+                        context: c.context,
+                    };
+                    let outcome = self.outcome(envelope, c.status, || RecvOutcome::InPlace {
+                        envelope,
+                        len: c.len,
+                        written: c.len.min(cap as u64) as usize,
+                    });
+                    self.recvs.insert(token, RecvState::Done(outcome));
+                    continue;
+                }
             };
             let token = RecvToken::from_handle(c.user_data);
             let envelope = Envelope {
@@ -357,30 +383,15 @@ impl O2g {
                 tag: c.tag,
                 context: c.context,
             };
-            let outcome = match c.status {
-                Ok(()) | Err(RecvError::Truncated) => {
-                    if envelope.is_sync() {
-                        self.sync_matched.push(envelope);
-                    }
-                    let mut data = c.buf;
-                    data.truncate(c.written);
-                    RecvOutcome::Done {
-                        envelope,
-                        len: c.len,
-                        data,
-                    }
+            let (len, mut data) = (c.len, c.buf);
+            let outcome = self.outcome(envelope, c.status, || {
+                data.truncate(c.written);
+                RecvOutcome::Done {
+                    envelope,
+                    len,
+                    data,
                 }
-                Err(e) => {
-                    let reason = e.to_string();
-                    if e == RecvError::ConnectionFailed {
-                        self.kill(c.source, reason.clone());
-                    }
-                    RecvOutcome::Failed {
-                        rank: c.source,
-                        reason,
-                    }
-                }
-            };
+            });
             self.settle(token, outcome);
         }
         if !self.waiting.is_empty() && self.ep.notices_stopped() {
@@ -391,6 +402,35 @@ impl O2g {
             ));
         }
         Ok(any)
+    }
+
+    /// The outcome of a receive the module completed with `status`:
+    /// `matched()` if a message matched (noting a synchronous one), else a
+    /// failure (and a failed connection kills its rank).
+    fn outcome(
+        &mut self,
+        envelope: Envelope,
+        status: std::result::Result<(), RecvError>,
+        matched: impl FnOnce() -> RecvOutcome,
+    ) -> RecvOutcome {
+        match status {
+            Ok(()) | Err(RecvError::Truncated) => {
+                if envelope.is_sync() {
+                    self.sync_matched.push(envelope);
+                }
+                matched()
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                if e == RecvError::ConnectionFailed {
+                    self.kill(envelope.source, reason.clone());
+                }
+                RecvOutcome::Failed {
+                    rank: envelope.source,
+                    reason,
+                }
+            }
+        }
     }
 
     /// Writes queued messages until each socket is full; whether any
@@ -492,12 +532,23 @@ impl O2g {
     /// Copies announced `msg` into a buffer of `cap` bytes and gives its
     /// space back.
     fn deliver(&mut self, msg: Announced, cap: usize) -> Result<RecvOutcome> {
-        let envelope = announced_envelope(&msg);
         let mut buf = self.buffer(cap);
-        let data = self.ep.announced_data(&msg);
-        let n = data.len().min(cap);
-        buf[..n].copy_from_slice(&data[..n]);
+        let (envelope, len, n) = self.take_stored(msg, &mut buf)?;
         buf.truncate(n);
+        Ok(RecvOutcome::Done {
+            envelope,
+            len,
+            data: buf,
+        })
+    }
+
+    /// Copies what fits of announced `msg` into `dst` and gives its space
+    /// back; its envelope, length and the bytes copied.
+    fn take_stored(&mut self, msg: Announced, dst: &mut [u8]) -> Result<(Envelope, u64, usize)> {
+        let envelope = announced_envelope(&msg);
+        let data = self.ep.announced_data(&msg);
+        let n = data.len().min(dst.len());
+        dst[..n].copy_from_slice(&data[..n]);
         let len = msg.envelope().len;
         self.ep
             .give_back(msg)
@@ -505,11 +556,7 @@ impl O2g {
         if envelope.is_sync() {
             self.sync_matched.push(envelope);
         }
-        Ok(RecvOutcome::Done {
-            envelope,
-            len,
-            data: buf,
-        })
+        Ok((envelope, len, n))
     }
 
     /// One `O2G_IOC_POST` of a receive for `sel` into `cap` bytes.
@@ -546,11 +593,17 @@ impl O2g {
             }
             Err(refused) => refused,
         };
-        let errno = refused.error.raw_os_error();
         if let Some(buf) = refused.buf {
             self.recycle(buf);
         }
-        match (&refused.error, errno) {
+        self.refused(sel, refused.error)
+    }
+
+    /// What a post the module refused with `error` means: retry, a failed
+    /// receive, or an error for the caller.
+    fn refused(&mut self, sel: Selector, error: libo2g::Error) -> Result<Attempt> {
+        let errno = error.raw_os_error();
+        match (&error, errno) {
             (libo2g::Error::RingFull { .. }, _) => {
                 // Completions not yet taken count as in flight.
                 let pending = self
@@ -582,8 +635,61 @@ impl O2g {
             (_, Some(nix::libc::ENOSPC)) => {
                 Err(Error::ResourceExhausted("o2g posted-receive queue"))
             }
-            _ => Err(lib_err("posting a receive", refused.error)),
+            _ => Err(lib_err("posting a receive", error)),
         }
+    }
+
+    /// One `O2G_IOC_POST` of a receive for `sel` straight into `cap` bytes
+    /// at `dst`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Transport::post_recv_in_place`], for `dst..dst + cap`.
+    unsafe fn try_post_in_place(
+        &mut self,
+        sel: Selector,
+        dst: *mut u8,
+        cap: usize,
+        token: RecvToken,
+    ) -> Result<Attempt> {
+        // SAFETY: Forwarded from this function's contract; a queued receive
+        // becomes `RecvState::InPlace`, which `release_recv` waits out.
+        let error = match unsafe {
+            self.ep
+                .post_raw(dst, cap, lib_selector(sel), token.to_handle())
+        } {
+            Ok(PostOutcome::Queued { recv_id }) => {
+                return Ok(Attempt::Made(RecvState::InPlace { recv_id, cap }))
+            }
+            Ok(PostOutcome::Unexpected(msg)) => {
+                // SAFETY: The module did not take the buffer, which the
+                // caller lends us exclusively.
+                let dst = unsafe { std::slice::from_raw_parts_mut(dst, cap) };
+                let written = msg.copy_to(dst);
+                let env = msg.envelope();
+                msg.free()
+                    .map_err(|e| lib_err("freeing a stored message", e))?;
+                let envelope = Envelope {
+                    source: env.source,
+                    tag: env.tag,
+                    context: env.context,
+                };
+                if envelope.is_sync() {
+                    self.sync_matched.push(envelope);
+                }
+                return Ok(Attempt::Made(RecvState::Done(RecvOutcome::InPlace {
+                    envelope,
+                    len: env.len,
+                    written,
+                })));
+            }
+            Ok(PostOutcome::Rescan) => return Ok(Attempt::Retry),
+            // An answer this library cannot read may mean the module kept
+            // the buffer, and nothing would tell when it lets go of it.
+            Err(e @ libo2g::Error::BadAnswer { .. }) => abort_holding_memory(&e),
+            Err(e) => e,
+        };
+        self.refused(sel, error)
     }
 
     /// Hands every receive waiting in the ring to the module, oldest first:
@@ -637,6 +743,14 @@ impl O2g {
         }
         Ok(())
     }
+}
+
+/// Ends the process when the module may still write into memory the caller
+/// is about to get back: returning would let it write into whatever that
+/// memory holds next.
+fn abort_holding_memory(why: &dyn std::fmt::Display) -> ! {
+    eprintln!("o2g: cannot tell when the module lets go of a receive buffer ({why}); aborting");
+    std::process::abort()
 }
 
 fn lib_selector(sel: Selector) -> libo2g::Selector {
@@ -734,10 +848,62 @@ impl Transport for O2g {
         Ok(token)
     }
 
+    /// Only for receives larger than [`WAIT_IN_RING_MAX`], which go to the
+    /// module anyway: the module pins the caller's pages instead of a pool
+    /// buffer's, and the copy out of that buffer is saved. Smaller ones wait
+    /// in the ring, whose copy out of the dump area is the only one.
+    unsafe fn post_recv_in_place(
+        &mut self,
+        sel: Selector,
+        dst: *mut u8,
+        capacity: usize,
+    ) -> Result<Option<RecvToken>> {
+        let cap = capacity.min(self.max_message as usize);
+        if cap <= WAIT_IN_RING_MAX {
+            return Ok(None);
+        }
+        let token = RecvToken::from_handle(self.next_recv);
+        self.next_recv += 1;
+        let state = loop {
+            // As in `post_recv`: announcements first, then the receives
+            // waiting before this one.
+            self.reap()?;
+            if let Some(i) = self
+                .announced
+                .iter()
+                .position(|a| sel.matches(&announced_envelope(a)))
+            {
+                let Some(msg) = self.announced.remove(i) else {
+                    continue;
+                };
+                // SAFETY: Nothing was posted yet; the caller lends `dst`
+                // exclusively.
+                let dst = unsafe { std::slice::from_raw_parts_mut(dst, cap) };
+                let (envelope, len, written) = self.take_stored(msg, dst)?;
+                break RecvState::Done(RecvOutcome::InPlace {
+                    envelope,
+                    len,
+                    written,
+                });
+            }
+            if !self.waiting.is_empty() {
+                self.promote_waiting()?;
+                continue;
+            }
+            // SAFETY: Forwarded from this function's contract.
+            match unsafe { self.try_post_in_place(sel, dst, cap, token) }? {
+                Attempt::Made(state) => break state,
+                Attempt::Retry => continue,
+            }
+        };
+        self.recvs.insert(token, state);
+        Ok(Some(token))
+    }
+
     fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
         if matches!(
             self.recvs.get(&token),
-            Some(RecvState::Posted { .. } | RecvState::Waiting { .. })
+            Some(RecvState::Posted { .. } | RecvState::Waiting { .. } | RecvState::InPlace { .. })
         ) {
             // An error here shows up again in `progress`.
             let _ = self.reap();
@@ -754,6 +920,15 @@ impl Transport for O2g {
     fn cancel_recv(&mut self, token: RecvToken) -> bool {
         if let Some(i) = self.waiting.iter().position(|w| w.token == token) {
             self.waiting.remove(i);
+            self.recvs
+                .insert(token, RecvState::Done(RecvOutcome::Cancelled));
+            return true;
+        }
+        if let Some(&RecvState::InPlace { recv_id, .. }) = self.recvs.get(&token) {
+            // A refusal (an error) leaves it posted: it completes normally.
+            if !self.ep.cancel_raw(recv_id).unwrap_or(false) {
+                return false;
+            }
             self.recvs
                 .insert(token, RecvState::Done(RecvOutcome::Cancelled));
             return true;
@@ -777,6 +952,14 @@ impl Transport for O2g {
         if self.cancel_recv(token) {
             self.recvs.remove(&token);
             return;
+        }
+        // Matched and being written: the caller gets its memory back only
+        // once the module has finished with it (the message arrived, or the
+        // connection failed, which completes it too).
+        while let Some(RecvState::InPlace { .. }) = self.recvs.get(&token) {
+            if let Err(e) = self.progress(Some(IDLE_SLICE)) {
+                abort_holding_memory(&e);
+            }
         }
         match self.recvs.get_mut(&token) {
             Some(RecvState::Posted { released, .. } | RecvState::Waiting { released }) => {

@@ -125,6 +125,7 @@ fn matrix() -> Vec<Run> {
             ..case("random", t, 3)
         });
         runs.push(case("big", t, 2));
+        runs.push(case("large_recv", t, 2));
         runs.push(case("dead_peer", t, 2));
         runs.push(Run {
             env: vec![
@@ -357,6 +358,7 @@ fn rank_main(case: &str) -> ExitCode {
         "big_self" => p2p::big_self(),
         "dead_peer" => p2p::dead_peer(),
         "backlog" => p2p::backlog(),
+        "large_recv" => p2p::large_recv(),
         "rank_fails" => p2p::rank_fails(),
         "rank_aborts" => p2p::rank_aborts(),
         "collectives" => collectives::run(),

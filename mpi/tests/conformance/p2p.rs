@@ -420,6 +420,72 @@ pub(crate) fn big_self() -> Check {
     Ok(())
 }
 
+/// Bytes of the large messages of `large_recv`: above the size up to which
+/// the o2g transport receives through its ring, so its blocking receives
+/// are posted straight into the caller's buffer.
+const LARGE: usize = 256 << 10;
+
+/// Blocking receives of large messages, which a transport may write
+/// straight into the caller's memory: posted before the message, after
+/// it arrived, truncated (bytes past the buffer stay untouched) and from
+/// any source. Rank 0 sends, rank 1 receives.
+pub(crate) fn large_recv() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    let fill = |seed: usize, n: usize| -> Vec<u8> {
+        (0..n).map(|i| ((i * 7 + seed) % 253) as u8).collect()
+    };
+    if world.rank() == 0 {
+        // Posted first (very likely): rank 1 is already waiting.
+        world.recv::<u8>(&mut [], 1, 9)?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        world.send(&fill(1, LARGE), 1, 1)?;
+        // Arrived first: tag 3 is received before tag 2.
+        world.send(&fill(2, 64 << 10), 1, 2)?;
+        world.send(&[3u8], 1, 3)?;
+        // Longer than the receive.
+        world.send(&fill(4, LARGE), 1, 4)?;
+        world.send(&fill(5, LARGE), 1, 5)?;
+    } else if world.rank() == 1 {
+        let mut buf = vec![0u8; LARGE];
+        world.send::<u8>(&[], 0, 9)?;
+        let st = world.recv(&mut buf, 0, 1)?;
+        ensure!(
+            st.count_bytes() == LARGE && buf == fill(1, LARGE),
+            "posted first"
+        );
+
+        world.recv(&mut [0u8; 1], 0, 3)?;
+        let st = world.recv(&mut buf, 0, 2)?;
+        ensure!(
+            st.count_bytes() == 64 << 10 && buf[..64 << 10] == fill(2, 64 << 10)[..],
+            "arrived first"
+        );
+
+        // Only the first `cap` bytes of `buf` are the receive's.
+        let cap = LARGE / 2 + 1;
+        buf.fill(0xAB);
+        match world.recv(&mut buf[..cap], 0, 4) {
+            Err(Error::Truncated { len, capacity, .. })
+                if len == LARGE as u64 && capacity == cap => {}
+            other => return Err(format!("expected truncation, got {other:?}").into()),
+        }
+        ensure!(buf[..cap] == fill(4, LARGE)[..cap], "truncated prefix");
+        ensure!(
+            buf[cap..].iter().all(|&b| b == 0xAB),
+            "bytes past the receive written"
+        );
+
+        let st = world.recv(&mut buf, ANY_SOURCE, ANY_TAG)?;
+        ensure!(
+            st.source_rank() == 0 && st.tag() == 5 && buf == fill(5, LARGE),
+            "any source: {st:?}"
+        );
+    }
+    universe.finalize()?;
+    Ok(())
+}
+
 /// Bytes of each backlog message; `BACKLOG_AREA` of them fill the o2g
 /// module's dump area exactly (it packs payloads at 64-byte alignment).
 const BACKLOG_MSG: usize = 4096;
