@@ -8,7 +8,7 @@
 //! the library holds no pointer into user memory. The one exception is a
 //! blocking receive ([`Communicator::recv`](crate::Communicator::recv)),
 //! whose request never leaves the library: the transport may write its
-//! payload straight into the buffer (see [`RecvBuf::InPlace`]). A request dropped
+//! payload straight into the buffer (`RecvBuf::InPlace`). A request dropped
 //! before completion is released: a pending receive is cancelled (or its
 //! data discarded), a pending send still goes out.
 

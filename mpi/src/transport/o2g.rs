@@ -16,7 +16,12 @@
 //!   that arrived first makes no system call. Otherwise a small receive
 //!   (up to [`WAIT_IN_RING_MAX`]) waits for its message's announcement,
 //!   and a larger one is handed to the module (one `O2G_IOC_POST`; the
-//!   module pins the buffer and writes the message straight into it). A
+//!   module pins the buffer and writes the message straight into it). For
+//!   a blocking receive that buffer is the caller's own
+//!   (`post_recv_in_place`), so the payload is copied once, from the
+//!   socket buffer to its destination; a nonblocking one gets a transport
+//!   buffer, copied out on completion, because its request could be
+//!   leaked while the module still writes. A
 //!   receive posted while another one waits in the ring waits there too,
 //!   so that receives still take messages in the order they were posted.
 //! - **Completion:** read from the ring shared with the module, with no
