@@ -72,10 +72,10 @@ const SEND_SLICE: Duration = Duration::from_millis(1);
 const SPIN: Duration = Duration::from_micros(100);
 /// Largest receive that waits for its message's announcement instead of
 /// posting a buffer to the module: copying it out of the dump area costs
-/// less than pinning, unpinning and the system calls. Measured in one
-/// release guest (2026-11-23, two boots) with receives posted in place: through the
-/// ring, 16 KiB ping-pong took 284 us per half round trip against 443 us
-/// posted; 64 KiB took 872 us against 687 us. (Under QEMU TCG the copy out
+/// less than pinning, unpinning and the system calls. Measured in release
+/// guests (2026-11-23, two boots) with receives posted in place: through
+/// the ring, 16 KiB ping-pong took 284 us per half round trip against
+/// 443 us posted; 64 KiB took 872 us against 687 us. (Under QEMU TCG the copy out
 /// of the dump area is slow because glibc's memmove uses `rep movsb`, which
 /// TCG runs byte by byte: without it, 132 us and 440 us.)
 const WAIT_IN_RING_MAX: usize = 16 << 10;
