@@ -166,10 +166,8 @@ impl Communicator {
         ))
     }
 
-    /// Blocking receive of raw bytes on `context`. The transport may write
-    /// the payload straight into `buf` (`post_recv_in_place`): the request
-    /// never leaves this function, so it cannot be leaked while the
-    /// transport holds the buffer.
+    /// Blocking receive of raw bytes on `context`, which the transport may
+    /// write straight into `buf` (see [`Communicator::irecv_bytes_direct`]).
     pub(crate) fn recv_bytes(
         &self,
         buf: &mut [u8],
@@ -177,24 +175,60 @@ impl Communicator {
         tag: i32,
         context: u32,
     ) -> Result<Status> {
-        let (sel, watch) = self.selector(source, tag, context)?;
-        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
         // SAFETY: `buf` is borrowed exclusively for this whole function and
-        // not touched in it after this point. The request made from the
-        // token is waited for here, and dropping it (on every path out,
-        // errors and unwinding included) releases the receive, which waits
-        // until the transport has let go of the memory.
+        // not used in it after this point; the request is waited for here,
+        // and dropping it (on every path out, errors and unwinding
+        // included) releases the receive, which waits until the transport
+        // has let go of the memory.
+        unsafe { self.irecv_bytes_direct(buf.as_mut_ptr(), buf.len(), source, tag, context) }?
+            .wait()
+    }
+
+    /// Nonblocking receive of raw bytes on `context` into `len` bytes at
+    /// `ptr`, which the transport may write directly, as the message
+    /// arrives (`post_recv_in_place`), instead of copying its own buffer
+    /// there at completion. Dropping the request before it completes
+    /// cancels the receive or, if the message is already arriving, waits
+    /// for the rest of it.
+    ///
+    /// # Safety
+    ///
+    /// Unless `len` is 0, `ptr..ptr + len` is valid for writes and is
+    /// neither read nor written through any other path, nor referenced,
+    /// until the request completes or is dropped; and the request is not
+    /// leaked (`mem::forget`) while pending.
+    pub(crate) unsafe fn irecv_bytes_direct<'b>(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        source: i32,
+        tag: i32,
+        context: u32,
+    ) -> Result<Request<'b>> {
+        let (sel, watch) = self.selector(source, tag, context)?;
+        // SAFETY: Forwarded from this function's contract, which the
+        // request's drop (never skipped) completes.
         let direct = self
             .rt
             .with(|t| unsafe { t.post_recv_in_place(sel, ptr, len) })?;
-        let request = match direct {
-            Some(token) => Request::recv(self.rt.clone(), token, RecvBuf::in_place(len), watch),
-            None => {
-                let token = self.rt.with(|t| t.post_recv(sel, len))?;
-                Request::recv(self.rt.clone(), token, RecvBuf::Copy(buf), watch)
-            }
+        if let Some(token) = direct {
+            let buf = RecvBuf::in_place(len);
+            return Ok(Request::recv(self.rt.clone(), token, buf, watch));
+        }
+        let buf: &'b mut [u8] = if len == 0 {
+            &mut []
+        } else {
+            // SAFETY: Valid and exclusively ours for the request's life
+            // (this function's contract); nothing was posted with `ptr`.
+            unsafe { std::slice::from_raw_parts_mut(ptr, len) }
         };
-        request.wait()
+        let token = self.rt.with(|t| t.post_recv(sel, len))?;
+        Ok(Request::recv(
+            self.rt.clone(),
+            token,
+            RecvBuf::Copy(buf),
+            watch,
+        ))
     }
 
     /// `MPI_Send` (§3.2.1): standard-mode blocking send to rank `dest`.

@@ -34,16 +34,19 @@ pub fn isend(comm: &Communicator, data: &[u8], dest: i32, tag: i32) -> Result<Re
 }
 
 /// `MPI_Irecv` (§3.7.2) into `len` bytes at `buf`, on the communicator's
-/// point-to-point context. The received bytes are written into `buf` when
-/// the request completes (wait or test), never earlier; dropping the
-/// request before that cancels the receive and writes nothing.
+/// point-to-point context. A transport may write the message into `buf` as
+/// it arrives (o2g does for receives above its ring size), so the bytes
+/// are only meaningful once the request completes. Dropping the request
+/// before that cancels the receive or, if its message is already arriving,
+/// waits for the rest of it.
 ///
 /// # Safety
 ///
 /// Unless `len` is 0, `buf` must be valid for writes of `len` bytes and
 /// must not be read or written through any other path for as long as the
 /// returned request exists (until it completes or is dropped), which is
-/// the rule MPI 4.1 §3.7.2 states for a pending receive buffer.
+/// the rule MPI 4.1 §3.7.2 states for a pending receive buffer; and the
+/// request must be dropped, not leaked, before the memory is reused.
 ///
 /// # Errors
 ///
@@ -55,16 +58,8 @@ pub unsafe fn irecv(
     source: i32,
     tag: i32,
 ) -> Result<Request<'static>> {
-    let slice: &'static mut [u8] = if len == 0 {
-        &mut []
-    } else {
-        // SAFETY: the caller guarantees `buf` is valid for `len` bytes of
-        // writes and exclusively ours until the request is gone; the
-        // request is the only holder of this slice, so the `'static`
-        // lifetime never outlives that guarantee in practice.
-        unsafe { std::slice::from_raw_parts_mut(buf, len) }
-    };
-    comm.irecv_bytes(slice, source, tag, comm.context)
+    // SAFETY: This function's contract is `irecv_bytes_direct`'s.
+    unsafe { comm.irecv_bytes_direct(buf, len, source, tag, comm.context) }
 }
 
 /// The `MPI_COMM_WORLD` rank of each member, in communicator rank order
