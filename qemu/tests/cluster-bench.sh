@@ -1,9 +1,10 @@
 # Cluster benchmarks (run with --nodes 4 --flavour release): one rank per
 # VM over the harness's virtual network. The NAS-IS-style sort on every
 # node over each transport, then a ping-pong between nodes 0 and 1 (the
-# other ranks only join its barriers). With O2G_GUEST_PEERS=1, then the
-# same C IS and ping-pong on Open MPI and MPICH across the VMs, forced onto
-# TCP over eth0 and launched through o2g-rsh (peers_across_nodes). Figures,
+# other ranks only join its barriers). With O2G_GUEST_PEERS=1, also the
+# same C IS (in every round, after our transports) and ping-pong on Open
+# MPI and MPICH across the VMs, forced onto TCP over eth0 and launched
+# through o2g-rsh (peers_across_nodes). Figures,
 # not assertions; node 0 sends them home as "# csv:NAME:" lines
 # (scripts/main.sh --full). Needs the module loaded.
 set -e
@@ -11,6 +12,27 @@ class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-3}" sizes="${O2G_BENCH_SIZES
 is_csv=/tmp/cluster-is.csv csv=/tmp/csv-cluster
 rm -rf "$csv" && mkdir -p "$csv"
 echo "label,rep,mops" >"$is_csv"
+peers=0
+if [ -r /etc/o2g/peers.sh ]; then
+    . /etc/o2g/peers.sh
+    peers_setup
+    peers=1
+fi
+# peer_is REP: one IS run of Open MPI and one of MPICH (node 0 launches).
+peer_is() {
+    for lib in openmpi mpich; do
+        # A run that reported and then hung (MPICH over UCX's tcp, in
+        # MPI_Finalize now and then) still counts; the hang is cut short.
+        out="$(timeout 900 sh /etc/o2g/peers.sh "$lib" "$O2G_NODES" "is-$lib" "$class" 2>&1)" ||
+            echo "# $lib rep $1: exit $?" >/dev/console
+        mops="$(echo "$out" | awk '/Mop\/s total/ { print $NF }')"
+        [ -n "$mops" ] || { echo "$out"; return 1; }
+        echo "# IS class $class, $O2G_NODES nodes, $lib, rep $1: $mops Mop/s" >/dev/console
+        echo "$lib,$1,$mops" >>"$is_csv"
+    done
+}
+# One run of every MPI per round, so that drifts of the host spread over
+# all of them.
 step=20
 for rep in $(seq "$reps"); do
     for t in sockets-select sockets-epoll o2g; do
@@ -22,6 +44,7 @@ for rep in $(seq "$reps"); do
         echo "# IS class $class, $O2G_NODES nodes, $t, rep $rep: $mops Mop/s" >/dev/console
         echo "$t,$rep,$mops" >>"$is_csv"
     done
+    [ "$peers" = 0 ] || peers_across_nodes peer_is "$rep"
 done
 for t in sockets-select sockets-epoll o2g; do
     step=$((step + 1))
@@ -29,19 +52,7 @@ for t in sockets-select sockets-epoll o2g; do
 done
 # bytes SIZE: 8, 1K, 64K, 1M in bytes.
 bytes() { echo "$1" | sed 's/M$/*1048576/; s/K$/*1024/' | awk -F'*' '{ print $1 * ($2 ? $2 : 1) }'; }
-peer_runs() {
-    for rep in $(seq "$reps"); do
-        for lib in openmpi mpich; do
-            # A run that reported and then hung (MPICH over UCX's tcp, in
-            # MPI_Finalize now and then) still counts; the hang is cut short.
-            out="$(timeout 900 sh /etc/o2g/peers.sh "$lib" "$O2G_NODES" "is-$lib" "$class" 2>&1)" ||
-                echo "# $lib rep $rep: exit $?" >/dev/console
-            mops="$(echo "$out" | awk '/Mop\/s total/ { print $NF }')"
-            [ -n "$mops" ] || { echo "$out"; return 1; }
-            echo "# IS class $class, $O2G_NODES nodes, $lib, rep $rep: $mops Mop/s" >/dev/console
-            echo "$lib,$rep,$mops" >>"$is_csv"
-        done
-    done
+peer_pingpong() {
     want=",$(for s in $(echo "$sizes" | tr , ' '); do printf '%s,' "$(bytes "$s")"; done)"
     max="$(bytes "${sizes##*,}")"
     for lib in openmpi mpich; do
@@ -58,11 +69,7 @@ peer_runs() {
                 END { if (!n) { print s ": no ping-pong rows" >"/dev/stderr"; exit 1 } }'
     done
 }
-if [ -r /etc/o2g/peers.sh ]; then
-    . /etc/o2g/peers.sh
-    peers_setup
-    peers_across_nodes peer_runs
-fi
+[ "$peers" = 0 ] || peers_across_nodes peer_pingpong
 if [ "$O2G_NODE" = 0 ]; then
     sed 's|^|# csv:cluster-is: |' "$is_csv" >/dev/console
     emit-csv "$csv"/*.csv
