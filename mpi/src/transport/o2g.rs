@@ -72,13 +72,13 @@ const SEND_SLICE: Duration = Duration::from_millis(1);
 const SPIN: Duration = Duration::from_micros(100);
 /// Largest receive that waits for its message's announcement instead of
 /// posting a buffer to the module: copying it out of the dump area costs
-/// less than pinning, unpinning and the system calls. Measured in release
-/// guests (2026-11-23, two boots) with receives posted in place: through
-/// the ring, 16 KiB ping-pong took 284 us per half round trip against
-/// 443 us posted; 64 KiB took 872 us against 687 us. (Under QEMU TCG the copy out
-/// of the dump area is slow because glibc's memmove uses `rep movsb`, which
-/// TCG runs byte by byte: without it, 132 us and 440 us.)
-const WAIT_IN_RING_MAX: usize = 16 << 10;
+/// less than pinning, unpinning and the system calls. At 16 KiB neither
+/// wins clearly: through the ring, 284 and 527 us per half round trip in
+/// two release boots (2026-11-23), posted in place 443 us in a third.
+/// Under QEMU TCG the copy out of the dump area is slow because glibc's
+/// memmove uses `rep movsb`, which TCG runs byte by byte (132 us instead
+/// of 284 us with it switched off, same boot).
+const WAIT_IN_RING_MAX: usize = 8 << 10;
 /// Receives posted at once and unexpected messages stored at once.
 const QUEUE: u32 = 1 << 14;
 /// Most bytes, and most buffers, kept for reuse by later receives.
