@@ -1,7 +1,7 @@
 # Cluster benchmarks (run with --nodes 4 --flavour release): one rank per
 # VM over the harness's virtual network. The NAS-IS-style sort on every
 # node over each transport, then a ping-pong between nodes 0 and 1 (the
-# other ranks only join its barriers). With O2G_GUEST_PEERS=1, also the
+# other ranks only join its barriers) and raw TCP's between the same two. With O2G_GUEST_PEERS=1, also the
 # same C IS (in every round, after our transports) and ping-pong on Open
 # MPI and MPICH across the VMs, forced onto TCP over eth0 and launched
 # through o2g-rsh (peers_across_nodes). Figures,
@@ -50,6 +50,12 @@ for t in sockets-select sockets-epoll o2g; do
     step=$((step + 1))
     O2G_TRANSPORT=$t O2G_SELF=0 o2grun-cluster $step o2g-pingpong --sizes "$sizes" --csv-dir "$csv"
 done
+# Raw TCP between the same two nodes, the physical reference (the issue's
+# "1 MiB bandwidth >= 0.9x raw TCP"): node 1 echoes, node 0 measures.
+case "$O2G_NODE" in
+0) o2g-tcp-pingpong --connect 198.18.0.2:7300 --wait 300 --sizes "$sizes" --csv-dir "$csv" ;;
+1) o2g-tcp-pingpong --listen 0.0.0.0:7300 --wait 300 ;;
+esac
 # bytes SIZE: 8, 1K, 64K, 1M in bytes.
 bytes() { echo "$1" | sed 's/M$/*1048576/; s/K$/*1024/' | awk -F'*' '{ print $1 * ($2 ? $2 : 1) }'; }
 peer_pingpong() {

@@ -1,0 +1,100 @@
+//! The raw-TCP ping-pong between two processes (`--listen` / `--connect`,
+//! as the cluster benchmark runs it between VMs): the measuring end
+//! reports every size, and the echoing end refuses a plan it should not
+//! allocate.
+
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tcp_pingpong() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_o2g-tcp-pingpong"))
+}
+
+/// A loopback address with a port that was free a moment ago.
+fn free_addr() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("local address").to_string()
+}
+
+fn listen(addr: &str) -> Child {
+    tcp_pingpong()
+        .args(["--listen", addr, "--wait", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the echoing end")
+}
+
+#[test]
+fn measures_against_a_listening_process() {
+    let addr = free_addr();
+    let echoer = listen(&addr);
+    let dir = std::env::temp_dir().join(format!("o2g-tcp-pingpong-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = tcp_pingpong()
+        .args([
+            "--connect",
+            &addr,
+            "--wait",
+            "30",
+            "--sizes",
+            "8,64K",
+            "--reps",
+            "2",
+        ])
+        .arg("--csv-dir")
+        .arg(&dir)
+        .output()
+        .expect("run the measuring end");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for size in ["8", "65536"] {
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().next() == Some(size)),
+            "no row for {size} bytes:\n{text}"
+        );
+    }
+    let csv = std::fs::read_to_string(dir.join("pingpong-bandwidth.csv")).expect("bandwidth CSV");
+    assert!(
+        csv.lines().any(|l| l.starts_with("raw-tcp,65536,")),
+        "{csv}"
+    );
+    let echoed = echoer.wait_with_output().expect("echoing end");
+    assert!(
+        echoed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&echoed.stderr)
+    );
+    std::fs::remove_dir_all(&dir).expect("remove the CSV folder");
+}
+
+#[test]
+fn the_echoing_end_refuses_an_oversized_plan() {
+    let addr = free_addr();
+    let echoer = listen(&addr);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut s = loop {
+        match TcpStream::connect(&addr) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("cannot connect to {addr}: {e}"),
+        }
+    };
+    // One step of 1 TiB messages, one round trip.
+    let mut plan = Vec::new();
+    for word in [1u64, 1 << 40, 1] {
+        plan.extend_from_slice(&word.to_le_bytes());
+    }
+    s.write_all(&plan).expect("send the plan");
+    let out = echoer.wait_with_output().expect("echoing end");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted a 1 TiB plan");
+    assert!(err.contains("plan refused"), "{err}");
+}
