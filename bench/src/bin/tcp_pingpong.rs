@@ -29,7 +29,7 @@ struct Args {
     connect: Option<String>,
     /// Longest wait, in seconds, for the peer to connect or accept, and
     /// for any one read.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     wait: u64,
 }
 
