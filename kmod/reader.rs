@@ -266,6 +266,12 @@ impl ConnRx {
         self.messages += 1;
         let env = h.envelope;
         let dest = core::mem::replace(&mut self.dest, Dest::None);
+        // A receive posted while its message streamed into the dump area
+        // gets the message copied after the lock is dropped: a large copy
+        // must not hold the rx lock, with bottom halves off, for its whole
+        // length. Until it completes it counts as active (its completion
+        // record is owed), as a receive being filled directly does.
+        let mut copy_out = None;
         // Only a finished receive has pages to unpin: a stored message
         // must not cost a work item.
         let retired = conn.rx().with_recv(|shared, st, c| {
@@ -290,15 +296,13 @@ impl ConnRx {
                             st.announce(shared, c, id);
                             false
                         }
-                        Ok(Arrival::Matched { handle }) => match st.book.take(handle) {
-                            Some(recv) => {
-                                let status = copy_stored(shared, &recv, at, h.len);
-                                st.book.dump.free(region);
-                                st.book.complete(shared, recv, env, h.len, status);
-                                true
+                        Ok(Arrival::Matched { handle }) => {
+                            if let Some(recv) = st.book.take(handle) {
+                                st.book.active += 1;
+                                copy_out = Some((recv, region, at));
                             }
-                            None => false,
-                        },
+                            false
+                        }
                         // Reserved in `decide`; cannot happen.
                         Err(_) => {
                             st.book.dump.free(region);
@@ -309,8 +313,30 @@ impl ConnRx {
                 Dest::None => false,
             })
         });
+        let mut retired = retired.unwrap_or(true);
+        if let Some((recv, region, at)) = copy_out {
+            // The shared area and the receive state are installed once and
+            // never removed, and `with_recv` above found them: neither the
+            // lookup nor the call below can fail, so `recv` (whose pages may
+            // only be unpinned in process context) is never dropped here.
+            match conn.rx().shared() {
+                Some(shared) => {
+                    let status = copy_stored(shared, &recv, at, h.len);
+                    let _ = conn.rx().with_recv(|shared, st, _| {
+                        st.book.active -= 1;
+                        st.book.dump.free(region);
+                        st.book.complete(shared, recv, env, h.len, status);
+                        Ok(())
+                    });
+                    retired = true;
+                }
+                // Unreachable (see above); leaking the pins beats sleeping
+                // in atomic context.
+                None => core::mem::forget(recv),
+            }
+        }
         conn.rx().notify();
-        if retired.unwrap_or(true) {
+        if retired {
             conn.schedule_reclaim();
         }
     }
@@ -440,6 +466,9 @@ fn release(
 
 /// Copies a stored message into a receive posted while it streamed in;
 /// returns the completion status.
+///
+/// Context: the connection's reader (softirq, or process context with the
+/// socket held), without the rx lock; must not sleep.
 fn copy_stored(shared: &crate::shared::SharedArea, recv: &PostedRecv, at: usize, len: u64) -> i32 {
     let n = (len as usize).min(recv.buf.len());
     let copied = recv.buf.copy_in(0, n, |dst, done, chunk| {

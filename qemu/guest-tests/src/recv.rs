@@ -1,6 +1,7 @@
 //! In-guest checks of the receive path: messages matched and written in the
-//! protocol handler, unexpected messages, back-pressure, peer misbehaviour
-//! and teardown with traffic in flight.
+//! protocol handler, unexpected messages (also one whose receive is posted
+//! while it is being stored), back-pressure, peer misbehaviour and teardown
+//! with traffic in flight.
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -262,6 +263,64 @@ pub(crate) fn paths() -> CheckResult {
         return Err(format!("direct truncation: {:?} len {}", c.status, c.len));
     }
     println!("unexpected: 3 stored, taken out of order, freed; truncation reported");
+    posted_while_storing(&mut ep, &mut tx)
+}
+
+/// A receive posted while its message streams into the dump area: the
+/// module finishes storing it, then copies it into the receive (outside
+/// its lock) and completes that, without announcing the message.
+fn posted_while_storing(ep: &mut Endpoint, tx: &mut Sender) -> CheckResult {
+    let (tag, len) = (300u32, 4usize << 20);
+    let data = pattern(300, len);
+    let before = ep.stats().map_err(e("stats"))?;
+    let env = Envelope {
+        source: PEER,
+        tag,
+        context: 0,
+    };
+    let header = tx.enc.encode(Kind::Eager, env, len as u64);
+    tx.sock.write_all(&header).map_err(|e| e.to_string())?;
+    tx.sock
+        .write_all(&data[..len / 2])
+        .map_err(|e| e.to_string())?;
+    // The header was read and the message given a dump region.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ep.stats().map_err(e("stats"))?.dump_used == 0 {
+        if Instant::now() > deadline {
+            return Err("half a message sent, but no dump region taken".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let h = ep
+        .post(vec![0u8; len], sel(tag), u64::from(tag))
+        .map_err(|p| p.error.to_string())?;
+    if !matches!(h, Post::Queued(_)) {
+        return Err("a message still arriving was offered as stored".into());
+    }
+    drop(h);
+    tx.sock
+        .write_all(&data[len / 2..])
+        .map_err(|e| e.to_string())?;
+    let c = next_completion(ep)?;
+    if c.status.is_err() || c.len != len as u64 || c.written != len || c.tag != tag {
+        return Err(format!(
+            "posted while storing: bad completion {:?} len {} written {}",
+            c.status, c.len, c.written
+        ));
+    }
+    if c.buf != data {
+        return Err("posted while storing: payload differs".into());
+    }
+    let after = ep.stats().map_err(e("stats"))?;
+    if after.matched_msgs != before.matched_msgs
+        || after.unexpected_msgs != before.unexpected_msgs + 1
+        || after.dump_used != 0
+    {
+        return Err(format!(
+            "posted while storing: not the stored path, or not freed: {after:?}"
+        ));
+    }
+    println!("posted while storing: 4 MiB stored, then copied into the receive");
     Ok(())
 }
 
