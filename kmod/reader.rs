@@ -24,7 +24,8 @@
 //! Unmatched payloads become visible to receives only when complete: the
 //! engine learns of them at the message end. A receive posted while one
 //! streams in is queued and takes the message then, so a post and an arrival
-//! racing for one message resolve exactly once, under the rx lock.
+//! racing for one message resolve exactly once, under the rx lock; the copy
+//! from the dump area into that receive happens after the lock is dropped.
 //!
 //! Locks: the caller holds the socket (softirq spinlock or ownership), the
 //! callback read lock and this reader's lock; the endpoint's rx lock is
