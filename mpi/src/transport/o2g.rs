@@ -193,12 +193,27 @@ struct WaitingRecv {
 
 /// An announced message's envelope, as the matching engine spells it.
 fn announced_envelope(a: &Announced) -> Envelope {
-    let e = a.envelope();
+    stored_envelope(a.envelope())
+}
+
+/// Our envelope of a message the module stored.
+fn stored_envelope(e: libo2g::Envelope) -> Envelope {
     Envelope {
         source: e.source,
         tag: e.tag,
         context: e.context,
     }
+}
+
+/// The envelope of stored message `e`, which a receive just took, added to
+/// `sync_matched` if a synchronous send sent it (it is owed an
+/// acknowledgement).
+fn took_stored(sync_matched: &mut Vec<Envelope>, e: libo2g::Envelope) -> Envelope {
+    let envelope = stored_envelope(e);
+    if envelope.is_sync() {
+        sync_matched.push(envelope);
+    }
+    envelope
 }
 
 impl O2g {
@@ -554,18 +569,14 @@ impl O2g {
     /// Copies what fits of announced `msg` into `dst` and gives its space
     /// back; its envelope, length and the bytes copied.
     fn take_stored(&mut self, msg: Announced, dst: &mut [u8]) -> Result<(Envelope, u64, usize)> {
-        let envelope = announced_envelope(&msg);
+        let env = msg.envelope();
         let data = self.ep.announced_data(&msg);
         let n = data.len().min(dst.len());
         dst[..n].copy_from_slice(&data[..n]);
-        let len = msg.envelope().len;
         self.ep
             .give_back(msg)
             .map_err(|e| lib_err("giving back a stored message", e))?;
-        if envelope.is_sync() {
-            self.sync_matched.push(envelope);
-        }
-        Ok((envelope, len, n))
+        Ok((took_stored(&mut self.sync_matched, env), env.len, n))
     }
 
     /// One `O2G_IOC_POST` of a receive for `sel` into `cap` bytes.
@@ -586,14 +597,7 @@ impl O2g {
                 buf.truncate(n);
                 msg.free()
                     .map_err(|e| lib_err("freeing a stored message", e))?;
-                let envelope = Envelope {
-                    source: env.source,
-                    tag: env.tag,
-                    context: env.context,
-                };
-                if envelope.is_sync() {
-                    self.sync_matched.push(envelope);
-                }
+                let envelope = took_stored(&mut self.sync_matched, env);
                 return Ok(Attempt::Made(RecvState::Done(RecvOutcome::Done {
                     envelope,
                     len: env.len,
@@ -678,14 +682,7 @@ impl O2g {
                 let env = msg.envelope();
                 msg.free()
                     .map_err(|e| lib_err("freeing a stored message", e))?;
-                let envelope = Envelope {
-                    source: env.source,
-                    tag: env.tag,
-                    context: env.context,
-                };
-                if envelope.is_sync() {
-                    self.sync_matched.push(envelope);
-                }
+                let envelope = took_stored(&mut self.sync_matched, env);
                 return Ok(Attempt::Made(RecvState::Done(RecvOutcome::InPlace {
                     envelope,
                     len: env.len,
