@@ -540,17 +540,20 @@ impl O2g {
     /// Takes the oldest announced message `sel` matches, if any, into a
     /// buffer of `cap` bytes.
     fn take_announced(&mut self, sel: Selector, cap: usize) -> Result<Option<RecvOutcome>> {
-        let Some(i) = self
-            .announced
-            .iter()
-            .position(|a| sel.matches(&announced_envelope(a)))
-        else {
-            return Ok(None);
-        };
-        match self.announced.remove(i) {
+        match self.pop_announced(sel) {
             Some(msg) => self.deliver(msg, cap).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Takes the oldest announced message that `sel` matches out of the
+    /// list (receives take stored messages in arrival order).
+    fn pop_announced(&mut self, sel: Selector) -> Option<Announced> {
+        let i = self
+            .announced
+            .iter()
+            .position(|a| sel.matches(&announced_envelope(a)))?;
+        self.announced.remove(i)
     }
 
     /// Copies announced `msg` into a buffer of `cap` bytes and gives its
@@ -874,14 +877,7 @@ impl Transport for O2g {
             // As in `post_recv`: announcements first, then the receives
             // waiting before this one.
             self.reap()?;
-            if let Some(i) = self
-                .announced
-                .iter()
-                .position(|a| sel.matches(&announced_envelope(a)))
-            {
-                let Some(msg) = self.announced.remove(i) else {
-                    continue;
-                };
+            if let Some(msg) = self.pop_announced(sel) {
                 // SAFETY: Nothing was posted yet; the caller lends `dst`
                 // exclusively.
                 let dst = unsafe { std::slice::from_raw_parts_mut(dst, cap) };
