@@ -12,6 +12,11 @@
 //! buffer when the request completes. That costs one copy, and buys
 //! soundness: a `Request` that is leaked (`mem::forget`) can never make the
 //! transport write into memory that is no longer the caller's.
+//!
+//! A header's length is the sender's word, not a fact: a vector starts
+//! with at most [`FIRST_RESERVE`] bytes and grows as payload arrives (at
+//! most doubling), so a peer that announces 4 GiB and sends nothing costs
+//! 64 KiB, not 4 GiB.
 
 use std::collections::HashMap;
 
@@ -67,6 +72,34 @@ pub(crate) use matcher_receive_methods;
 
 /// Capacity of each engine queue (posted receives, unexpected messages).
 const QUEUE_CAPACITY: usize = 1 << 14;
+
+/// The most bytes reserved for a payload before any of it arrived: a
+/// message up to this long gets its whole length at once, a longer one
+/// grows as its bytes come.
+const FIRST_RESERVE: usize = 64 << 10;
+
+/// An empty vector for a payload announced as `len` bytes of which at
+/// most `keep` are kept.
+fn first_buffer(len: u64, keep: usize) -> Vec<u8> {
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    Vec::with_capacity(len.min(keep).min(FIRST_RESERVE))
+}
+
+/// Appends `bytes` to `data` up to `keep` bytes in all, growing the
+/// reservation with what arrived: never past `keep`, and to at most twice
+/// the bytes held (or [`FIRST_RESERVE`]).
+fn append_bounded(data: &mut Vec<u8>, bytes: &[u8], keep: usize) {
+    let take = keep.saturating_sub(data.len()).min(bytes.len());
+    let want = data.len() + take;
+    if want > data.capacity() {
+        let target = want
+            .max(data.len().saturating_mul(2))
+            .max(FIRST_RESERVE)
+            .min(keep);
+        data.reserve_exact(target - data.len());
+    }
+    data.extend_from_slice(&bytes[..take]);
+}
 
 /// Names a posted receive until its outcome is taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -362,11 +395,10 @@ impl Matcher {
                 let Some(e) = self.entry(t) else {
                     return Ok(Sink::Recv(t));
                 };
-                let keep = usize::try_from(len).unwrap_or(usize::MAX).min(e.capacity);
                 e.state = State::Filling {
                     envelope,
                     len,
-                    data: Vec::with_capacity(keep),
+                    data: first_buffer(len, e.capacity),
                 };
                 Ok(Sink::Recv(t))
             }
@@ -377,7 +409,7 @@ impl Matcher {
                     Stored {
                         envelope,
                         len,
-                        data: Vec::with_capacity(usize::try_from(len).unwrap_or(0)),
+                        data: first_buffer(len, usize::MAX),
                         complete: false,
                         claimed_by: None,
                     },
@@ -395,13 +427,13 @@ impl Matcher {
                 let Some(e) = self.entry(t) else { return };
                 let cap = e.capacity;
                 if let State::Filling { data, .. } = &mut e.state {
-                    let room = cap.saturating_sub(data.len()).min(bytes.len());
-                    data.extend_from_slice(&bytes[..room]);
+                    append_bounded(data, bytes, cap);
                 }
             }
             Sink::Unexpected(key) => {
                 if let Some(s) = self.stored.get_mut(&key) {
-                    s.data.extend_from_slice(bytes);
+                    let keep = usize::try_from(s.len).unwrap_or(usize::MAX);
+                    append_bounded(&mut s.data, bytes, keep);
                 }
             }
         }
@@ -519,6 +551,63 @@ mod tests {
         m.end(sink);
         assert!(matches!(m.test(t), Some(RecvOutcome::Done { data, .. }) if data == b"xy"));
         assert_eq!(m.probe(any()), None);
+    }
+
+    /// Bytes reserved for payloads that have not arrived yet.
+    fn reserved(m: &Matcher) -> usize {
+        let filling = m.entries.iter().map(|e| match &e.state {
+            State::Filling { data, .. } => data.capacity(),
+            _ => 0,
+        });
+        let stored = m.stored.values().map(|s| s.data.capacity());
+        filling.chain(stored).sum()
+    }
+
+    #[test]
+    fn an_announced_length_reserves_only_what_arrives() {
+        const ANNOUNCED: u64 = 4 << 30;
+        const BOUND: usize = 1 << 20;
+        let mut m = Matcher::new();
+        // Unexpected: a header announcing 4 GiB, and nothing else yet.
+        let stored = m.arrive(ENV, ANNOUNCED).unwrap();
+        assert!(reserved(&m) <= BOUND, "reserved {} bytes", reserved(&m));
+        // A posted receive of 4 GiB: its message announces 4 GiB too.
+        let t = m
+            .post(Selector::exact(Envelope { tag: 6, ..ENV }), 4 << 30)
+            .unwrap();
+        let _ = m.arrive(Envelope { tag: 6, ..ENV }, ANNOUNCED).unwrap();
+        assert!(reserved(&m) <= 2 * BOUND, "reserved {} bytes", reserved(&m));
+        // As bytes arrive the reservation follows them, at most doubling.
+        let mut got = 0usize;
+        for _ in 0..2000 {
+            m.payload(stored, &[7; 1000]);
+            got += 1000;
+            let r = reserved(&m);
+            assert!(
+                r <= 2 * BOUND + 2 * got,
+                "{r} bytes reserved after {got} arrived"
+            );
+        }
+        assert!(m.test(t).is_none());
+    }
+
+    #[test]
+    fn a_short_message_fits_its_first_reservation() {
+        let mut m = Matcher::new();
+        let sink = m.arrive(ENV, 100).unwrap();
+        m.payload(sink, &[1; 60]);
+        m.payload(sink, &[2; 40]);
+        m.end(sink);
+        assert_eq!(reserved(&m), 100);
+        let t = m.post(Selector::exact(ENV), 100).unwrap();
+        match m.test(t) {
+            Some(RecvOutcome::Done { data, len, .. }) => {
+                assert_eq!(len, 100);
+                assert_eq!(&data[..60], &[1; 60]);
+                assert_eq!(&data[60..], &[2; 40]);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
