@@ -11,31 +11,43 @@
 //!
 //! A region never wraps around the end of the area: when the tail is too
 //! short, the allocation skips to offset 0 and the skipped bytes belong to
-//! that region until it is freed.
+//! that region until it is reclaimed (so do the few bytes of alignment
+//! padding before it). A zero-length region holds no byte: it takes only a
+//! record, and sits at offset 0.
 //!
 //! Like the matching engine, it works over storage the caller provides (one
 //! [`Record`] per region that may exist at once) and never panics on input.
+//!
+//! # Invariants
+//!
+//! The bytes held (by live regions and by freed ones not yet reclaimed)
+//! are the circular range of `used` bytes starting at `head`, in
+//! allocation order: each region that holds bytes starts where the one
+//! before it ended. So a new region only ever goes after the held range
+//! and before `head`, regions never share a byte, and `used <= size`.
+//! When no byte is held, `head` means nothing and the next region starts
+//! at offset 0: zero-length regions still waiting for reclaim must not pin
+//! the area to a stale position (issue 19: they did, and a wrapped region
+//! was booked over itself and over later ones).
 
 use core::ops::DerefMut;
 
 /// Bookkeeping for one region; make storage with [`Record::EMPTY`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record {
-    /// Where the bytes this region holds start (including skipped bytes).
-    span_start: u64,
     /// Where the payload starts.
     offset: u64,
-    /// One past the region's last byte.
-    end: u64,
+    /// Bytes this region holds: its payload, the padding before it and the
+    /// tail it skipped; zero for a zero-length region.
+    held: u64,
     live: bool,
 }
 
 impl Record {
     /// An unused record.
     pub const EMPTY: Self = Self {
-        span_start: 0,
         offset: 0,
-        end: 0,
+        held: 0,
         live: false,
     };
 }
@@ -66,17 +78,21 @@ impl RegionId {
 /// The allocator over a dump area of `size` bytes.
 ///
 /// Records are used as a FIFO in allocation order: `first` is the oldest
-/// live record and `count` are in use.
+/// record and `count` are in use (live, or freed and awaiting reclaim).
+///
+/// # Invariants
+///
+/// `used <= size`; `head < size` whenever `used > 0`; `used` is the sum of
+/// `held` over the records in use, and those bytes are the circular range
+/// `[head, head + used)` (see the module documentation).
 pub struct DumpAlloc<S> {
     records: S,
     size: u64,
     align: u64,
     first: usize,
     count: usize,
-    /// Offset of the oldest live byte (where the oldest region's span starts).
+    /// Offset of the oldest held byte, if `used > 0`.
     head: u64,
-    /// Offset where the next region would start.
-    tail: u64,
     used: u64,
 }
 
@@ -89,6 +105,7 @@ where
     /// At most `records.len()` regions are live at once.
     pub fn new(mut records: S, size: u64, align: u64) -> Self {
         records.fill(Record::EMPTY);
+        // INVARIANT: nothing is held.
         Self {
             records,
             size,
@@ -96,7 +113,6 @@ where
             first: 0,
             count: 0,
             head: 0,
-            tail: 0,
             used: 0,
         }
     }
@@ -108,48 +124,71 @@ where
         if self.count >= self.records.len() || len > self.size {
             return None;
         }
-        if self.count == 0 {
+        let (offset, held) = if len == 0 {
+            (0, 0)
+        } else if self.used == 0 {
+            // INVARIANT: nothing is held, so the held range may start
+            // anywhere; offset 0 leaves the most contiguous room.
             self.head = 0;
-            self.tail = 0;
-        }
-        let start = self.align_up(self.tail)?;
-        let fits_after_tail = start.checked_add(len)? <= self.size;
-        let (span_start, offset) = if self.used == 0 {
-            // No live bytes (at most zero-length regions): anywhere goes.
-            (self.tail, if fits_after_tail { start } else { 0 })
-        } else if self.tail > self.head {
-            // Live bytes are [head, tail): room after tail, else before head.
-            if fits_after_tail {
-                (self.tail, start)
-            } else if len <= self.head {
-                (self.tail, 0)
-            } else {
-                return None;
-            }
-        } else if self.tail < self.head && start.checked_add(len)? <= self.head {
-            // Wrapped: live bytes are [head, size) and [0, tail).
-            (self.tail, start)
+            (0, len)
         } else {
-            // Wrapped without room, or every byte live.
-            return None;
+            self.place(len)?
         };
-        let end = offset.checked_add(len)?;
         let slot = self
             .first
             .checked_add(self.count)?
             .checked_rem(self.records.len())?;
-        let span = self.span(span_start, offset, end);
+        let id = u32::try_from(slot).ok()?;
         let rec = self.records.get_mut(slot)?;
         *rec = Record {
-            span_start,
             offset,
-            end,
+            held,
             live: true,
         };
         self.count = self.count.saturating_add(1);
-        self.used = self.used.saturating_add(span);
-        self.tail = if end == self.size { 0 } else { end };
-        u32::try_from(slot).ok().map(RegionId)
+        // INVARIANT: `place` only hands out bytes past the held range and
+        // before `head`, so this stays within `size`.
+        self.used = self.used.saturating_add(held);
+        Some(RegionId(id))
+    }
+
+    /// Where `len > 0` bytes go while some bytes are held: the payload
+    /// offset and the bytes the region holds from the current tail.
+    fn place(&self, len: u64) -> Option<(u64, u64)> {
+        if self.used >= self.size {
+            // Full: the tail is back at `head`.
+            return None;
+        }
+        // Not full, so the tail differs from `head`. If it is past `head`,
+        // the held range does not wrap and [tail, size) and [0, head) are
+        // free; otherwise only [tail, head) is.
+        let tail = self.tail();
+        let start = self.align_up(tail)?;
+        let end = start.checked_add(len)?;
+        let limit = if tail > self.head {
+            self.size
+        } else {
+            self.head
+        };
+        if end <= limit {
+            return Some((start, end.saturating_sub(tail)));
+        }
+        // Skip the rest of the area and start at 0, before `head`.
+        if tail > self.head && len <= self.head {
+            let skipped = self.size.saturating_sub(tail);
+            return Some((0, skipped.saturating_add(len)));
+        }
+        None
+    }
+
+    /// Offset just past the newest held byte (`head` when the area is full).
+    fn tail(&self) -> u64 {
+        let to_end = self.size.saturating_sub(self.head);
+        if self.used >= to_end {
+            self.used.saturating_sub(to_end)
+        } else {
+            self.head.saturating_add(self.used)
+        }
     }
 
     /// Where region `id`'s payload starts, if it is live.
@@ -168,7 +207,8 @@ where
             return false;
         }
         rec.live = false;
-        // Reclaim the oldest regions that are now free.
+        // Reclaim the oldest regions that are now free: each one's bytes
+        // are the first `held` of the held range.
         while self.count > 0 {
             let Some(oldest) = self.records.get(self.first) else {
                 break;
@@ -176,14 +216,13 @@ where
             if oldest.live {
                 break;
             }
-            let oldest = *oldest;
-            let span = self.span(oldest.span_start, oldest.offset, oldest.end);
-            self.used = self.used.saturating_sub(span);
-            self.head = if oldest.end == self.size {
-                0
-            } else {
-                oldest.end
-            };
+            let held = oldest.held;
+            self.used = self.used.saturating_sub(held);
+            self.head = self
+                .head
+                .saturating_add(held)
+                .checked_rem(self.size)
+                .unwrap_or(0);
             self.first = self
                 .first
                 .saturating_add(1)
@@ -207,16 +246,6 @@ where
     fn live(&self, id: RegionId) -> Option<&Record> {
         let rec = self.records.get(id.0 as usize)?;
         (rec.live && Self::in_use(self.first, self.count, self.records.len(), id.0)).then_some(rec)
-    }
-
-    /// Bytes a region holds: from its span start (which may lie before a
-    /// wrap to offset 0) to its end.
-    fn span(&self, span_start: u64, offset: u64, end: u64) -> u64 {
-        if offset >= span_start {
-            end.saturating_sub(span_start)
-        } else {
-            self.size.saturating_sub(span_start).saturating_add(end)
-        }
     }
 
     /// Whether record slot `slot` lies in the FIFO window.
@@ -300,6 +329,74 @@ mod tests {
         assert!(d.free(z));
         let mut empty = DumpAlloc::new(Vec::new(), 64, 8);
         assert_eq!(empty.alloc(1), None);
+    }
+
+    /// Live payload ranges of `regions` are pairwise disjoint.
+    fn assert_disjoint(d: &DumpAlloc<Vec<Record>>, regions: &[(RegionId, u64)]) {
+        for (i, &(a, alen)) in regions.iter().enumerate() {
+            for &(b, blen) in &regions[i + 1..] {
+                let (ao, bo) = (d.offset(a).unwrap(), d.offset(b).unwrap());
+                assert!(
+                    alen == 0 || blen == 0 || ao + alen <= bo || bo + blen <= ao,
+                    "[{ao}, +{alen}) overlaps [{bo}, +{blen})"
+                );
+            }
+        }
+    }
+
+    /// Issue 19, item 1: a stored message, then a stored empty one; the
+    /// first is received, so only the empty region is left and no byte is
+    /// held. The next messages must not overlap each other, also once the
+    /// empty region is gone.
+    #[test]
+    fn an_empty_region_left_alone_does_not_let_regions_overlap() {
+        let mut d = alloc(4, 256);
+        let a = d.alloc(96).unwrap();
+        let empty = d.alloc(0).unwrap();
+        assert!(d.free(a));
+        assert_eq!(d.used(), 0);
+        let b = d.alloc(200).unwrap();
+        let mut live = vec![(b, 200)];
+        if let Some(c) = d.alloc(96) {
+            live.push((c, 96));
+            assert_disjoint(&d, &live);
+        }
+        assert!(d.free(empty));
+        if let Some(e) = d.alloc(48) {
+            live.push((e, 48));
+            assert_disjoint(&d, &live);
+        }
+        assert!(d.used() <= 256, "used {} of 256", d.used());
+        for (id, _) in live {
+            assert!(d.free(id));
+        }
+        assert_eq!((d.used(), d.records_used()), (0, 0));
+    }
+
+    #[test]
+    fn a_full_area_still_takes_an_empty_region() {
+        let mut d = alloc(4, 64);
+        let a = d.alloc(64).unwrap();
+        let z = d.alloc(0).expect("an empty message needs no byte");
+        assert_eq!((d.offset(z), d.used()), (Some(0), 64));
+        assert!(d.free(a));
+        assert!(d.free(z));
+        assert_eq!((d.used(), d.records_used()), (0, 0));
+    }
+
+    #[test]
+    fn a_full_area_refuses_also_when_its_bytes_start_mid_area() {
+        let mut d = alloc(4, 64);
+        let a = d.alloc(32).unwrap();
+        let b = d.alloc(32).unwrap();
+        assert!(d.free(a));
+        let c = d.alloc(32).unwrap();
+        assert_eq!(d.offset(c), Some(0));
+        assert_eq!(d.used(), 64);
+        assert_eq!(d.alloc(8), None, "tail and head meet: full, not empty");
+        assert!(d.free(b));
+        let e = d.alloc(32).unwrap();
+        assert_eq!(d.offset(e), Some(32));
     }
 
     proptest! {
