@@ -55,11 +55,11 @@ pub(crate) struct Config {
     pub(crate) dimmnet_peer_timeout: Duration,
 }
 
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn parse<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
+/// The value of variable `name` (through `var`) as a `T`.
+fn parse<T: std::str::FromStr>(
+    var: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Option<T>> {
     var(name)
         .map(|v| {
             v.parse()
@@ -71,6 +71,13 @@ fn parse<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
 impl Config {
     /// Reads the `O2G_*` variables.
     pub(crate) fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The configuration the variables `lookup` returns describe (unset
+    /// and empty alike mean the default); tests pass their own.
+    pub(crate) fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let var = |name: &str| lookup(name).filter(|v| !v.is_empty());
         let transport_name = var("O2G_TRANSPORT").unwrap_or_else(|| "sockets-epoll".into());
         let transport = match transport_name.as_str() {
             "sockets-epoll" => TransportKind::SocketsEpoll,
@@ -104,18 +111,50 @@ impl Config {
             transport,
             transport_name,
             self_path,
-            sndbuf: parse("O2G_SNDBUF")?,
-            rcvbuf: parse("O2G_RCVBUF")?,
-            max_message: parse("O2G_MAX_MESSAGE")?.unwrap_or(4 << 30),
-            addr: parse("O2G_ADDR")?.unwrap_or(IpAddr::from([127, 0, 0, 1])),
-            connect_timeout: Duration::from_secs(parse("O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
-            o2g_dump_bytes: parse("O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
-            o2g_pin_budget: parse("O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
-            idle_connections: parse("O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
+            sndbuf: parse(&var, "O2G_SNDBUF")?,
+            rcvbuf: parse(&var, "O2G_RCVBUF")?,
+            max_message: parse(&var, "O2G_MAX_MESSAGE")?.unwrap_or(4 << 30),
+            addr: parse(&var, "O2G_ADDR")?.unwrap_or(IpAddr::from([127, 0, 0, 1])),
+            connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
+            o2g_dump_bytes: parse(&var, "O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
+            o2g_pin_budget: parse(&var, "O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
+            idle_connections: parse(&var, "O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
             dimmnet_region,
             dimmnet_peer_timeout: Duration::from_secs(
-                parse("O2G_DIMMNET_PEER_TIMEOUT")?.unwrap_or(5),
+                parse(&var, "O2G_DIMMNET_PEER_TIMEOUT")?.unwrap_or(5),
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)]) -> Result<Config> {
+        Config::from_lookup(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn an_unknown_transport_is_an_error_naming_it_and_the_valid_ones() {
+        for bad in ["sockets_epoll", "bogus"] {
+            let e = with(&[("O2G_TRANSPORT", bad)]).expect_err(bad).to_string();
+            assert!(e.contains(&format!("O2G_TRANSPORT={bad:?}")), "{e}");
+            for valid in ["sockets-epoll", "sockets-select", "sockets-poll", "o2g"] {
+                assert!(e.contains(valid), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn unset_and_empty_mean_the_defaults() {
+        let c = with(&[("O2G_TRANSPORT", ""), ("O2G_SNDBUF", "")]).expect("defaults");
+        assert_eq!(c.transport, TransportKind::SocketsEpoll);
+        assert_eq!(c.sndbuf, None);
+        assert_eq!(c.max_message, 4 << 30);
     }
 }
