@@ -71,12 +71,12 @@ macro_rules! matcher_receive_methods {
 pub(crate) use matcher_receive_methods;
 
 /// Capacity of each engine queue (posted receives, unexpected messages).
-const QUEUE_CAPACITY: usize = 1 << 14;
+pub(crate) const QUEUE_CAPACITY: usize = 1 << 14;
 
 /// The most bytes reserved for a payload before any of it arrived: a
 /// message up to this long gets its whole length at once, a longer one
 /// grows as its bytes come.
-const FIRST_RESERVE: usize = 64 << 10;
+pub(crate) const FIRST_RESERVE: usize = 64 << 10;
 
 /// An empty vector for a payload announced as `len` bytes of which at
 /// most `keep` are kept.
@@ -490,6 +490,23 @@ impl Matcher {
         }
     }
 
+    /// Messages in the unexpected store, complete or still arriving.
+    #[cfg(test)]
+    pub(crate) fn unexpected_count(&self) -> usize {
+        self.stored.len()
+    }
+
+    /// Bytes reserved for payloads, received or still to come.
+    #[cfg(test)]
+    pub(crate) fn reserved_bytes(&self) -> usize {
+        let filling = self.entries.iter().map(|e| match &e.state {
+            State::Filling { data, .. } => data.capacity(),
+            _ => 0,
+        });
+        let stored = self.stored.values().map(|s| s.data.capacity());
+        filling.chain(stored).sum()
+    }
+
     /// A whole message from this process to itself.
     pub(crate) fn deliver(&mut self, envelope: Envelope, data: &[u8]) -> Result<(), Full> {
         let sink = self.arrive(envelope, data.len() as u64)?;
@@ -553,14 +570,8 @@ mod tests {
         assert_eq!(m.probe(any()), None);
     }
 
-    /// Bytes reserved for payloads that have not arrived yet.
     fn reserved(m: &Matcher) -> usize {
-        let filling = m.entries.iter().map(|e| match &e.state {
-            State::Filling { data, .. } => data.capacity(),
-            _ => 0,
-        });
-        let stored = m.stored.values().map(|s| s.data.capacity());
-        filling.chain(stored).sum()
+        m.reserved_bytes()
     }
 
     #[test]

@@ -57,13 +57,16 @@ impl Poller for Poll {
         let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(interest.len() * 2);
         let mut slots = Vec::with_capacity(interest.len());
         for i in interest {
-            let r = fds.len();
-            fds.push(PollFd::new(i.fd, PollFlags::POLLIN));
-            let w = i.write.map(|w| {
-                if w.as_raw_fd() == i.fd.as_raw_fd() {
+            let r = i.read.map(|r| {
+                fds.push(PollFd::new(r, PollFlags::POLLIN));
+                fds.len() - 1
+            });
+            let w = i.write.map(|w| match r {
+                Some(r) if i.read.is_some_and(|fd| fd.as_raw_fd() == w.as_raw_fd()) => {
                     fds[r].set_events(PollFlags::POLLIN | PollFlags::POLLOUT);
                     r
-                } else {
+                }
+                _ => {
                     fds.push(PollFd::new(w, PollFlags::POLLOUT));
                     fds.len() - 1
                 }
@@ -84,7 +87,7 @@ impl Poller for Poll {
                 .is_some_and(|got| got.intersects(want | trouble))
         };
         for (i, (r, w)) in interest.iter().zip(slots) {
-            let readable = hit(r, PollFlags::POLLIN);
+            let readable = r.is_some_and(|r| hit(r, PollFlags::POLLIN));
             let writable = w.is_some_and(|w| hit(w, PollFlags::POLLOUT));
             if readable || writable {
                 ready.push(Ready {

@@ -54,7 +54,9 @@ impl Poller for Select {
         let mut read = FdSet::new();
         let mut write = FdSet::new();
         for i in interest {
-            read.insert(i.fd);
+            if let Some(r) = i.read {
+                read.insert(r);
+            }
             if let Some(w) = i.write {
                 write.insert(w);
             }
@@ -68,7 +70,7 @@ impl Poller for Select {
         }
         for i in interest {
             let (r, w) = (
-                read.contains(i.fd),
+                i.read.is_some_and(|r| read.contains(r)),
                 i.write.is_some_and(|w| write.contains(w)),
             );
             if r || w {

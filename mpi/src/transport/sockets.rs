@@ -21,12 +21,26 @@
 //! receiving) whenever the socket is full. Sends to one peer leave in
 //! order.
 //!
-//! # Unexpected-queue overflow
+//! # Unexpected-queue overflow and back-pressure
 //!
-//! When the matching engine's unexpected queue is full, later messages of
-//! that connection wait, whole and in order, in a per-connection overflow
-//! list and enter the engine as soon as it has room, so nothing is dropped
-//! and per-sender order holds.
+//! When the matching engine's unexpected queue is full (16384 messages),
+//! later messages of that connection wait, in order, in a per-connection
+//! overflow list and enter the engine as soon as it has room, so nothing
+//! is dropped and per-sender order holds. A message at the head of the
+//! list still enters at once if a posted receive matches it; the rest
+//! wait for the program to receive one of the unexpected messages.
+//!
+//! The list is bounded ([`OVERFLOW_MESSAGES`], [`OVERFLOW_BYTES`]): while
+//! it is over either bound the transport stops reading that connection,
+//! so TCP holds the sender back, and it reads on as soon as the list
+//! drains. This cannot make a correct program wait where an unbounded
+//! list would not: nothing behind the head of the list can match any
+//! receive until the head has entered the engine, whether it was read or
+//! still sits in the socket; the message being read when the bound is hit
+//! may enter the engine half-received and continue there, so a large one
+//! never blocks the list it is part of. A wait that nothing can end any
+//! more (every live connection held back, nothing to send) fails with
+//! [`Error::Deadlock`] instead of hanging.
 
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read};
@@ -48,6 +62,15 @@ use crate::error::{Error, Result};
 /// Size of the read scratch buffer.
 const SCRATCH: usize = 256 << 10;
 
+/// Messages one connection's overflow list may hold before the transport
+/// stops reading that connection. Checked before each read, so one read
+/// ([`SCRATCH`] bytes, at most `SCRATCH / 32` headers) may go past it.
+const OVERFLOW_MESSAGES: usize = 256;
+
+/// Payload bytes one connection's overflow list may hold before the
+/// transport stops reading that connection (also up to one read more).
+const OVERFLOW_BYTES: usize = 1 << 20;
+
 /// One connection's readiness, as a poller reports it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ready {
@@ -59,8 +82,9 @@ pub(crate) struct Ready {
 /// One connection a `select`-style poller must watch this round.
 pub(crate) struct Interest<'a> {
     pub(crate) rank: usize,
-    /// The socket to read from.
-    pub(crate) fd: BorrowedFd<'a>,
+    /// The socket to read from, if reading is wanted this round (not while
+    /// the connection is held back).
+    pub(crate) read: Option<BorrowedFd<'a>>,
     /// The socket to write to, if writing is wanted this round.
     pub(crate) write: Option<BorrowedFd<'a>>,
 }
@@ -100,6 +124,18 @@ enum Target {
     Overflow,
 }
 
+/// A message waiting in a connection's overflow list.
+struct Held {
+    envelope: Envelope,
+    /// The length its header announced.
+    len: u64,
+    /// What arrived of its payload so far.
+    data: Vec<u8>,
+    /// Whether all of it arrived (only the last entry may be incomplete:
+    /// it is the message being read).
+    complete: bool,
+}
+
 struct Conn {
     stream: TcpStream,
     /// The end to write to when it is not `stream` (a connection to self).
@@ -107,7 +143,9 @@ struct Conn {
     rx: Reassembler,
     tx: Encoder,
     target: Option<Target>,
-    overflow: VecDeque<(Envelope, Vec<u8>, bool)>,
+    overflow: VecDeque<Held>,
+    /// Payload bytes held in `overflow`.
+    overflow_bytes: usize,
     out: VecDeque<Out>,
     readable: bool,
     writable: bool,
@@ -121,6 +159,8 @@ pub(crate) struct Sockets<P: Poller> {
     matcher: Matcher,
     poller: P,
     scratch: Vec<u8>,
+    /// Whether some overflow list may be non-empty.
+    overflowing: bool,
     sends: Sends,
     ready: Vec<Ready>,
     /// The other ends of the idle connections, kept open.
@@ -130,6 +170,12 @@ pub(crate) struct Sockets<P: Poller> {
 impl Conn {
     fn wstream(&mut self) -> &mut TcpStream {
         self.writer.as_mut().unwrap_or(&mut self.stream)
+    }
+
+    /// Whether the overflow list is over its bound, so that the socket is
+    /// not read until the list drains.
+    fn held_back(&self) -> bool {
+        self.overflow.len() >= OVERFLOW_MESSAGES || self.overflow_bytes >= OVERFLOW_BYTES
     }
 }
 
@@ -163,6 +209,7 @@ impl<P: Poller> Sockets<P> {
                         tx: Encoder::new(),
                         target: None,
                         overflow: VecDeque::new(),
+                        overflow_bytes: 0,
                         out: VecDeque::new(),
                         readable: true,
                         writable: true,
@@ -177,6 +224,7 @@ impl<P: Poller> Sockets<P> {
             matcher: Matcher::new(),
             poller,
             scratch: vec![0; SCRATCH],
+            overflowing: false,
             sends: Sends::new(),
             ready: Vec::new(),
             _idle_far_ends: idle_far_ends,
@@ -220,8 +268,16 @@ impl<P: Poller> Sockets<P> {
         if let Some(w) = &c.writer {
             let _ = w.shutdown(Shutdown::Both);
         }
-        if let Some(Target::Matcher(sink)) = c.target.take() {
-            self.matcher.fail(sink, rank as u32, &reason);
+        match c.target.take() {
+            Some(Target::Matcher(sink)) => self.matcher.fail(sink, rank as u32, &reason),
+            // The message being read will never be whole; the complete
+            // ones before it are still delivered.
+            Some(Target::Overflow) => {
+                if let Some(h) = c.overflow.pop_back() {
+                    c.overflow_bytes -= h.data.len();
+                }
+            }
+            None => {}
         }
         for out in c.out.drain(..) {
             self.sends.fail(out.token, &reason);
@@ -260,7 +316,7 @@ impl<P: Poller> Sockets<P> {
             let Some(Some(c)) = self.conns.get_mut(rank) else {
                 return;
             };
-            if c.dead.is_some() {
+            if c.dead.is_some() || c.held_back() {
                 return;
             }
             let n = match c.stream.read(&mut self.scratch) {
@@ -309,7 +365,13 @@ impl<P: Poller> Sockets<P> {
                         None
                     };
                     c.target = Some(target.unwrap_or_else(|| {
-                        c.overflow.push_back((h.envelope, Vec::new(), false));
+                        self.overflowing = true;
+                        c.overflow.push_back(Held {
+                            envelope: h.envelope,
+                            len: h.len,
+                            data: Vec::new(),
+                            complete: false,
+                        });
                         Target::Overflow
                     }));
                 }
@@ -317,7 +379,8 @@ impl<P: Poller> Sockets<P> {
                     Some(Target::Matcher(sink)) => self.matcher.payload(sink, data),
                     Some(Target::Overflow) => {
                         if let Some(m) = c.overflow.back_mut() {
-                            m.1.extend_from_slice(data);
+                            m.data.extend_from_slice(data);
+                            c.overflow_bytes += data.len();
                         }
                     }
                     None => {}
@@ -326,7 +389,7 @@ impl<P: Poller> Sockets<P> {
                     Some(Target::Matcher(sink)) => self.matcher.end(sink),
                     Some(Target::Overflow) => {
                         if let Some(m) = c.overflow.back_mut() {
-                            m.2 = true;
+                            m.complete = true;
                         }
                     }
                     None => {}
@@ -335,16 +398,36 @@ impl<P: Poller> Sockets<P> {
         }
     }
 
-    /// Moves overflowed messages into the engine while it has room.
+    /// Moves overflowed messages into the engine while it has room (or a
+    /// posted receive takes them); the message still being read goes in
+    /// with what arrived of it and continues there.
     fn drain_overflow(&mut self) {
-        for c in self.conns.iter_mut().flatten() {
-            while let Some((env, data, true)) = c.overflow.front() {
-                if self.matcher.deliver(*env, data).is_err() {
-                    return;
-                }
-                c.overflow.pop_front();
-            }
+        if !self.overflowing {
+            return;
         }
+        let mut left = false;
+        for c in self.conns.iter_mut().flatten() {
+            while let Some(h) = c.overflow.front() {
+                if h.complete {
+                    if self.matcher.deliver(h.envelope, &h.data).is_err() {
+                        break;
+                    }
+                } else {
+                    // Only the last entry is incomplete, and it is being
+                    // read (`kill` drops it otherwise).
+                    let Ok(sink) = self.matcher.arrive(h.envelope, h.len) else {
+                        break;
+                    };
+                    self.matcher.payload(sink, &h.data);
+                    c.target = Some(Target::Matcher(sink));
+                }
+                if let Some(h) = c.overflow.pop_front() {
+                    c.overflow_bytes -= h.data.len();
+                }
+            }
+            left |= !c.overflow.is_empty();
+        }
+        self.overflowing = left;
     }
 
     /// Does all work the hints say is possible; whether any was.
@@ -357,7 +440,8 @@ impl<P: Poller> Sockets<P> {
             if c.dead.is_some() {
                 continue;
             }
-            let (read, write) = (c.readable, c.writable && !c.out.is_empty());
+            let read = c.readable && !c.held_back();
+            let write = c.writable && !c.out.is_empty();
             if read {
                 self.read_conn(rank);
             }
@@ -372,29 +456,55 @@ impl<P: Poller> Sockets<P> {
     /// Waits for readiness (with write interest on `also_write` even if
     /// its queue is empty), then does the work.
     fn poll(&mut self, timeout: Option<Duration>, also_write: Option<usize>) -> Result<()> {
-        let live = self
-            .conns
-            .iter()
-            .flatten()
-            .filter(|c| c.dead.is_none())
-            .count();
-        if live == 0 && timeout.is_none() {
+        self.drain_overflow();
+        let wants = |rank: usize, c: &Conn| {
+            let w = !c.out.is_empty() || also_write == Some(rank);
+            (!c.held_back(), w)
+        };
+        let (mut alive, mut active, mut ready_now) = (0, 0, false);
+        for (rank, c) in self.conns.iter().enumerate() {
+            if let Some(c) = c.as_ref().filter(|c| c.dead.is_none()) {
+                alive += 1;
+                let (r, w) = wants(rank, c);
+                active += usize::from(r || w);
+                // A connection let go by the drain above may have bytes
+                // waiting that no new readiness event will announce.
+                ready_now |= r && c.readable;
+            }
+        }
+        if timeout.is_none() && alive == 0 {
             return Err(Error::Deadlock(
                 "waiting for a message, but no live peer is left that could send it".into(),
             ));
         }
+        if timeout.is_none() && active == 0 {
+            return Err(Error::Deadlock(format!(
+                "waiting for a message, but every live connection is held back: the \
+                 unexpected-message queue is full ({} messages) and no posted receive \
+                 matches the next message of any peer, so nothing more can arrive until \
+                 the program receives messages that are already here",
+                super::matcher::QUEUE_CAPACITY
+            )));
+        }
+        let timeout = if ready_now {
+            Some(Duration::ZERO)
+        } else {
+            timeout
+        };
         let mut ready = std::mem::take(&mut self.ready);
         ready.clear();
         let mut interest = Vec::new();
         if P::NEEDS_INTEREST {
             for (rank, c) in self.conns.iter().enumerate() {
                 if let Some(c) = c.as_ref().filter(|c| c.dead.is_none()) {
-                    let w = !c.out.is_empty() || also_write == Some(rank);
-                    interest.push(Interest {
-                        rank,
-                        fd: c.stream.as_fd(),
-                        write: w.then(|| c.writer.as_ref().unwrap_or(&c.stream).as_fd()),
-                    });
+                    let (r, w) = wants(rank, c);
+                    if r || w {
+                        interest.push(Interest {
+                            rank,
+                            read: r.then(|| c.stream.as_fd()),
+                            write: w.then(|| c.writer.as_ref().unwrap_or(&c.stream).as_fd()),
+                        });
+                    }
                 }
             }
         }
@@ -481,7 +591,6 @@ impl<P: Poller> Transport for Sockets<P> {
     fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
         self.drain_overflow();
         let worked = self.pump();
-        self.drain_overflow();
         let timeout = if worked {
             Some(Duration::ZERO)
         } else {
@@ -504,5 +613,312 @@ impl<P: Poller> Transport for Sockets<P> {
             .iter()
             .flatten()
             .any(|c| c.dead.is_none() && !c.out.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! One transport, world rank 0, driven against raw sockets that play
+    //! its peers, so a test decides every byte a peer sends.
+
+    use std::io::Write;
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    use o2g_core::proto::envelope::{Selector, SourceSel, TagSel};
+
+    use super::super::bootstrap;
+    use super::super::epoll::Epoll;
+    use super::super::matcher::{FIRST_RESERVE, QUEUE_CAPACITY};
+    use super::super::poll::Poll;
+    use super::super::select::Select;
+    use super::super::RecvOutcome;
+    use super::*;
+
+    /// Every wait in these tests ends after this long.
+    const PATIENCE: Duration = Duration::from_secs(20);
+
+    fn config(vars: &[(&str, &str)]) -> Config {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::from_lookup(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+            .expect("test configuration")
+    }
+
+    /// A loopback connection, both ends tuned (nonblocking): the
+    /// transport's end and the peer's.
+    fn pair(config: &Config) -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let peer = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (near, _) = l.accept().expect("accept");
+        bootstrap::tune(&near, config).expect("tune");
+        bootstrap::tune(&peer, config).expect("tune");
+        (near, peer)
+    }
+
+    /// World rank 0 of `size` waiting with `poller`, and the far ends of
+    /// its connections to ranks 1.. (index 0 is rank 1).
+    fn rank0<P: Poller>(size: u32, poller: P, config: &Config) -> (Sockets<P>, Vec<TcpStream>) {
+        let mut links = vec![None];
+        let mut peers = Vec::new();
+        for _ in 1..size {
+            let (near, far) = pair(config);
+            links.push(Some((near, None)));
+            peers.push(far);
+        }
+        let t = Sockets::new(0, size, links, poller, config, Vec::new()).expect("transport");
+        (t, peers)
+    }
+
+    fn env(source: u32, tag: u32) -> Envelope {
+        Envelope {
+            source,
+            tag,
+            context: 0,
+        }
+    }
+
+    fn from(source: u32, tag: u32) -> Selector {
+        Selector {
+            source: SourceSel::Rank(source),
+            tag: TagSel::Tag(tag),
+            context: 0,
+        }
+    }
+
+    /// A whole message on the wire.
+    fn message(enc: &mut Encoder, e: Envelope, payload: &[u8]) -> Vec<u8> {
+        let mut m = enc.encode(Kind::Eager, e, payload.len() as u64).to_vec();
+        m.extend_from_slice(payload);
+        m
+    }
+
+    /// Writes what a nonblocking socket takes of `bytes[*at..]`.
+    fn push(s: &mut TcpStream, bytes: &[u8], at: &mut usize) {
+        while *at < bytes.len() {
+            match s.write(&bytes[*at..]) {
+                Ok(n) => *at += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => panic!("peer write: {e}"),
+            }
+        }
+    }
+
+    /// Progresses `t` until `done`, failing the test after [`PATIENCE`].
+    fn progress_until<P: Poller>(
+        t: &mut Sockets<P>,
+        what: &str,
+        mut done: impl FnMut(&mut Sockets<P>) -> bool,
+    ) {
+        let end = Instant::now() + PATIENCE;
+        while !done(t) {
+            assert!(Instant::now() < end, "gave up waiting for {what}");
+            t.progress(Some(Duration::from_millis(10)))
+                .expect("progress");
+        }
+    }
+
+    /// Messages held in the per-connection overflow lists.
+    fn overflowed<P: Poller>(t: &Sockets<P>) -> usize {
+        t.conns.iter().flatten().map(|c| c.overflow.len()).sum()
+    }
+
+    /// A peer floods rank 0 with far more unexpected messages than its
+    /// engine holds: what rank 0 keeps stays bounded and the peer is held
+    /// back by TCP; then rank 0 receives them all, in order.
+    fn flood_is_bounded<P: Poller>(poller: P) {
+        const EXTRA: usize = 40_000;
+        let total = QUEUE_CAPACITY + EXTRA;
+        // Buffers well above loopback's MSS (64 KiB), so that TCP keeps
+        // moving, yet small beside the flood.
+        let cfg = config(&[("O2G_SNDBUF", "131072"), ("O2G_RCVBUF", "131072")]);
+        let (mut t, mut peers) = rank0(2, poller, &cfg);
+        let mut enc = Encoder::new();
+        let mut flood = Vec::new();
+        for i in 0..total {
+            flood.extend(message(
+                &mut enc,
+                env(1, i as u32),
+                &(i as u64).to_le_bytes(),
+            ));
+        }
+        // Write while rank 0 makes progress, until the peer is held back
+        // (nothing more goes out for half a second) or everything went out.
+        let mut at = 0;
+        let (mut last, mut since) = (usize::MAX, Instant::now());
+        let end = Instant::now() + PATIENCE;
+        while at < flood.len() && since.elapsed() < Duration::from_millis(500) {
+            assert!(Instant::now() < end, "the flood neither ended nor stalled");
+            push(&mut peers[0], &flood, &mut at);
+            t.progress(Some(Duration::from_millis(2)))
+                .expect("progress");
+            if at != last {
+                (last, since) = (at, Instant::now());
+            }
+        }
+        let held = overflowed(&t);
+        let bound = OVERFLOW_MESSAGES + SCRATCH / o2g_core::proto::wire::HEADER_LEN;
+        assert_eq!(t.matcher.unexpected_count(), QUEUE_CAPACITY);
+        assert!(held <= bound, "{held} messages overflowed (bound {bound})");
+        assert!(at < flood.len(), "the peer was never held back");
+        // Receiving lets the rest in; nothing is lost or reordered.
+        for i in 0..total {
+            let r = t.post_recv(from(1, i as u32), 8).expect("post");
+            let mut got = None;
+            progress_until(&mut t, &format!("message {i}"), |t| {
+                push(&mut peers[0], &flood, &mut at);
+                got = t.test_recv(r);
+                got.is_some()
+            });
+            match got {
+                Some(RecvOutcome::Done { data, .. }) => {
+                    assert_eq!(data, (i as u64).to_le_bytes(), "message {i}")
+                }
+                other => panic!("message {i}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_flood_of_unexpected_messages_is_bounded_epoll() {
+        flood_is_bounded(Epoll::new().expect("epoll"));
+    }
+
+    #[test]
+    fn a_flood_of_unexpected_messages_is_bounded_select() {
+        flood_is_bounded(Select::new());
+    }
+
+    #[test]
+    fn a_flood_of_unexpected_messages_is_bounded_poll() {
+        flood_is_bounded(Poll::new());
+    }
+
+    /// Writes `bytes` from `peer` while `t` progresses, until `done`.
+    fn feed_until<P: Poller>(
+        t: &mut Sockets<P>,
+        peer: &mut TcpStream,
+        bytes: &[u8],
+        at: &mut usize,
+        what: &str,
+        mut done: impl FnMut(&Sockets<P>) -> bool,
+    ) {
+        progress_until(t, what, |t| {
+            push(peer, bytes, at);
+            done(t)
+        });
+    }
+
+    /// Rank 1's messages with tags `0..QUEUE_CAPACITY` and 8-byte
+    /// payloads, then `more`: the first fill rank 0's unexpected queue.
+    fn filler(more: &[(u32, Vec<u8>)]) -> Vec<u8> {
+        let mut enc = Encoder::new();
+        let mut bytes = Vec::new();
+        for i in 0..QUEUE_CAPACITY {
+            bytes.extend(message(&mut enc, env(1, i as u32), &[1; 8]));
+        }
+        for (tag, payload) in more {
+            bytes.extend(message(&mut enc, env(1, *tag), payload));
+        }
+        bytes
+    }
+
+    /// The message being read when the overflow bound is reached is larger
+    /// than the bound: once the program receives, it enters the engine
+    /// half-received and arrives whole, and the connection reads on.
+    #[test]
+    fn a_message_larger_than_the_bound_is_not_stuck_behind_it() {
+        let big: Vec<u8> = (0..4 * OVERFLOW_BYTES).map(|i| i as u8).collect();
+        let tail = [7u8; 3];
+        let bytes = filler(&[(1 << 20, big.clone()), (1 << 21, tail.to_vec())]);
+        let cfg = config(&[("O2G_SNDBUF", "131072"), ("O2G_RCVBUF", "131072")]);
+        let (mut t, mut peers) = rank0(2, Poll::new(), &cfg);
+        let mut at = 0;
+        feed_until(&mut t, &mut peers[0], &bytes, &mut at, "the bound", |t| {
+            t.conns[1].as_ref().is_some_and(Conn::held_back)
+        });
+        assert!(at < bytes.len(), "the peer was not held back");
+        // One receive frees a slot: the big message moves into the engine.
+        let r = t.post_recv(from(1, 0), 8).expect("post");
+        assert!(t.test_recv(r).is_some());
+        let r = t.post_recv(from(1, 1 << 20), big.len()).expect("post");
+        let mut got = None;
+        progress_until(&mut t, "the big message", |t| {
+            push(&mut peers[0], &bytes, &mut at);
+            got = t.test_recv(r);
+            got.is_some()
+        });
+        assert!(
+            matches!(&got, Some(RecvOutcome::Done { data, .. }) if *data == big),
+            "the big message arrived wrong"
+        );
+        let r = t.post_recv(from(1, 1 << 21), 3).expect("post");
+        let mut got = None;
+        progress_until(&mut t, "the last message", |t| {
+            push(&mut peers[0], &bytes, &mut at);
+            got = t.test_recv(r);
+            got.is_some()
+        });
+        assert!(matches!(&got, Some(RecvOutcome::Done { data, .. }) if data[..] == tail));
+    }
+
+    /// A receive that only a message behind a full unexpected queue could
+    /// satisfy, with every connection held back, fails with a deadlock
+    /// error instead of hanging; receiving the queued messages ends it.
+    #[test]
+    fn a_wait_nothing_can_end_fails_instead_of_hanging() {
+        let extra: Vec<(u32, Vec<u8>)> = (0..2 * OVERFLOW_MESSAGES)
+            .map(|i| ((1 << 20) + i as u32, vec![2; 8]))
+            .collect();
+        let bytes = filler(&extra);
+        let cfg = config(&[]);
+        let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &cfg);
+        let mut at = 0;
+        feed_until(&mut t, &mut peers[0], &bytes, &mut at, "the bound", |t| {
+            t.conns[1].as_ref().is_some_and(Conn::held_back)
+        });
+        let last = (1 << 20) + 2 * OVERFLOW_MESSAGES as u32 - 1;
+        let r = t.post_recv(from(1, last), 8).expect("post");
+        match t.progress(None) {
+            Err(Error::Deadlock(why)) => assert!(why.contains("unexpected-message queue is full")),
+            other => panic!("progress returned {other:?}"),
+        }
+        for i in 0..QUEUE_CAPACITY {
+            let q = t.post_recv(from(1, i as u32), 8).expect("post");
+            assert!(t.test_recv(q).is_some(), "message {i} was not here");
+        }
+        progress_until(&mut t, "the last message", |t| {
+            push(&mut peers[0], &bytes, &mut at);
+            matches!(t.test_recv(r), Some(RecvOutcome::Done { .. }))
+        });
+    }
+
+    /// A peer announces a 4 GiB message and sends nothing more: rank 0
+    /// sees the envelope but reserves almost nothing, unexpected or into a
+    /// posted 4 GiB receive.
+    #[test]
+    fn a_4_gib_announcement_reserves_little() {
+        let cfg = config(&[]);
+        let (mut t, mut peers) = rank0(3, Epoll::new().expect("epoll"), &cfg);
+        let mut enc = Encoder::new();
+        let header = enc.encode(Kind::Eager, env(1, 1), 4 << 30);
+        peers[0].write_all(&header).expect("write");
+        progress_until(&mut t, "the announcement", |t| {
+            t.iprobe(from(1, 1)).is_some()
+        });
+        let r = t.post_recv(from(2, 2), 4 << 30).expect("post");
+        let mut enc = Encoder::new();
+        let header = enc.encode(Kind::Eager, env(2, 2), 4 << 30);
+        peers[1].write_all(&header).expect("write");
+        peers[1].write_all(&[5; 1000]).expect("write");
+        progress_until(&mut t, "the second announcement", |t| {
+            t.matcher.reserved_bytes() >= 2 * FIRST_RESERVE
+        });
+        let reserved = t.matcher.reserved_bytes();
+        assert!(reserved <= 1 << 20, "{reserved} bytes reserved");
+        assert!(t.test_recv(r).is_none());
     }
 }
