@@ -21,6 +21,15 @@
 //! receiving) whenever the socket is full. Sends to one peer leave in
 //! order.
 //!
+//! # What a peer may say
+//!
+//! Each header's sender must be the rank the connection belongs to (the
+//! rank its hello named, checked with the job secret in `bootstrap.rs`).
+//! Anything else is a protocol error that fails that connection, like a
+//! malformed header: the peer is marked dead with a reason naming both
+//! ranks, so receives from it fail, and nothing it sent from then on is
+//! delivered.
+//!
 //! # Unexpected-queue overflow and back-pressure
 //!
 //! When the matching engine's unexpected queue is full (16384 messages),
@@ -356,6 +365,17 @@ impl<P: Poller> Sockets<P> {
             match step.event {
                 None => return Ok(()),
                 Some(Event::Header(h)) => {
+                    // A peer speaks only for itself: a message claiming
+                    // another sender could match receives meant for that
+                    // one.
+                    if h.envelope.source as usize != rank {
+                        return Err(format!(
+                            "protocol error: the connection from world rank {rank} carried a \
+                             message whose header names world rank {} as its sender \
+                             (this is rank {})",
+                            h.envelope.source, self.me
+                        ));
+                    }
                     let target = if c.overflow.is_empty() {
                         self.matcher
                             .arrive(h.envelope, h.len)
@@ -894,6 +914,48 @@ mod tests {
             push(&mut peers[0], &bytes, &mut at);
             matches!(t.test_recv(r), Some(RecvOutcome::Done { .. }))
         });
+    }
+
+    /// Rank 1's connection carries a header that names rank 2 as the
+    /// sender: it is not delivered as rank 2's message; rank 1's connection
+    /// fails with an error naming both ranks (so receives from rank 1 fail);
+    /// what rank 1 sent before stays, and rank 2 is not disturbed.
+    #[test]
+    fn a_header_naming_another_sender_fails_that_connection() {
+        let (mut t, mut peers) = rank0(3, Epoll::new().expect("epoll"), &config(&[]));
+        let from2 = t.post_recv(from(2, 9), 8).expect("post");
+        let mut enc = Encoder::new();
+        peers[0]
+            .write_all(&message(&mut enc, env(1, 8), b"fine"))
+            .expect("write");
+        peers[0]
+            .write_all(&message(&mut enc, env(2, 9), b"forged"))
+            .expect("write");
+        let mut forged = None;
+        progress_until(&mut t, "the forged message's fate", |t| {
+            forged = t.test_recv(from2);
+            forged.is_some() || t.peer_failure(1).is_some()
+        });
+        assert!(forged.is_none(), "delivered as rank 2's: {forged:?}");
+        let why = t.peer_failure(1).expect("rank 1 failed");
+        assert!(
+            why.contains("rank 1") && why.contains("rank 2"),
+            "the error names both ranks: {why}"
+        );
+        assert!(t.iprobe(from(1, 8)).is_some(), "rank 1's earlier message");
+        peers[1]
+            .write_all(&message(&mut Encoder::new(), env(2, 9), b"real"))
+            .expect("write");
+        let mut got = None;
+        progress_until(&mut t, "rank 2's message", |t| {
+            got = t.test_recv(from2);
+            got.is_some()
+        });
+        assert!(
+            matches!(&got, Some(RecvOutcome::Done { data, .. }) if data == b"real"),
+            "{got:?}"
+        );
+        assert!(t.peer_failure(2).is_none());
     }
 
     /// A peer announces a 4 GiB message and sends nothing more: rank 0
