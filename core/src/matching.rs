@@ -582,6 +582,25 @@ where
         }
     }
 
+    /// Removes every posted `MPI_ANY_SOURCE` receive and passes each one's
+    /// handle to `removed`: no live connection is left that could match
+    /// them. Receives naming a source stay. Costs one pass over the posted
+    /// storage.
+    pub fn cancel_any_source(&mut self, mut removed: impl FnMut(u64)) {
+        let mut index = 0u32;
+        while let Some(slot) = self.posted.get(at(index)) {
+            if slot.state == SlotState::Posted && slot.any_source {
+                if let Some(handle) = self.remove_posted(index) {
+                    removed(handle);
+                }
+            }
+            let Some(next) = index.checked_add(1) else {
+                break;
+            };
+            index = next;
+        }
+    }
+
     /// The record of a current unexpected message.
     pub fn message(&self, id: MsgId) -> Option<MsgInfo> {
         self.unexpected_slot(id).ok().map(Slot::info)

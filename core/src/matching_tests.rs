@@ -273,6 +273,26 @@ fn cancel_from_removes_only_exact_receives_from_that_source() {
 }
 
 #[test]
+fn cancel_any_source_removes_only_wildcard_source_receives() {
+    let mut e = engine(8, 2, 4);
+    queued(e.post(sel(Some(1), Some(5)), 10));
+    queued(e.post(sel(None, Some(5)), 11));
+    queued(e.post(sel(None, None), 12));
+    queued(e.post(sel(Some(2), None), 13));
+    let mut gone = Vec::new();
+    e.cancel_any_source(|h| gone.push(h));
+    gone.sort_unstable();
+    assert_eq!(gone, vec![11, 12]);
+    assert_eq!(e.posted_len(), 2);
+    assert_eq!(e.match_posted(env(3, 5)), None, "no wildcard left");
+    assert_eq!(e.match_posted(env(1, 5)), Some(10));
+    assert_eq!(e.match_posted(env(2, 9)), Some(13));
+    // The freed slots are reusable.
+    queued(e.post(sel(None, None), 14));
+    assert_eq!(e.match_posted(env(4, 1)), Some(14));
+}
+
+#[test]
 fn the_sync_bit_is_ignored_by_matching_and_kept_in_the_envelope() {
     let sync = |source, tag| Envelope {
         context: SYNC_FLAG,
