@@ -566,30 +566,24 @@ where
     /// handle to `removed`: the connection to that source failed, so they
     /// can never match. `MPI_ANY_SOURCE` receives stay. Costs one pass over
     /// the posted storage.
-    pub fn cancel_from(&mut self, source: super::envelope::Rank, mut removed: impl FnMut(u64)) {
-        let mut index = 0u32;
-        while let Some(slot) = self.posted.get(at(index)) {
-            if slot.state == SlotState::Posted && !slot.any_source && slot.envelope.source == source
-            {
-                if let Some(handle) = self.remove_posted(index) {
-                    removed(handle);
-                }
-            }
-            let Some(next) = index.checked_add(1) else {
-                break;
-            };
-            index = next;
-        }
+    pub fn cancel_from(&mut self, source: super::envelope::Rank, removed: impl FnMut(u64)) {
+        self.remove_posted_where(|s| !s.any_source && s.envelope.source == source, removed);
     }
 
     /// Removes every posted `MPI_ANY_SOURCE` receive and passes each one's
     /// handle to `removed`: no live connection is left that could match
     /// them. Receives naming a source stay. Costs one pass over the posted
     /// storage.
-    pub fn cancel_any_source(&mut self, mut removed: impl FnMut(u64)) {
+    pub fn cancel_any_source(&mut self, removed: impl FnMut(u64)) {
+        self.remove_posted_where(|s| s.any_source, removed);
+    }
+
+    /// Removes every posted receive whose slot satisfies `which`, passing
+    /// each one's handle to `removed`; one pass over the posted storage.
+    fn remove_posted_where(&mut self, which: impl Fn(&Slot) -> bool, mut removed: impl FnMut(u64)) {
         let mut index = 0u32;
         while let Some(slot) = self.posted.get(at(index)) {
-            if slot.state == SlotState::Posted && slot.any_source {
+            if slot.state == SlotState::Posted && which(slot) {
                 if let Some(handle) = self.remove_posted(index) {
                     removed(handle);
                 }
