@@ -185,15 +185,15 @@ pub(crate) fn check(records: usize, size: u64, align: u64, ops: &[Op], compare: 
                 if let Some(id) = got {
                     let offset = d.offset(id).expect("a new region is live");
                     assert!(
-                        offset % align == 0 && offset + len <= size,
+                        offset & (align - 1) == 0 && end(offset, len) <= u128::from(size),
                         "step {step}: [{offset}, +{len}) misplaced in {size} bytes (align {align})"
                     );
                     for l in &live {
                         assert!(
                             len == 0
                                 || l.len == 0
-                                || offset + len <= l.offset
-                                || l.offset + l.len <= offset,
+                                || end(offset, len) <= u128::from(l.offset)
+                                || end(l.offset, l.len) <= u128::from(offset),
                             "step {step}: [{offset}, +{len}) overlaps live [{}, +{})",
                             l.offset,
                             l.len
@@ -247,9 +247,9 @@ pub(crate) fn check(records: usize, size: u64, align: u64, ops: &[Op], compare: 
                 "step {step}: a freed id still names a region"
             );
         }
-        let payload: u64 = live.iter().map(|l| l.len).sum();
+        let payload: u128 = live.iter().map(|l| u128::from(l.len)).sum();
         assert!(
-            payload <= d.used() && d.used() <= size,
+            payload <= u128::from(d.used()) && d.used() <= size,
             "step {step}: used {} with {payload} live payload bytes in {size}",
             d.used()
         );
@@ -266,6 +266,11 @@ pub(crate) fn check(records: usize, size: u64, align: u64, ops: &[Op], compare: 
         assert!(d.free(l.id));
     }
     assert_eq!((d.used(), d.records_used()), (0, 0), "all freed");
+}
+
+/// One past a region's last byte, without overflow for huge areas.
+fn end(offset: u64, len: u64) -> u128 {
+    u128::from(offset) + u128::from(len)
 }
 
 fn free(
