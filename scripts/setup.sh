@@ -53,4 +53,17 @@ fi
 "$O2G_ROOT/scripts/fetch-kernel-source.sh"
 # MPICH 5.0 standard-ABI header and library for the capi binary-compatibility test
 "$O2G_ROOT/scripts/fetch-mpi-abi.sh" >/dev/null
+# --- cargo-fuzz, for scripts/fuzz.sh (begin) ---------------------------------
+# cargo-fuzz builds with nightly-only flags, so it needs a nightly toolchain
+# beside the stable one; the version is pinned like bindgen-cli's.
+CARGO_FUZZ_VERSION=0.13.2
+if ! rustup toolchain list | grep -q '^nightly-'; then
+    log "installing the nightly toolchain (for cargo-fuzz)"
+    rustup toolchain install nightly --profile minimal
+fi
+if ! cargo +nightly fuzz --version 2>/dev/null | grep -q "^cargo-fuzz $CARGO_FUZZ_VERSION$"; then
+    log "installing cargo-fuzz $CARGO_FUZZ_VERSION"
+    cargo install --locked --quiet cargo-fuzz --version "$CARGO_FUZZ_VERSION"
+fi
+# --- cargo-fuzz (end) ----------------------------------------------------------
 log "setup complete"
