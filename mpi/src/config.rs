@@ -18,6 +18,7 @@
 //! | `O2G_HYPHEN_WAIT` | `block` (`shm`), `sleep` (`ivshmem`) | `hyphenlink`: how an idle rank sleeps after spinning and yielding: `block` in futex on its EXT FIFO (woken by a PB), `sleep` in short timed sleeps (futexes do not cross VMs) |
 //! | `O2G_HYPHEN_DEAD_AFTER` | `10` | `hyphenlink`: seconds without a heartbeat after which a peer counts as dead (a peer that exits is seen at once) |
 //! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
+//! | `O2G_JOB_SECRET` | set by `o2grun` | 32 lowercase hexadecimal digits every connection between ranks must present (see `transport/bootstrap.rs`); without it rank 0 makes one and publishes it through PMI |
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -53,6 +54,17 @@ pub(crate) struct Config {
     pub(crate) idle_connections: usize,
     pub(crate) dimmnet_region: DimmnetRegion,
     pub(crate) dimmnet_peer_timeout: Duration,
+    /// `O2G_JOB_SECRET`: 32 lowercase hexadecimal digits.
+    pub(crate) job_secret: Option<String>,
+}
+
+/// Digits of a job secret.
+pub(crate) const SECRET_LEN: usize = 32;
+
+/// Whether `s` has the shape of a job secret: [`SECRET_LEN`] lowercase
+/// hexadecimal digits.
+pub(crate) fn is_secret(s: &str) -> bool {
+    s.len() == SECRET_LEN && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The value of variable `name` (through `var`) as a `T`.
@@ -102,6 +114,12 @@ impl Config {
                 )))
             }
         };
+        let job_secret = var("O2G_JOB_SECRET");
+        if job_secret.as_deref().is_some_and(|s| !is_secret(s)) {
+            return Err(Error::Config(format!(
+                "O2G_JOB_SECRET must be {SECRET_LEN} lowercase hexadecimal digits (o2grun sets it)"
+            )));
+        }
         let self_path = match var("O2G_SELF").as_deref() {
             None | Some("1") => true,
             Some("0") => false,
@@ -123,6 +141,7 @@ impl Config {
             dimmnet_peer_timeout: Duration::from_secs(
                 parse(&var, "O2G_DIMMNET_PEER_TIMEOUT")?.unwrap_or(5),
             ),
+            job_secret,
         })
     }
 }
@@ -147,6 +166,17 @@ mod tests {
             for valid in ["sockets-epoll", "sockets-select", "sockets-poll", "o2g"] {
                 assert!(e.contains(valid), "{e}");
             }
+        }
+    }
+
+    #[test]
+    fn a_job_secret_is_32_lowercase_hex_digits() {
+        let good = "0123456789abcdef0123456789abcdef";
+        let c = with(&[("O2G_JOB_SECRET", good)]).expect("good secret");
+        assert_eq!(c.job_secret.as_deref(), Some(good));
+        for bad in [&good[1..], &good.to_uppercase(), "secret"] {
+            let e = with(&[("O2G_JOB_SECRET", bad)]).expect_err(bad).to_string();
+            assert!(e.contains("O2G_JOB_SECRET must be 32"), "{e}");
         }
     }
 

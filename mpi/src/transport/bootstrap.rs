@@ -5,8 +5,26 @@
 //! one PMI barrier
 //! - connects to every lower rank (and to itself when `O2G_SELF=0`, and
 //!   always for the `o2g` transport),
-//!   sending a hello that names its rank, then
+//!   sending a hello that names its rank and carries the job secret, then
 //! - accepts one connection from every higher rank (and its own).
+//!
+//! # The hello and the job secret
+//!
+//! Anyone who can reach the listening port can connect, so a hello must
+//! prove that it comes from the job: it is `O2hi`, the sender's rank
+//! (LE u32) and the job secret, 32 lowercase hexadecimal digits. The
+//! secret is `O2G_JOB_SECRET` when set (o2grun sets it, fresh for each
+//! job); otherwise (MPICH's hydra, Slurm) rank 0 draws one from
+//! `/dev/urandom` and publishes it under `o2g-secret` before the barrier,
+//! and every other rank reads it after, as it reads the addresses. A
+//! connection whose hello is malformed, carries another secret, names a
+//! rank that does not connect to this one or one already connected, or
+//! does not arrive within [`HELLO_TIMEOUT`], is closed with a line on
+//! stderr, and setup goes on: hellos are read from all pending
+//! connections at once, without blocking, so one silent connection delays
+//! nobody. The secret travels in the clear: it keeps out whoever does
+//! not know it, not whoever can watch the traffic (who could also inject
+//! into the TCP streams).
 //!
 //! A connect completes against the peer's listen backlog, so no process
 //! waits for another to reach `accept` first and the order cannot
@@ -23,12 +41,99 @@ use std::time::{Duration, Instant};
 
 use nix::sys::socket::{setsockopt, sockopt};
 
-use crate::config::Config;
+use crate::config::{is_secret, Config, SECRET_LEN};
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 
-/// The hello a connecting process sends: magic, then its rank (LE u32).
+/// The hello a connecting process sends: magic, its rank (LE u32), the
+/// job secret.
 const HELLO_MAGIC: [u8; 4] = *b"O2hi";
+
+/// Bytes of a hello.
+const HELLO_LEN: usize = 8 + SECRET_LEN;
+
+/// The key under which rank 0 publishes the secret it made.
+const SECRET_KEY: &str = "o2g-secret";
+
+/// How long an accepted connection has to deliver its hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most accepted connections whose hello is still incomplete; past it
+/// the oldest is closed.
+const MAX_PENDING: usize = 256;
+
+/// What setup needs of the process manager: rank, size, and the PMI-1
+/// key-value space with its barrier (tests provide their own).
+pub(crate) trait Kvs {
+    /// This process's rank.
+    fn rank(&self) -> u32;
+    /// Processes in the job.
+    fn size(&self) -> u32;
+    /// Publishes `key=value`.
+    fn put(&mut self, key: &str, value: &str) -> Result<()>;
+    /// A value some process published before the last barrier.
+    fn get(&mut self, key: &str) -> Result<String>;
+    /// Waits for every process; makes earlier puts visible.
+    fn barrier(&mut self) -> Result<()>;
+}
+
+impl Kvs for Pmi {
+    fn rank(&self) -> u32 {
+        Pmi::rank(self)
+    }
+    fn size(&self) -> u32 {
+        Pmi::size(self)
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<()> {
+        Pmi::put(self, key, value)
+    }
+    fn get(&mut self, key: &str) -> Result<String> {
+        Pmi::get(self, key)
+    }
+    fn barrier(&mut self) -> Result<()> {
+        Pmi::barrier(self)
+    }
+}
+
+/// 32 lowercase hexadecimal digits from `/dev/urandom`.
+fn fresh_secret() -> Result<String> {
+    let mut bytes = [0u8; SECRET_LEN / 2];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| Error::io("drawing the job secret from /dev/urandom", e))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether `offered` is `secret`, in a time that does not depend on where
+/// they differ.
+fn same_secret(secret: &[u8], offered: &[u8]) -> bool {
+    secret.len() == offered.len()
+        && secret
+            .iter()
+            .zip(offered)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// The hello of rank `me` with `secret`.
+fn hello(me: u32, secret: &str) -> [u8; HELLO_LEN] {
+    let mut h = [0u8; HELLO_LEN];
+    h[..4].copy_from_slice(&HELLO_MAGIC);
+    h[4..8].copy_from_slice(&me.to_le_bytes());
+    h[8..].copy_from_slice(secret.as_bytes());
+    h
+}
+
+/// The rank a complete hello names, if it is a hello of this job.
+fn check_hello(h: &[u8; HELLO_LEN], secret: &str) -> std::result::Result<u32, String> {
+    if h[..4] != HELLO_MAGIC {
+        return Err("not an o2g hello".into());
+    }
+    if !same_secret(secret.as_bytes(), &h[8..]) {
+        return Err("its hello lacks this job's secret".into());
+    }
+    Ok(u32::from_le_bytes([h[4], h[5], h[6], h[7]]))
+}
 
 /// Applies the per-connection socket options (`TCP_NODELAY`, buffer
 /// sizes) and makes the socket nonblocking.
@@ -53,7 +158,7 @@ pub(crate) type Link = (TcpStream, Option<TcpStream>);
 /// world rank `r`, and to itself only with `self_link` (`None` otherwise).
 pub(crate) fn connect_all(
     config: &Config,
-    pmi: &mut Pmi,
+    pmi: &mut impl Kvs,
     self_link: bool,
 ) -> Result<Vec<Option<Link>>> {
     let (me, size) = (pmi.rank(), pmi.size());
@@ -64,7 +169,28 @@ pub(crate) fn connect_all(
         .local_addr()
         .map_err(|e| Error::io("listener address", e))?;
     pmi.put(&format!("o2g-addr-{me}"), &addr.to_string())?;
+    let mine = match (&config.job_secret, me) {
+        (Some(s), _) => Some(s.clone()),
+        (None, 0) => {
+            let s = fresh_secret()?;
+            pmi.put(SECRET_KEY, &s)?;
+            Some(s)
+        }
+        (None, _) => None,
+    };
     pmi.barrier()?;
+    let secret = match mine {
+        Some(s) => s,
+        None => {
+            let s = pmi.get(SECRET_KEY)?;
+            if !is_secret(&s) {
+                return Err(Error::Pmi(format!(
+                    "rank 0 published a job secret that is not {SECRET_LEN} lowercase hexadecimal digits"
+                )));
+            }
+            s
+        }
+    };
 
     let mut conns: Vec<Option<Link>> = (0..size).map(|_| None).collect();
     let mut self_writer = None;
@@ -77,9 +203,7 @@ pub(crate) fn connect_all(
         let left = deadline.saturating_duration_since(Instant::now());
         let mut s = TcpStream::connect_timeout(&peer_addr, left.max(Duration::from_millis(1)))
             .map_err(|e| Error::io(format!("connecting to rank {peer} at {peer_addr}"), e))?;
-        let mut hello = HELLO_MAGIC.to_vec();
-        hello.extend_from_slice(&me.to_le_bytes());
-        s.write_all(&hello)
+        s.write_all(&hello(me, &secret))
             .map_err(|e| Error::io(format!("hello to rank {peer}"), e))?;
         if peer == me {
             self_writer = Some(s);
@@ -89,41 +213,25 @@ pub(crate) fn connect_all(
     }
 
     let expected = (size - me - 1) as usize + usize::from(with_self);
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| Error::io("listener", e))?;
-    let mut accepted = 0;
-    while accepted < expected {
-        match listener.accept() {
-            Ok((s, from)) => {
-                let peer = read_hello(&s, deadline)
-                    .map_err(|e| Error::io(format!("hello from {from}"), e))?;
-                let slot = conns.get_mut(peer as usize).filter(|_| peer >= me);
-                match slot {
-                    Some(slot @ None) if peer > me || with_self => {
-                        let writer = if peer == me { self_writer.take() } else { None };
-                        *slot = Some((s, writer));
-                        accepted += 1;
-                    }
-                    _ => {
-                        return Err(Error::Pmi(format!(
-                            "unexpected hello from rank {peer} (this is rank {me} of {size})"
-                        )))
-                    }
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    return Err(Error::Timeout(format!(
-                        "rank {me}: {accepted} of {expected} peers connected within {:?}",
-                        config.connect_timeout
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(Error::io("accept", e)),
+    let place = |peer: u32, s: TcpStream| {
+        let slot = conns
+            .get_mut(peer as usize)
+            .filter(|_| peer > me || (peer == me && with_self))
+            .ok_or_else(|| {
+                format!(
+                    "its hello names rank {peer}, which does not connect to rank {me} of {size}"
+                )
+            })?;
+        if slot.is_some() {
+            return Err(format!(
+                "its hello names rank {peer}, which is connected already"
+            ));
         }
-    }
+        let writer = if peer == me { self_writer.take() } else { None };
+        *slot = Some((s, writer));
+        Ok(())
+    };
+    accept_peers(&listener, &secret, me, expected, deadline, place)?;
     for (s, w) in conns.iter().flatten() {
         tune(s, config)?;
         if let Some(w) = w {
@@ -133,20 +241,106 @@ pub(crate) fn connect_all(
     Ok(conns)
 }
 
-fn read_hello(s: &TcpStream, deadline: Instant) -> std::io::Result<u32> {
-    s.set_nonblocking(false)?;
-    let left = deadline.saturating_duration_since(Instant::now());
-    s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
-    let mut buf = [0u8; 8];
-    (&*s).read_exact(&mut buf)?;
-    s.set_read_timeout(None)?;
-    if buf[..4] != HELLO_MAGIC {
-        return Err(std::io::Error::new(
-            ErrorKind::InvalidData,
-            "not an o2g hello",
-        ));
+/// Accepts connections on `listener` until `expected` of them presented a
+/// hello of this job (carrying `secret`) that `place` took; refuses the
+/// others (see the module documentation). Past `deadline`, fails saying
+/// how many were taken and how many refused.
+fn accept_peers(
+    listener: &TcpListener,
+    secret: &str,
+    me: u32,
+    expected: usize,
+    deadline: Instant,
+    mut place: impl FnMut(u32, TcpStream) -> std::result::Result<(), String>,
+) -> Result<()> {
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io("listener", e))?;
+    let mut pending: Vec<Pending> = Vec::new();
+    let (mut accepted, mut refused) = (0, 0);
+    let mut refuse = |from: SocketAddr, why: &str| {
+        refused += 1;
+        eprintln!("o2g: rank {me}: refused a connection from {from}: {why}");
+    };
+    while accepted < expected {
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout(format!(
+                "rank {me}: {accepted} of {expected} peers connected before \
+                 O2G_CONNECT_TIMEOUT ran out ({refused} connections refused)"
+            )));
+        }
+        let mut busy = false;
+        loop {
+            match listener.accept() {
+                Ok((s, from)) => {
+                    busy = true;
+                    if let Err(e) = s.set_nonblocking(true) {
+                        refuse(from, &format!("O_NONBLOCK: {e}"));
+                        continue;
+                    }
+                    if pending.len() == MAX_PENDING {
+                        let old = pending.remove(0);
+                        refuse(old.from, "too many connections without a hello");
+                    }
+                    pending.push(Pending {
+                        s,
+                        from,
+                        hello: [0; HELLO_LEN],
+                        got: 0,
+                        since: Instant::now(),
+                    });
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                // Interrupted, or a connection reset before it was
+                // accepted: the next one may be fine.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(e) => return Err(Error::io("accept", e)),
+            }
+        }
+        let mut i = 0;
+        while i < pending.len() {
+            let p = &mut pending[i];
+            let verdict = match (&p.s).read(&mut p.hello[p.got..]) {
+                Ok(0) => Some(Err("closed before its hello was complete".to_owned())),
+                Ok(n) => {
+                    busy = true;
+                    p.got += n;
+                    (p.got == HELLO_LEN).then(|| check_hello(&p.hello, secret))
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                    (p.since.elapsed() >= HELLO_TIMEOUT)
+                        .then(|| Err(format!("no hello within {HELLO_TIMEOUT:?}")))
+                }
+                Err(e) => Some(Err(format!("reading its hello: {e}"))),
+            };
+            let Some(verdict) = verdict else {
+                i += 1;
+                continue;
+            };
+            let p = pending.swap_remove(i);
+            match verdict.and_then(|peer| place(peer, p.s)) {
+                Ok(()) => accepted += 1,
+                Err(why) => refuse(p.from, &why),
+            }
+        }
+        if !busy && accepted < expected {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
-    Ok(u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]))
+    Ok(())
+}
+
+/// An accepted connection whose hello is not complete yet.
+struct Pending {
+    s: TcpStream,
+    from: SocketAddr,
+    hello: [u8; HELLO_LEN],
+    got: usize,
+    since: Instant,
 }
 
 /// `n` idle loopback connections: (the end a transport watches, the other
@@ -187,4 +381,257 @@ fn raise_fd_limit(want: u64) -> Result<()> {
             .map_err(|e| Error::io("setrlimit NOFILE", e.into()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! Threads play the ranks of a job, with an in-memory key-value space
+    //! for PMI, over real loopback sockets; another thread plays a
+    //! stranger that reached the listening port.
+
+    use std::collections::HashMap;
+    use std::sync::{Arc, Barrier, Mutex};
+    use std::thread;
+
+    use o2g_core::proto::envelope::{Envelope, Selector};
+
+    use super::super::poll::Poll;
+    use super::super::sockets::Sockets;
+    use super::super::{RecvOutcome, Transport};
+    use super::*;
+
+    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+    /// Every wait in these tests ends after this long.
+    const PATIENCE: Duration = Duration::from_secs(20);
+
+    /// A job's key-value space and barrier.
+    struct Job {
+        kv: Mutex<HashMap<String, String>>,
+        barrier: Barrier,
+    }
+
+    impl Job {
+        /// A job whose barrier `parties` threads enter.
+        fn new(parties: usize) -> Arc<Self> {
+            Arc::new(Self {
+                kv: Mutex::new(HashMap::new()),
+                barrier: Barrier::new(parties),
+            })
+        }
+
+        /// The value of `key` once some thread published it.
+        fn published(&self, key: &str) -> String {
+            let end = Instant::now() + PATIENCE;
+            loop {
+                if let Some(v) = self.kv.lock().expect("kv").get(key) {
+                    return v.clone();
+                }
+                assert!(Instant::now() < end, "{key} was never published");
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// One rank's view of the job.
+    struct Member {
+        job: Arc<Job>,
+        rank: u32,
+        size: u32,
+    }
+
+    impl Kvs for Member {
+        fn rank(&self) -> u32 {
+            self.rank
+        }
+        fn size(&self) -> u32 {
+            self.size
+        }
+        fn put(&mut self, key: &str, value: &str) -> Result<()> {
+            self.job
+                .kv
+                .lock()
+                .expect("kv")
+                .insert(key.into(), value.into());
+            Ok(())
+        }
+        fn get(&mut self, key: &str) -> Result<String> {
+            let kv = self.job.kv.lock().expect("kv");
+            kv.get(key)
+                .cloned()
+                .ok_or_else(|| Error::Pmi(format!("no key {key}")))
+        }
+        fn barrier(&mut self) -> Result<()> {
+            self.job.barrier.wait();
+            Ok(())
+        }
+    }
+
+    fn config(secret: Option<&str>) -> Config {
+        Config::from_lookup(|name| match name {
+            "O2G_JOB_SECRET" => secret.map(str::to_owned),
+            "O2G_CONNECT_TIMEOUT" => Some("20".into()),
+            _ => None,
+        })
+        .expect("test configuration")
+    }
+
+    /// A hello as a stranger might send it.
+    fn raw_hello(rank: u32, secret: &[u8]) -> Vec<u8> {
+        let mut h = HELLO_MAGIC.to_vec();
+        h.extend_from_slice(&rank.to_le_bytes());
+        h.extend_from_slice(secret);
+        h
+    }
+
+    /// Whether the other end closed `s` (within [`PATIENCE`]).
+    fn closed(s: &mut TcpStream) -> bool {
+        s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+        let mut buf = [0u8; 1];
+        match s.read(&mut buf) {
+            Ok(0) => true,
+            Err(e) => e.kind() == ErrorKind::ConnectionReset,
+            Ok(_) => false,
+        }
+    }
+
+    /// Runs ranks `0..size` of a job as threads (with `stranger` as one
+    /// more party of the barrier, given the job, before it enters it); each
+    /// rank connects, then ranks 1.. send rank 0 a message that rank 0
+    /// receives. Returns how long rank 0's setup took and the stranger's
+    /// result.
+    fn job<T: Send + 'static>(
+        size: u32,
+        secret: Option<&'static str>,
+        stranger: impl FnOnce(&Job) -> T + Send + 'static,
+    ) -> (Duration, T, Arc<Job>) {
+        let job = Job::new(size as usize + 1);
+        let s = {
+            let job = job.clone();
+            thread::spawn(move || {
+                let out = stranger(&job);
+                job.barrier.wait();
+                out
+            })
+        };
+        let ranks: Vec<_> = (0..size)
+            .map(|rank| {
+                let job = job.clone();
+                thread::spawn(move || {
+                    let cfg = config(secret);
+                    let mut me = Member { job, rank, size };
+                    let start = Instant::now();
+                    let links = connect_all(&cfg, &mut me, false)
+                        .unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+                    let took = start.elapsed();
+                    let mut t = Sockets::new(rank, size, links, Poll::new(), &cfg, Vec::new())
+                        .expect("transport");
+                    let env = |source| Envelope {
+                        source,
+                        tag: 3,
+                        context: 0,
+                    };
+                    if rank == 0 {
+                        for from in 1..size {
+                            let r = t.post_recv(Selector::exact(env(from)), 8).expect("post");
+                            let end = Instant::now() + PATIENCE;
+                            loop {
+                                match t.test_recv(r) {
+                                    Some(RecvOutcome::Done { data, .. }) => {
+                                        assert_eq!(data, from.to_le_bytes());
+                                        break;
+                                    }
+                                    Some(other) => panic!("from rank {from}: {other:?}"),
+                                    None => {}
+                                }
+                                assert!(Instant::now() < end, "nothing from rank {from}");
+                                t.progress(Some(Duration::from_millis(10)))
+                                    .expect("progress");
+                            }
+                        }
+                    } else {
+                        t.send(0, env(rank), &rank.to_le_bytes()).expect("send");
+                        t.flush(PATIENCE).expect("flush");
+                    }
+                    took
+                })
+            })
+            .collect();
+        let took: Vec<Duration> = ranks
+            .into_iter()
+            .map(|h| h.join().expect("a rank failed"))
+            .collect();
+        (took[0], s.join().expect("the stranger failed"), job)
+    }
+
+    /// Strangers reach rank 0's port before the real ranks: wrong secret,
+    /// a hello without one, a wrong rank with the right secret, garbage,
+    /// silence. Each is closed, and the job connects and runs at once.
+    #[test]
+    fn bad_hellos_are_refused_and_the_job_goes_on() {
+        let (took, mut strangers, _) = job(3, Some(SECRET), |job| {
+            let addr: SocketAddr = job.published("o2g-addr-0").parse().expect("address");
+            let wrong = "fedcba9876543210fedcba9876543210";
+            let hellos: Vec<Vec<u8>> = vec![
+                raw_hello(1, wrong.as_bytes()),
+                raw_hello(2, b""),
+                raw_hello(7, SECRET.as_bytes()),
+                raw_hello(0, SECRET.as_bytes()),
+                vec![b'x'; HELLO_LEN],
+                Vec::new(),
+            ];
+            hellos
+                .iter()
+                .map(|h| {
+                    let mut s = TcpStream::connect(addr).expect("connect");
+                    s.write_all(h).expect("hello");
+                    s
+                })
+                .collect::<Vec<_>>()
+        });
+        assert!(
+            took < HELLO_TIMEOUT,
+            "setup waited {took:?} for the strangers"
+        );
+        for (i, s) in strangers.iter_mut().enumerate() {
+            assert!(closed(s), "stranger {i} was not refused");
+        }
+    }
+
+    /// Without `O2G_JOB_SECRET` (hydra), rank 0 publishes a fresh secret
+    /// that the other ranks use, and a stranger with another is refused.
+    #[test]
+    fn without_o2g_job_secret_rank_0_publishes_one() {
+        let (_, mut stranger, job) = job(3, None, |job| {
+            let addr: SocketAddr = job.published("o2g-addr-0").parse().expect("address");
+            let mut s = TcpStream::connect(addr).expect("connect");
+            s.write_all(&raw_hello(2, SECRET.as_bytes()))
+                .expect("hello");
+            s
+        });
+        let published = job.kv.lock().expect("kv").get(SECRET_KEY).cloned();
+        let published = published.expect("rank 0 published no secret");
+        assert!(is_secret(&published), "{published:?}");
+        assert_ne!(published, SECRET);
+        assert!(closed(&mut stranger), "the stranger was not refused");
+    }
+
+    #[test]
+    fn hellos_are_checked_whole() {
+        let h = hello(5, SECRET);
+        assert_eq!(check_hello(&h, SECRET), Ok(5));
+        let mut bad = h;
+        bad[HELLO_LEN - 1] ^= 1;
+        assert!(check_hello(&bad, SECRET).unwrap_err().contains("secret"));
+        let mut bad = h;
+        bad[0] = b'X';
+        assert!(check_hello(&bad, SECRET)
+            .unwrap_err()
+            .contains("not an o2g hello"));
+        assert_ne!(
+            fresh_secret().expect("secret"),
+            fresh_secret().expect("secret")
+        );
+        assert!(is_secret(&fresh_secret().expect("secret")));
+    }
 }
