@@ -36,14 +36,14 @@
 //! - `cargo test -p o2g-core`: unit tests next to the code; proptest
 //!   properties against a plain-vector model of MPI matching
 //!   (`tests/matching_model.rs`) and against random splits of the stream
-//!   (`tests/stream_split.rs`); a deterministic multi-endpoint simulation
-//!   (`tests/sim.rs`).
+//!   (`tests/stream_split.rs`); the dump allocator against a byte-owner
+//!   reference model, sizes up to the whole area (`tests/dump_model.rs`);
+//!   a deterministic multi-endpoint simulation (`tests/sim.rs`).
 //! - `cargo bench -p o2g-core --bench matching`: ns per operation at 1,
 //!   1 000 and 100 000 queued entries.
-//! - Fuzzing, with cargo-fuzz on the stable toolchain (`RUSTC_BOOTSTRAP`
-//!   lets it pass `-Zsanitizer=address`):
-//!   `cd core/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O stream -- -max_total_time=300`
-//!   (targets: `stream`, `matching`).
+//! - Fuzzing against models, with cargo-fuzz: `scripts/fuzz.sh` runs every
+//!   target for `O2G_FUZZ_SECS` seconds each (targets: `stream`,
+//!   `stream_take`, `matching`, `dump`); the test command runs it briefly.
 //!
 //! The lint list below mirrors the kernel's `rust_common_flags` (Linux 7.2
 //! top-level Makefile) so that `cargo clippy` catches what Kbuild would
