@@ -4,14 +4,18 @@
 //! starts each process with either
 //! - `PMI_FD`: an inherited, connected socket (hydra on one node), or
 //! - `PMI_PORT=host:port` and `PMI_ID`: a TCP address to connect to, with
-//!   the `initack` handshake that tells the server which process this is,
+//!   the `initack` handshake that tells the server which process this is
+//!   (and, under o2grun, proves it with the job's secret, `O2G_JOB_SECRET`;
+//!   hydra's `PMI_FD` needs no proof and never gets one),
 //!
 //! plus `PMI_RANK` and `PMI_SIZE`. Commands are newline-terminated lines
 //! of space-separated `key=value` pairs (`cmd=init pmi_version=1
 //! pmi_subversion=1`, `get_maxes`, `get_my_kvsname`, `put`, `get`,
 //! `barrier_in`/`barrier_out`, `finalize`, `abort`); every request gets one
-//! response line. Without any of this the process is a singleton: a world
-//! of one, with a private key-value space (MPI 4.1 §11.8.2).
+//! response line. A value may hold spaces and backslashes escaped with a
+//! backslash, as MPICH writes them. Without any of this the process is a
+//! singleton: a world of one, with a private key-value space (MPI 4.1
+//! §11.8.2).
 //!
 //! `unsafe` here is only the adoption of the inherited `PMI_FD`.
 
@@ -104,6 +108,8 @@ impl Pmi {
             let what = what.to_owned();
             move |e| Error::io(what, e)
         };
+        // Only o2grun's PMI_PORT server asks for the secret.
+        let mut secret = None;
         let (reader, writer): (Box<dyn Read>, Box<dyn Write>) = if let Some(fd) = env_u32("PMI_FD")?
         {
             let s = adopt_fd(fd as RawFd)?;
@@ -115,6 +121,7 @@ impl Pmi {
             s.set_read_timeout(Some(RESPONSE_TIMEOUT))
                 .map_err(io("PMI_PORT"))?;
             let _ = s.set_nodelay(true);
+            secret = std::env::var("O2G_JOB_SECRET").ok();
             (
                 Box::new(s.try_clone().map_err(io("PMI_PORT"))?),
                 Box::new(s),
@@ -139,7 +146,7 @@ impl Pmi {
             local: HashMap::new(),
         };
         if let Ok(id) = std::env::var("PMI_ID") {
-            pmi.initack(&id)?;
+            pmi.initack(&id, secret.as_deref())?;
         }
         let r = pmi.call(
             "cmd=init pmi_version=1 pmi_subversion=1",
@@ -167,9 +174,11 @@ impl Pmi {
     }
 
     /// Hydra's `PMI_PORT` handshake: the server answers with our size and
-    /// rank.
-    fn initack(&mut self, id: &str) -> Result<()> {
-        self.send(&format!("cmd=initack pmiid={id}"))?;
+    /// rank. o2grun's server also wants the job's `secret`, which its
+    /// ranks find in `O2G_JOB_SECRET`; without one the line is hydra's.
+    fn initack(&mut self, id: &str, secret: Option<&str>) -> Result<()> {
+        let proof = secret.map_or(String::new(), |s| format!(" secret={}", escape(s)));
+        self.send(&format!("cmd=initack pmiid={id}{proof}"))?;
         self.expect("initack")?;
         for _ in 0..3 {
             let r = self.expect("set")?;
@@ -291,5 +300,39 @@ impl Pmi {
     pub(crate) fn abort(&mut self, code: i32, msg: &str) {
         let msg: String = msg.split_whitespace().collect::<Vec<_>>().join("_");
         let _ = self.send(&format!("cmd=abort exitcode={code} error_msg={msg}"));
+    }
+}
+
+/// `value` escaped for a `key=value` word the way MPICH's PMI wire code
+/// reads it (and o2grun, `mpi/src/bin/o2grun/wire.rs`): a backslash before
+/// each space and backslash. A line break cannot travel inside a line and
+/// becomes an (escaped) space.
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            ' ' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push_str("\\ "),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escaping_keeps_underscores_and_marks_spaces_and_backslashes() {
+        assert_eq!(
+            escape("rank 2: O2G_TRANSPORT=self  a\\b"),
+            "rank\\ 2:\\ O2G_TRANSPORT=self\\ \\ a\\\\b"
+        );
+        assert_eq!(escape("two\nlines"), "two\\ lines");
+        assert_eq!(escape(""), "");
     }
 }

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::pmi_server::{self, Event};
+use crate::pmi_server::{Event, Server};
+use crate::secret::{self, Secret};
 
 /// Where the ranks find the PMI server.
 pub(crate) enum Pmi {
@@ -38,6 +39,9 @@ pub(crate) struct JobConfig {
     pub(crate) tag_output: bool,
     pub(crate) timeout: Option<Duration>,
     pub(crate) grace: Duration,
+    /// The job's secret, for the ranks' environment and the PMI server
+    /// (none: a split job not given one, whose PMI is open to anyone).
+    pub(crate) secret: Option<Secret>,
 }
 
 /// How often the supervisor looks at the children.
@@ -71,6 +75,10 @@ fn spawn(cfg: &JobConfig, rank: u32, pmi_port: &str) -> std::io::Result<Child> {
         .env("PMI_SIZE", cfg.np.to_string())
         .env_remove("PMI_FD")
         .stdin(Stdio::null());
+    match &cfg.secret {
+        Some(s) => cmd.env(secret::ENV, s.as_str()),
+        None => cmd.env_remove(secret::ENV),
+    };
     if cfg.tag_output {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
@@ -141,7 +149,13 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
             if bound.ip().is_unspecified() {
                 bound.set_ip(Ipv4Addr::LOCALHOST.into());
             }
-            pmi_server::serve(listener, cfg.np, cfg.local.clone(), tx.clone());
+            Server::start(
+                listener,
+                cfg.np,
+                cfg.local.clone(),
+                cfg.secret.clone(),
+                tx.clone(),
+            );
             bound.to_string()
         }
         // `tx` stays alive, so waiting on `rx` still waits a tick.
@@ -189,9 +203,7 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
                     format!("rank {rank} called MPI_Abort with code {code}: {msg}"),
                     code.clamp(1, 255) as u8,
                 ),
-                Event::Protocol { rank, msg } => {
-                    (format!("PMI error from rank {rank:?}: {msg}"), 1)
-                }
+                Event::Protocol { rank, msg } => (format!("PMI error from rank {rank}: {msg}"), 1),
             });
         }
         let mut failed = None;

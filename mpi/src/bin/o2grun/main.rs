@@ -5,8 +5,8 @@
 //! ```
 //!
 //! o2grun is a PMI-1 server (`pmi_server.rs`): each rank gets
-//! `PMI_PORT`, `PMI_ID`, `PMI_RANK` and `PMI_SIZE` and connects back.
-//! It then supervises the job (`job.rs`):
+//! `PMI_PORT`, `PMI_ID`, `PMI_RANK`, `PMI_SIZE` and `O2G_JOB_SECRET` and
+//! connects back. It then supervises the job (`job.rs`):
 //! - exit status 0 when every rank exits 0;
 //! - if a rank exits non-zero, is killed by a signal, or calls
 //!   `MPI_Abort`, every other rank is terminated (SIGTERM, then SIGKILL
@@ -30,9 +30,35 @@
 //! fails the job when a remote rank drops its PMI connection without
 //! finalizing (its own o2grun says why); ranks set `O2G_ADDR` to the
 //! address their peers reach them at.
+//!
+//! # The job's secret
+//!
+//! Anyone who can reach the PMI port can connect to it, so o2grun gives
+//! each job a secret: 32 lowercase hexadecimal digits from
+//! `/dev/urandom`, fresh for every job, in every rank's environment as
+//! `O2G_JOB_SECRET` (`secret.rs`). A rank's PMI client sends it with its
+//! `initack`; the transports authenticate the ranks' connections to each
+//! other with it. The PMI server (`gate.rs`) serves only a connection that
+//! presents it for a rank no other connection has held; anything else
+//! (garbage, a wrong secret, silence past a few seconds, a line without
+//! end) is closed, reported on stderr, and cannot end or stall the job.
+//! A job split across o2gruns shares one secret, which the user gives
+//! each of them in `O2G_JOB_SECRET`:
+//!
+//! ```text
+//! $ export O2G_JOB_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+//! ```
+//!
+//! Without it a split job runs as before, unauthenticated, with a warning;
+//! a job on one o2grun ignores the variable and makes its own. The secret
+//! travels in the clear: it keeps out whoever can connect, not whoever
+//! can watch the network.
 
+mod gate;
 mod job;
 mod pmi_server;
+mod secret;
+mod wire;
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -41,6 +67,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+
+use secret::Secret;
 
 /// Run an MPI program as N local processes.
 #[derive(Parser, Debug)]
@@ -102,12 +130,39 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    let split = a.pmi_server.is_some() || local != (0..a.np);
+    let secret = match (split, std::env::var(secret::ENV)) {
+        (false, _) => match Secret::generate() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("o2grun: reading /dev/urandom for the job's secret: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        (true, Ok(v)) => match Secret::parse(&v) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("o2grun: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        (true, Err(_)) => None,
+    };
     let pmi = match a.pmi_server {
         Some(addr) => job::Pmi::Remote(addr),
-        None => job::Pmi::Serve(
-            a.pmi_listen
-                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
-        ),
+        None => {
+            if secret.is_none() {
+                eprintln!(
+                    "o2grun: warning: {} is not set, so this job's PMI server admits anyone \
+                     who names a rank: give every o2grun of the job the same secret",
+                    secret::ENV
+                );
+            }
+            job::Pmi::Serve(
+                a.pmi_listen
+                    .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
+            )
+        }
     };
     let cfg = job::JobConfig {
         np: a.np,
@@ -118,6 +173,7 @@ fn main() -> ExitCode {
         tag_output: a.tag_output,
         timeout: (a.timeout > 0).then(|| Duration::from_secs(a.timeout)),
         grace: Duration::from_secs(a.grace),
+        secret,
     };
     match job::run(&cfg) {
         Ok(code) => ExitCode::from(code),

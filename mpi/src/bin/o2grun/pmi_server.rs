@@ -1,191 +1,383 @@
-//! The PMI-1 server side, one thread per rank connection.
+//! The PMI-1 server: the job's key-value space and barrier, and a thread
+//! per rank serving that rank's connection.
 //!
 //! Speaks the `PMI_PORT` dialect of hydra: the client opens with
-//! `cmd=initack pmiid=<rank>`, is told its size and rank, then sends the
-//! usual PMI-1 commands. Barriers and the key-value space are shared
-//! under one mutex; `abort` and protocol errors are reported to the
-//! supervisor through a channel.
+//! `cmd=initack pmiid=<rank> secret=<job secret>`, is told its size and
+//! rank, then sends the usual PMI-1 commands. Which connections get that
+//! far is the gate's decision (`gate.rs`): from then on a connection is
+//! its rank's, only one connection holds a rank, and what it says counts
+//! as the rank's own. A rank that breaks the protocol (an overlong or
+//! non-UTF-8 line, a malformed `put`, a second barrier entry) or calls
+//! `abort` is reported to the supervisor, which ends the job naming it.
+//!
+//! Lock order: one mutex, [`Server`]'s state, never held across I/O (a
+//! barrier waits on the condition variable, which releases it).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufReader, Cursor, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::ops::Range;
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
+
+use crate::gate;
+use crate::secret::Secret;
+use crate::wire::{self, LineError, MAX_LINE};
+
+/// Most bytes of keys and values the key-value space holds: far above
+/// what the transports publish (an address per rank), a bound on what a
+/// broken rank can make o2grun keep.
+const MAX_KVS_BYTES: usize = 16 << 20;
 
 /// What a rank told the server that the supervisor must act on.
 #[derive(Debug)]
 pub(crate) enum Event {
     /// `cmd=abort` from a rank.
     Abort { rank: u32, code: i32, msg: String },
-    /// A rank broke the protocol.
-    Protocol { rank: Option<u32>, msg: String },
+    /// A rank broke the protocol, or a remote rank went away.
+    Protocol { rank: u32, msg: String },
     /// A rank on another machine finalized: the server may go away once
     /// every remote rank has.
     RemoteFinalized,
 }
 
-#[derive(Default)]
-struct State {
-    kvs: HashMap<String, String>,
-    barrier_count: u32,
-    barrier_gen: u64,
+/// Where a rank stands with the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Conn {
+    /// No connection has been admitted for it.
+    Waiting,
+    /// Its connection is being served.
+    Serving,
+    /// It sent `finalize` (and was answered).
+    Finalized,
+    /// Its connection ended without `finalize`.
+    Gone,
 }
 
-struct Shared {
+/// The barrier, counted per rank.
+#[derive(Debug)]
+struct Barrier {
+    /// Ranks in the current generation's barrier.
+    entered: Vec<bool>,
+    count: usize,
+    /// Bumped each time every rank has entered.
+    generation: u64,
+}
+
+/// What entering the barrier did.
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    /// This rank was the last: everyone goes on.
+    Released,
+    /// Wait until the generation moves past this one.
+    Wait(u64),
+}
+
+impl Barrier {
+    fn new(np: u32) -> Self {
+        Self {
+            entered: vec![false; np as usize],
+            count: 0,
+            generation: 0,
+        }
+    }
+
+    fn enter(&mut self, rank: u32) -> Result<Entry, String> {
+        let slot = &mut self.entered[rank as usize];
+        if *slot {
+            return Err("entered the PMI barrier twice".into());
+        }
+        *slot = true;
+        self.count += 1;
+        if self.count < self.entered.len() {
+            return Ok(Entry::Wait(self.generation));
+        }
+        self.entered.fill(false);
+        self.count = 0;
+        self.generation += 1;
+        Ok(Entry::Released)
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    kvs: HashMap<String, String>,
+    kvs_bytes: usize,
+    conns: Vec<Conn>,
+    barrier: Barrier,
+}
+
+/// The PMI server of one job.
+pub(crate) struct Server {
     np: u32,
     /// Ranks the serving o2grun supervises; the others run elsewhere.
     local: Range<u32>,
+    secret: Option<Secret>,
     kvsname: String,
     state: Mutex<State>,
     cond: Condvar,
+    events: Sender<Event>,
 }
 
-/// Accepts `np` connections on `listener` and serves each on a thread.
-/// Ranks outside `local` run on other machines.
-pub(crate) fn serve(listener: TcpListener, np: u32, local: Range<u32>, events: Sender<Event>) {
-    let shared = Arc::new(Shared {
-        np,
-        local,
-        kvsname: format!("o2grun_{}", std::process::id()),
-        state: Mutex::new(State::default()),
-        cond: Condvar::new(),
-    });
-    thread::spawn(move || {
-        for stream in listener.incoming().take(np as usize) {
-            let (shared, events) = (shared.clone(), events.clone());
-            match stream {
-                Ok(s) => {
-                    thread::spawn(move || {
-                        let result = client(s, &shared);
-                        if let Ok(Some(r)) = result {
-                            if !shared.local.contains(&r) {
-                                let _ = events.send(Event::RemoteFinalized);
-                            }
-                        }
-                        if let Err((rank, msg)) = result {
-                            let _ = events.send(match msg.strip_prefix("abort:") {
-                                Some(rest) => {
-                                    let (code, msg) = rest.split_once(':').unwrap_or((rest, ""));
-                                    Event::Abort {
-                                        rank: rank.unwrap_or(u32::MAX),
-                                        code: code.parse().unwrap_or(1),
-                                        msg: msg.to_owned(),
-                                    }
-                                }
-                                None => Event::Protocol { rank, msg },
-                            });
-                        }
-                    });
+impl Server {
+    /// Serves PMI on `listener` for `np` ranks, of which those outside
+    /// `local` run on other machines; admits only connections that present
+    /// `secret` (any, without one). Returns at once: the gate and the
+    /// ranks' connections run on threads of their own.
+    pub(crate) fn start(
+        listener: TcpListener,
+        np: u32,
+        local: Range<u32>,
+        secret: Option<Secret>,
+        events: Sender<Event>,
+    ) -> Arc<Self> {
+        let server = Arc::new(Self {
+            np,
+            local,
+            secret,
+            kvsname: format!("o2grun_{}", std::process::id()),
+            state: Mutex::new(State {
+                kvs: HashMap::new(),
+                kvs_bytes: 0,
+                conns: vec![Conn::Waiting; np as usize],
+                barrier: Barrier::new(np),
+            }),
+            cond: Condvar::new(),
+            events,
+        });
+        let s = server.clone();
+        thread::spawn(move || gate::run(listener, &s));
+        server
+    }
+
+    pub(crate) fn np(&self) -> u32 {
+        self.np
+    }
+
+    pub(crate) fn secret(&self) -> Option<&Secret> {
+        self.secret.as_ref()
+    }
+
+    /// Whether every rank holds (or held) a connection: then nobody else
+    /// needs to connect.
+    pub(crate) fn all_claimed(&self) -> bool {
+        self.lock().conns.iter().all(|c| *c != Conn::Waiting)
+    }
+
+    /// Gives `rank` to a new connection; false if another has it (or had
+    /// it: a rank connects once).
+    pub(crate) fn claim(&self, rank: u32) -> bool {
+        let mut st = self.lock();
+        match st.conns.get_mut(rank as usize) {
+            Some(c @ Conn::Waiting) => {
+                *c = Conn::Serving;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Serves `rank`'s admitted connection on a thread of its own;
+    /// `leftover` holds what the gate read past the `initack` line.
+    pub(crate) fn serve(self: &Arc<Self>, rank: u32, stream: TcpStream, leftover: Vec<u8>) {
+        let s = self.clone();
+        thread::spawn(move || s.serve_rank(rank, stream, leftover));
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn serve_rank(&self, rank: u32, stream: TcpStream, leftover: Vec<u8>) {
+        let stop = match self.converse(rank, stream, leftover) {
+            Ok(s) | Err(s) => s,
+        };
+        let remote = !self.local.contains(&rank);
+        if !matches!(stop, Stop::Finalized) {
+            self.lock().conns[rank as usize] = Conn::Gone;
+        }
+        let event = match stop {
+            Stop::Finalized => remote.then_some(Event::RemoteFinalized),
+            // A local rank that leaves without finalizing is its
+            // supervisor's business (its exit status decides); a remote
+            // one is only seen here.
+            Stop::Closed(why) => remote.then(|| Event::Protocol {
+                rank,
+                msg: format!(
+                    "remote rank {rank} closed its PMI connection without finalizing{}",
+                    why.map_or(String::new(), |e| format!(" ({e})"))
+                ),
+            }),
+            Stop::Aborted { code, msg } => Some(Event::Abort { rank, code, msg }),
+            Stop::Broken(msg) => Some(Event::Protocol { rank, msg }),
+        };
+        if let Some(e) = event {
+            let _ = self.events.send(e);
+        }
+    }
+
+    /// Answers `rank`'s commands until it finalizes, aborts, breaks the
+    /// protocol or goes away.
+    fn converse(&self, rank: u32, stream: TcpStream, leftover: Vec<u8>) -> Result<Stop, Stop> {
+        let mut out = stream.try_clone()?;
+        let mut input = BufReader::new(Cursor::new(leftover).chain(stream));
+        let mut send = |line: &str| out.write_all(format!("{line}\n").as_bytes());
+        // The gate admitted the connection on its initack: answer it.
+        send("cmd=initack rc=0")?;
+        send(&format!("cmd=set size={}", self.np))?;
+        send(&format!("cmd=set rank={rank}"))?;
+        send("cmd=set debug=0")?;
+        loop {
+            let line = match wire::read_line(&mut input, MAX_LINE) {
+                Ok(Some(line)) => line,
+                Ok(None) => return Ok(Stop::Closed(None)),
+                Err(LineError::Io(e)) => return Ok(Stop::Closed(Some(e))),
+                Err(e) => return Err(Stop::Broken(format!("sent {e}"))),
+            };
+            let kv = wire::parse(&line);
+            let get = |k: &str| kv.get(k).map(String::as_str);
+            match get("cmd").unwrap_or("") {
+                "initack" => return Err(Stop::Broken("sent initack twice".into())),
+                "init" => send("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0")?,
+                "get_maxes" => {
+                    send("cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024 rc=0")?
                 }
-                Err(e) => {
-                    let _ = events.send(Event::Protocol {
-                        rank: None,
-                        msg: format!("accept: {e}"),
-                    });
+                "get_my_kvsname" => send(&format!("cmd=my_kvsname kvsname={} rc=0", self.kvsname))?,
+                "get_universe_size" => send(&format!("cmd=universe_size size={} rc=0", self.np))?,
+                "get_appnum" => send("cmd=appnum appnum=0 rc=0")?,
+                "put" => {
+                    let (Some(k), Some(v)) = (get("key"), get("value")) else {
+                        return Err(Stop::Broken(format!(
+                            "sent a put without key or value: {}",
+                            shorten(&line)
+                        )));
+                    };
+                    self.put(k, v)?;
+                    send("cmd=put_result rc=0 msg=success")?;
+                }
+                "get" => {
+                    let v = self.lock().kvs.get(get("key").unwrap_or("")).cloned();
+                    send(&match v {
+                        Some(v) => {
+                            format!("cmd=get_result rc=0 msg=success value={}", wire::escape(&v))
+                        }
+                        None => "cmd=get_result rc=-1 msg=key_not_found".into(),
+                    })?;
+                }
+                "barrier_in" => {
+                    self.barrier(rank)?;
+                    send("cmd=barrier_out")?;
+                }
+                "finalize" => {
+                    // Recorded before the answer: once the rank has it, it
+                    // may exit, and its supervisor must see it finalized.
+                    self.lock().conns[rank as usize] = Conn::Finalized;
+                    send("cmd=finalize_ack rc=0")?;
+                    return Ok(Stop::Finalized);
+                }
+                "abort" => {
+                    return Ok(Stop::Aborted {
+                        code: get("exitcode").and_then(|c| c.parse().ok()).unwrap_or(1),
+                        msg: get("error_msg").unwrap_or("").to_owned(),
+                    })
+                }
+                other => send(&format!(
+                    "cmd={}_result rc=-1 msg=unknown_command",
+                    wire::escape(other)
+                ))?,
+            }
+        }
+    }
+
+    fn put(&self, key: &str, value: &str) -> Result<(), Stop> {
+        let mut st = self.lock();
+        let old = st.kvs.get(key).map_or(0, |v| key.len() + v.len());
+        let bytes = st.kvs_bytes - old + key.len() + value.len();
+        if bytes > MAX_KVS_BYTES {
+            return Err(Stop::Broken(format!(
+                "put more than {} MiB into the key-value space",
+                MAX_KVS_BYTES >> 20
+            )));
+        }
+        st.kvs_bytes = bytes;
+        st.kvs.insert(key.to_owned(), value.to_owned());
+        Ok(())
+    }
+
+    /// Waits until every rank has entered the barrier.
+    fn barrier(&self, rank: u32) -> Result<(), Stop> {
+        let mut st = self.lock();
+        match st.barrier.enter(rank).map_err(Stop::Broken)? {
+            Entry::Released => self.cond.notify_all(),
+            Entry::Wait(generation) => {
+                // The supervisor ends the whole process if a rank dies,
+                // so this wait cannot outlive the job.
+                while st.barrier.generation == generation {
+                    st = self.cond.wait(st).unwrap_or_else(|p| p.into_inner());
                 }
             }
         }
-    });
-}
-
-fn parse(line: &str) -> HashMap<&str, &str> {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .collect()
-}
-
-/// Serves one rank until it finalizes or disconnects.
-/// Serves one rank's connection; the rank, once it finalized.
-fn client(s: TcpStream, sh: &Shared) -> Result<Option<u32>, (Option<u32>, String)> {
-    let mut rank = None;
-    let err = |rank: Option<u32>, m: String| (rank, m);
-    let mut out = s.try_clone().map_err(|e| err(None, e.to_string()))?;
-    let mut send = |line: String| -> Result<(), (Option<u32>, String)> {
-        out.write_all(format!("{line}\n").as_bytes())
-            .map_err(|e| (None, format!("write: {e}")))
-    };
-    for line in BufReader::new(s).lines() {
-        let line = line.map_err(|e| err(rank, format!("read: {e}")))?;
-        let kv = parse(&line);
-        let cmd = kv.get("cmd").copied().unwrap_or("");
-        match cmd {
-            "initack" => {
-                let id: u32 = kv
-                    .get("pmiid")
-                    .and_then(|v| v.parse().ok())
-                    .filter(|&r| r < sh.np)
-                    .ok_or_else(|| err(None, format!("bad initack: {line}")))?;
-                rank = Some(id);
-                send("cmd=initack rc=0".into())?;
-                send(format!("cmd=set size={}", sh.np))?;
-                send(format!("cmd=set rank={id}"))?;
-                send("cmd=set debug=0".into())?;
-            }
-            "init" => send("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0".into())?,
-            "get_maxes" => {
-                send("cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024 rc=0".into())?
-            }
-            "get_my_kvsname" => send(format!("cmd=my_kvsname kvsname={} rc=0", sh.kvsname))?,
-            "get_universe_size" => send(format!("cmd=universe_size size={} rc=0", sh.np))?,
-            "get_appnum" => send("cmd=appnum appnum=0 rc=0".into())?,
-            "put" => {
-                let (Some(k), Some(v)) = (kv.get("key"), kv.get("value")) else {
-                    return Err(err(rank, format!("bad put: {line}")));
-                };
-                lock(sh).kvs.insert((*k).to_owned(), (*v).to_owned());
-                send("cmd=put_result rc=0 msg=success".into())?;
-            }
-            "get" => {
-                let k = kv.get("key").copied().unwrap_or("");
-                let v = lock(sh).kvs.get(k).cloned();
-                send(match v {
-                    Some(v) => format!("cmd=get_result rc=0 msg=success value={v}"),
-                    None => "cmd=get_result rc=-1 msg=key_not_found".into(),
-                })?;
-            }
-            "barrier_in" => {
-                let mut st = lock(sh);
-                let gen = st.barrier_gen;
-                st.barrier_count += 1;
-                if st.barrier_count == sh.np {
-                    st.barrier_count = 0;
-                    st.barrier_gen += 1;
-                    sh.cond.notify_all();
-                } else {
-                    // The supervisor ends the whole process if a rank dies,
-                    // so this wait cannot outlive the job.
-                    while st.barrier_gen == gen {
-                        st = sh.cond.wait(st).unwrap_or_else(|p| p.into_inner());
-                    }
-                }
-                drop(st);
-                send("cmd=barrier_out".into())?;
-            }
-            "finalize" => {
-                send("cmd=finalize_ack rc=0".into())?;
-                return Ok(rank);
-            }
-            "abort" => {
-                let code = kv.get("exitcode").copied().unwrap_or("1");
-                let msg = kv.get("error_msg").copied().unwrap_or("").replace('_', " ");
-                return Err(err(rank, format!("abort:{code}:{msg}")));
-            }
-            other => send(format!("cmd={other}_result rc=-1 msg=unknown_command"))?,
-        }
-    }
-    // A local rank that leaves without finalizing is its supervisor's
-    // business (its exit status decides); a remote one is only seen here.
-    match rank {
-        Some(r) if !sh.local.contains(&r) => Err(err(
-            rank,
-            format!("remote rank {r} closed its PMI connection without finalizing"),
-        )),
-        _ => Ok(None),
+        Ok(())
     }
 }
 
-fn lock(sh: &Shared) -> std::sync::MutexGuard<'_, State> {
-    sh.state.lock().unwrap_or_else(|p| p.into_inner())
+/// How a rank's conversation ended.
+enum Stop {
+    Finalized,
+    /// The connection ended or failed without `finalize`.
+    Closed(Option<io::Error>),
+    Aborted {
+        code: i32,
+        msg: String,
+    },
+    /// The rank broke the protocol.
+    Broken(String),
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        Stop::Closed(Some(e))
+    }
+}
+
+/// The start of a long line, for a message.
+fn shorten(line: &str) -> String {
+    match line.char_indices().nth(80) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_barrier_releases_when_every_rank_entered_once() {
+        let mut b = Barrier::new(3);
+        assert_eq!(b.enter(0), Ok(Entry::Wait(0)));
+        assert_eq!(b.enter(2), Ok(Entry::Wait(0)));
+        assert_eq!(b.enter(1), Ok(Entry::Released));
+        assert_eq!(b.generation, 1);
+        // The next generation starts empty.
+        assert_eq!(b.enter(1), Ok(Entry::Wait(1)));
+    }
+
+    #[test]
+    fn a_rank_entering_twice_releases_nobody() {
+        let mut b = Barrier::new(2);
+        assert_eq!(b.enter(0), Ok(Entry::Wait(0)));
+        assert!(b.enter(0).is_err());
+        assert_eq!(b.generation, 0);
+        assert_eq!(b.count, 1);
+        assert_eq!(b.enter(1), Ok(Entry::Released));
+    }
+
+    #[test]
+    fn long_lines_are_shortened_on_a_character_boundary() {
+        assert_eq!(shorten("cmd=put"), "cmd=put");
+        let long = "é".repeat(100);
+        assert_eq!(shorten(&long), format!("{}...", "é".repeat(80)));
+    }
 }
