@@ -296,10 +296,13 @@ impl Pmi {
     }
 
     /// Asks the manager to end the whole job with `code`
-    /// (`MPI_Abort`, §9.5); best effort.
+    /// (`MPI_Abort`, §9.5); best effort. The message arrives as written
+    /// (line breaks become spaces).
     pub(crate) fn abort(&mut self, code: i32, msg: &str) {
-        let msg: String = msg.split_whitespace().collect::<Vec<_>>().join("_");
-        let _ = self.send(&format!("cmd=abort exitcode={code} error_msg={msg}"));
+        let _ = self.send(&format!(
+            "cmd=abort exitcode={code} error_msg={}",
+            escape(msg)
+        ));
     }
 }
 

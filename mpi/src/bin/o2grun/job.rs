@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -107,6 +107,25 @@ fn describe(status: ExitStatus) -> (String, u8) {
     }
 }
 
+/// Why a job ends early.
+struct Failure {
+    why: String,
+    /// o2grun's exit status.
+    code: u8,
+    /// The rank that failed, if one did.
+    rank: Option<u32>,
+}
+
+impl Failure {
+    fn abort(rank: u32, code: i32, msg: &str) -> Self {
+        Self {
+            why: format!("rank {rank} called MPI_Abort with code {code}: {msg}"),
+            code: code.clamp(1, 255) as u8,
+            rank: Some(rank),
+        }
+    }
+}
+
 /// Terminates every child still running: SIGTERM, then SIGKILL after
 /// `grace`; waits for all of them (bounded by the SIGKILL).
 fn teardown(children: &mut [Option<Child>], grace: Duration) {
@@ -141,6 +160,7 @@ fn teardown(children: &mut [Option<Child>], grace: Duration) {
 /// Runs the job; returns o2grun's exit code.
 pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
     let (tx, rx) = mpsc::channel();
+    let mut server: Option<Arc<Server>> = None;
     let pmi_port = match &cfg.pmi {
         Pmi::Serve(addr) => {
             let listener =
@@ -149,13 +169,13 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
             if bound.ip().is_unspecified() {
                 bound.set_ip(Ipv4Addr::LOCALHOST.into());
             }
-            Server::start(
+            server = Some(Server::start(
                 listener,
                 cfg.np,
                 cfg.local.clone(),
                 cfg.secret.clone(),
                 tx.clone(),
-            );
+            ));
             bound.to_string()
         }
         // `tx` stays alive, so waiting on `rx` still waits a tick.
@@ -192,18 +212,19 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
         Pmi::Remote(_) => 0,
     };
     let start = Instant::now();
-    let outcome: Result<(), (String, u8)> = loop {
+    let outcome: Result<(), Failure> = loop {
         if let Ok(ev) = rx.recv_timeout(TICK) {
             break Err(match ev {
                 Event::RemoteFinalized => {
                     remote_left = remote_left.saturating_sub(1);
                     continue;
                 }
-                Event::Abort { rank, code, msg } => (
-                    format!("rank {rank} called MPI_Abort with code {code}: {msg}"),
-                    code.clamp(1, 255) as u8,
-                ),
-                Event::Protocol { rank, msg } => (format!("PMI error from rank {rank}: {msg}"), 1),
+                Event::Abort { rank, code, msg } => Failure::abort(rank, code, &msg),
+                Event::Protocol { rank, msg } => Failure {
+                    why: format!("PMI error from rank {rank}: {msg}"),
+                    code: 1,
+                    rank: Some(rank),
+                },
             });
         }
         let mut failed = None;
@@ -212,15 +233,35 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
             match c.try_wait() {
                 Ok(Some(st)) => {
                     *slot = None;
-                    if !st.success() {
-                        let (why, code) = describe(st);
-                        failed = Some((format!("rank {rank} {why}"), code));
+                    let unfinished = st.success()
+                        && server
+                            .as_ref()
+                            .is_some_and(|s| s.left_without_finalize(rank));
+                    if !st.success() || unfinished {
+                        let (why, code) = if unfinished {
+                            // Its peers may wait for it forever.
+                            (
+                                "exited with status 0 without calling MPI_Finalize".into(),
+                                1,
+                            )
+                        } else {
+                            describe(st)
+                        };
+                        failed = Some(Failure {
+                            why: format!("rank {rank} {why}"),
+                            code,
+                            rank: Some(rank),
+                        });
                         break;
                     }
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    failed = Some((format!("waiting for rank {rank}: {e}"), 1));
+                    failed = Some(Failure {
+                        why: format!("waiting for rank {rank}: {e}"),
+                        code: 1,
+                        rank: None,
+                    });
                     break;
                 }
             }
@@ -231,10 +272,7 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
             if let Ok(Event::Abort { rank, code, msg }) =
                 rx.recv_timeout(Duration::from_millis(200))
             {
-                break Err((
-                    format!("rank {rank} called MPI_Abort with code {code}: {msg}"),
-                    code.clamp(1, 255) as u8,
-                ));
+                break Err(Failure::abort(rank, code, &msg));
             }
             break Err(f);
         }
@@ -242,16 +280,29 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
             break Ok(());
         }
         if cfg.timeout.is_some_and(|t| start.elapsed() > t) {
-            break Err((format!("job timed out after {:?}", start.elapsed()), 124));
+            break Err(Failure {
+                why: format!("job timed out after {:?}", start.elapsed()),
+                code: 124,
+                rank: None,
+            });
         }
     };
     let code = match outcome {
         Ok(()) => 0,
-        Err((why, code)) => {
-            let running = children.iter().filter(|c| c.is_some()).count();
-            eprintln!("o2grun: {why}; terminating {running} other rank(s)");
+        Err(f) => {
+            // The failed rank, if it is ours and still running (it may
+            // linger after its abort), is not one of the others.
+            let culprit = f.rank.filter(|r| cfg.local.contains(r));
+            let others = cfg
+                .local
+                .clone()
+                .zip(children.iter())
+                .filter(|(r, c)| c.is_some() && Some(*r) != culprit)
+                .count();
+            let which = if f.rank.is_some() { "other " } else { "" };
+            eprintln!("o2grun: {}; terminating {others} {which}rank(s)", f.why);
             teardown(&mut children, cfg.grace);
-            code
+            f.code
         }
     };
     for r in relays {

@@ -8,10 +8,12 @@
 //! `PMI_PORT`, `PMI_ID`, `PMI_RANK`, `PMI_SIZE` and `O2G_JOB_SECRET` and
 //! connects back. It then supervises the job (`job.rs`):
 //! - exit status 0 when every rank exits 0;
-//! - if a rank exits non-zero, is killed by a signal, or calls
-//!   `MPI_Abort`, every other rank is terminated (SIGTERM, then SIGKILL
-//!   after a grace period), o2grun says which rank and why, and exits with
-//!   that rank's code (128 + signal for a signal);
+//! - if a rank exits non-zero, is killed by a signal, calls `MPI_Abort`,
+//!   or exits 0 without `MPI_Finalize` after connecting to PMI (its peers
+//!   would wait for it forever), every other rank is terminated (SIGTERM,
+//!   then SIGKILL after a grace period), o2grun says which rank and why,
+//!   and exits with that rank's code (128 + signal for a signal, 1 for a
+//!   missing `MPI_Finalize`);
 //! - with `--timeout`, a job running longer is killed and o2grun exits
 //!   124;
 //! - ranks get `PR_SET_PDEATHSIG`, so they die with o2grun: no orphans.

@@ -159,6 +159,16 @@ impl Server {
         self.secret.as_ref()
     }
 
+    /// Whether `rank` connected and then exited (or is exiting) without
+    /// `finalize`. A rank that never connected is not an MPI process as
+    /// far as the server knows (`o2grun -n 2 hostname`).
+    pub(crate) fn left_without_finalize(&self, rank: u32) -> bool {
+        matches!(
+            self.lock().conns.get(rank as usize),
+            Some(Conn::Serving | Conn::Gone)
+        )
+    }
+
     /// Whether every rank holds (or held) a connection: then nobody else
     /// needs to connect.
     pub(crate) fn all_claimed(&self) -> bool {
