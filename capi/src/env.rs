@@ -5,9 +5,10 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_double, c_int};
 
-use crate::error::{boundary, Code, Res, MPI_ERR_OTHER};
+use crate::error::{boundary, boundary_any_thread, boundary_init, Code, Res, MPI_ERR_OTHER};
 use crate::ffi;
 use crate::handles::{self, CommEntry, ErrMode, Handle, Phase};
+use crate::thread;
 
 /// `MPI_THREAD_SINGLE`: the only level this library provides.
 const THREAD_SINGLE: c_int = 0;
@@ -43,6 +44,7 @@ fn init() -> Res<()> {
                 errh: fatal(),
             },
         );
+        thread::initialized_here(universe.transport_name());
         s.universe = Some(universe);
         s.phase = Phase::Running;
     })
@@ -57,14 +59,16 @@ pub(crate) fn abort_job(code: c_int) -> ! {
 }
 
 /// `MPI_Init` (§11.2.1). The arguments are not used (the process manager
-/// passes everything through the environment).
+/// passes everything through the environment). A failure is fatal
+/// (`error::boundary_init`).
 #[no_mangle]
 pub(crate) extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
-    boundary("MPI_Init", none(), init)
+    boundary_init("MPI_Init", init)
 }
 
 /// `MPI_Init_thread` (§11.6.1): provides `MPI_THREAD_SINGLE` whatever is
-/// required (handles are thread-local).
+/// required (handles are thread-local; a call from another thread ends
+/// the job, see `thread.rs`). A failure is fatal, as for `MPI_Init`.
 ///
 /// # Safety
 ///
@@ -76,7 +80,7 @@ pub(crate) unsafe extern "C" fn MPI_Init_thread(
     _required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    boundary("MPI_Init_thread", none(), || {
+    boundary_init("MPI_Init_thread", || {
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(provided, THREAD_SINGLE) }?;
         init()
@@ -90,36 +94,37 @@ pub(crate) unsafe extern "C" fn MPI_Init_thread(
 /// `provided` must be valid for a write of one `int`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
-    boundary("MPI_Query_thread", none(), || {
+    boundary_any_thread("MPI_Query_thread", || {
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(provided, THREAD_SINGLE) }
     })
 }
 
 /// `MPI_Initialized` (§11.2.1): whether `MPI_Init` has completed (true
-/// after finalize too).
+/// after finalize too); any thread may ask.
 ///
 /// # Safety
 ///
 /// `flag` must be valid for a write of one `int`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
-    boundary("MPI_Initialized", none(), || {
-        let f = handles::with(|s| s.phase != Phase::Before)?;
+    boundary_any_thread("MPI_Initialized", || {
+        let f = thread::is_initialized();
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(flag, c_int::from(f)) }
     })
 }
 
-/// `MPI_Finalized` (§11.2.2): whether `MPI_Finalize` has completed.
+/// `MPI_Finalized` (§11.2.2): whether `MPI_Finalize` has completed; any
+/// thread may ask.
 ///
 /// # Safety
 ///
 /// `flag` must be valid for a write of one `int`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
-    boundary("MPI_Finalized", none(), || {
-        let f = handles::with(|s| s.phase == Phase::After)?;
+    boundary_any_thread("MPI_Finalized", || {
+        let f = thread::is_finalized();
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(flag, c_int::from(f)) }
     })
@@ -136,10 +141,12 @@ pub(crate) extern "C" fn MPI_Finalize() -> c_int {
             s.phase = Phase::After;
             s.universe.take()
         })?;
-        match universe {
+        let done = match universe {
             Some(u) => u.finalize().map_err(Code::from),
             None => Err(Code(MPI_ERR_OTHER)),
-        }
+        };
+        thread::finalized();
+        done
     })
 }
 
@@ -162,7 +169,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_version(
     version: *mut c_int,
     subversion: *mut c_int,
 ) -> c_int {
-    boundary("MPI_Get_version", none(), || {
+    boundary_any_thread("MPI_Get_version", || {
         // SAFETY: the caller passes valid output pointers.
         unsafe {
             ffi::out(version, 5)?;
@@ -178,7 +185,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_version(
 /// Both pointers must be valid for a write of one `int`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn MPI_Abi_get_version(major: *mut c_int, minor: *mut c_int) -> c_int {
-    boundary("MPI_Abi_get_version", none(), || {
+    boundary_any_thread("MPI_Abi_get_version", || {
         // SAFETY: the caller passes valid output pointers.
         unsafe {
             ffi::out(major, 1)?;
@@ -198,15 +205,11 @@ pub(crate) unsafe extern "C" fn MPI_Get_library_version(
     version: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
-    boundary("MPI_Get_library_version", none(), || {
-        let transport =
-            handles::with(|s| s.universe.as_ref().map(|u| u.transport_name().to_string()))?;
+    boundary_any_thread("MPI_Get_library_version", || {
         let text = format!(
             "o2g MPI {} (MPI 5.0 standard ABI 1.0, a subset; MPI_THREAD_SINGLE; transport {})",
             env!("CARGO_PKG_VERSION"),
-            transport
-                .as_deref()
-                .unwrap_or("chosen at MPI_Init by O2G_TRANSPORT")
+            thread::transport().unwrap_or("chosen at MPI_Init by O2G_TRANSPORT")
         );
         // SAFETY: the caller passes the buffer and length pointers.
         unsafe { ffi::write_str(version, 8192, &text, len) }

@@ -13,6 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::ffi;
 use crate::handles::{self, ErrMode, Handle};
+use crate::thread;
 
 macro_rules! classes {
     ($($name:ident = $v:expr, $text:expr;)*) => {
@@ -92,29 +93,75 @@ impl From<mpi::Error> for Code {
     }
 }
 
-/// The FFI boundary: runs `f`, turns a panic into `MPI_ERR_INTERN` (no
-/// unwinding reaches C), and hands an error to the error handler of
-/// communicator `comm` (§9.3; `MPI_COMM_WORLD`'s when `comm` is not one).
+/// Runs `f`, turning a panic into `MPI_ERR_INTERN` (no unwinding reaches
+/// C); the error code, or `None` on success.
+fn run(f: impl FnOnce() -> Res<()>) -> Option<c_int> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => None,
+        Ok(Err(Code(c))) => Some(c),
+        Err(_) => Some(MPI_ERR_INTERN),
+    }
+}
+
+/// Ends the job if this call comes from a thread that may not call MPI
+/// (see `thread.rs`): fatal whatever the error handler, since that
+/// thread has no handler, nor anything else, to go by.
+fn single_thread(name: &str) {
+    if thread::is_foreign() {
+        LAST.with(|l| *l.borrow_mut() = thread::OTHER_THREAD.to_owned());
+        raise(name, ErrMode::Fatal, MPI_ERR_OTHER);
+    }
+}
+
+/// The FFI boundary: runs `f` (in the thread that initialised MPI only),
+/// turns a panic into `MPI_ERR_INTERN`, and hands an error to the error
+/// handler of communicator `comm` (§9.3; `MPI_COMM_WORLD`'s when `comm`
+/// is not one).
 pub(crate) fn boundary(name: &str, comm: Handle, f: impl FnOnce() -> Res<()>) -> c_int {
-    let code = match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => return MPI_SUCCESS,
-        Ok(Err(Code(c))) => c,
-        Err(_) => MPI_ERR_INTERN,
+    single_thread(name);
+    match run(f) {
+        None => MPI_SUCCESS,
+        Some(code) => raise(name, handles::errmode(comm), code),
+    }
+}
+
+/// The FFI boundary of the calls MPI lets any thread make at any time
+/// (`MPI_Initialized`, the version inquiries, ...): as [`boundary`]
+/// without a communicator, from any thread.
+pub(crate) fn boundary_any_thread(name: &str, f: impl FnOnce() -> Res<()>) -> c_int {
+    match run(f) {
+        None => MPI_SUCCESS,
+        Some(code) => raise(name, handles::errmode(std::ptr::null_mut()), code),
+    }
+}
+
+/// The FFI boundary of `MPI_Init` and `MPI_Init_thread`. Before MPI runs
+/// an error is fatal, as under the initial error handler
+/// `MPI_ERRORS_ARE_FATAL` (§9.3; no other can have been set yet), so that
+/// a program that does not check does not run on without MPI; a second
+/// call while MPI runs goes to `MPI_COMM_WORLD`'s handler.
+pub(crate) fn boundary_init(name: &str, f: impl FnOnce() -> Res<()>) -> c_int {
+    single_thread(name);
+    let mode = match handles::running() {
+        Ok(()) => handles::errmode(std::ptr::null_mut()),
+        Err(_) => ErrMode::Fatal,
     };
-    raise(name, handles::errmode(comm), code)
+    match run(f) {
+        None => MPI_SUCCESS,
+        Some(code) => raise(name, mode, code),
+    }
 }
 
 /// The FFI boundary for calls on requests, whose error handler is that
 /// of the communicator each request came from: `f` sets `mode` (it starts
 /// as `MPI_COMM_WORLD`'s) before it fails.
 pub(crate) fn boundary_req(name: &str, f: impl FnOnce(&mut ErrMode) -> Res<()>) -> c_int {
+    single_thread(name);
     let mut mode = handles::errmode(std::ptr::null_mut());
-    let code = match catch_unwind(AssertUnwindSafe(|| f(&mut mode))) {
-        Ok(Ok(())) => return MPI_SUCCESS,
-        Ok(Err(Code(c))) => c,
-        Err(_) => MPI_ERR_INTERN,
-    };
-    raise(name, mode, code)
+    match run(|| f(&mut mode)) {
+        None => MPI_SUCCESS,
+        Some(code) => raise(name, mode, code),
+    }
 }
 
 /// Applies an error mode to an error `code` raised by `name`.
@@ -124,7 +171,13 @@ pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
     }
     let detail = LAST.with(|l| std::mem::take(&mut *l.borrow_mut()));
     let text = class_text(code).unwrap_or("unknown error");
-    eprintln!("o2g: {name}: {text} {detail} (MPI_ERRORS_ARE_FATAL: aborting the job)");
+    // One write, so that the lines of several ranks do not interleave.
+    let line = if detail.is_empty() {
+        format!("o2g: {name}: {text} (MPI_ERRORS_ARE_FATAL: aborting the job)\n")
+    } else {
+        format!("o2g: {name}: {detail} ({text}; MPI_ERRORS_ARE_FATAL: aborting the job)\n")
+    };
+    eprint!("{line}");
     crate::env::abort_job(code)
 }
 
@@ -190,7 +243,7 @@ pub(crate) unsafe extern "C" fn MPI_Errhandler_free(errh: *mut Handle) -> c_int 
 /// `class` must be valid for a write of one `int`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) -> c_int {
-    boundary("MPI_Error_class", std::ptr::null_mut(), || {
+    boundary_any_thread("MPI_Error_class", || {
         if !(0..=MPI_ERR_LASTCODE).contains(&code) {
             return Err(Code(MPI_ERR_ARG));
         }
@@ -216,7 +269,7 @@ pub(crate) unsafe extern "C" fn MPI_Error_string(
     string: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
-    boundary("MPI_Error_string", std::ptr::null_mut(), || {
+    boundary_any_thread("MPI_Error_string", || {
         let text = match class_text(code) {
             Some(t) => t.to_string(),
             None if (0..=MPI_ERR_LASTCODE).contains(&code) => format!("MPI error code {code}"),

@@ -12,11 +12,15 @@
 //! - `ffi.rs` turns raw pointers from C into references and slices (with
 //!   `op.rs`'s call of user functions, the only `unsafe` dereferences);
 //! - `status.rs` is `MPI_Status`;
+//! - `thread.rs` knows which thread may call MPI, and the little state
+//!   any thread may ask about;
 //! - `env.rs`, `comm.rs`, `p2p.rs`, `request.rs`, `coll.rs`,
 //!   `datatype.rs` and `op.rs` hold the exported functions, one MPI
 //!   chapter each.
 //!
-//! Threads: `MPI_THREAD_SINGLE`; all state is thread-local.
+//! Threads: `MPI_THREAD_SINGLE`; all state is thread-local, and a call
+//! from another thread than the initialising one ends the job
+//! (`thread.rs`).
 
 #![allow(non_snake_case)]
 
@@ -31,3 +35,4 @@ mod op;
 mod p2p;
 mod request;
 mod status;
+mod thread;

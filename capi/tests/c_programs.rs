@@ -2,7 +2,8 @@
 //! (`-Wall -Werror`) and run with `o2grun` at 1–8 ranks over the socket
 //! transports; each program checks every value itself and exits non-zero
 //! on any wrong one. Also: `mpicc -show` and flag pass-through, fatal
-//! errors and `MPI_Abort` ending the job, this header's constants against
+//! errors and `MPI_Abort` ending the job, so too a failed `MPI_Init` and a
+//! call from a second thread, this header's constants against
 //! MPICH 5.0's standard-ABI `mpi.h`, and binary compatibility (programs
 //! compiled and linked against MPICH's standard-ABI header and library,
 //! run unmodified against o2g's `libmpi_abi.so.1` by `LD_LIBRARY_PATH`).
@@ -143,16 +144,43 @@ fn succeed(cmd: &mut Command) -> Result<Output, String> {
     }
 }
 
-/// Builds `tests/c/<name>.c` with our mpicc and `-Wall -Werror`.
+/// Builds `tests/c/<name>.c` with our mpicc and `-Wall -Werror` (and
+/// `-pthread` for the program that starts a thread).
 fn build(env: &Env, name: &str) -> Result<PathBuf, String> {
     let exe = env.work.join(name);
-    succeed(
-        env.mpicc()
-            .args(["-Wall", "-Werror", "-O1", "-o"])
-            .arg(&exe)
-            .arg(env.source(name)),
-    )?;
+    let mut cc = env.mpicc();
+    cc.args(["-Wall", "-Werror", "-O1"]);
+    if name == "threads" {
+        cc.arg("-pthread");
+    }
+    succeed(cc.arg("-o").arg(&exe).arg(env.source(name)))?;
     Ok(exe)
+}
+
+/// Runs `prog` on `np` ranks over `transport`, which must end the job
+/// with a non-zero status, never print `not` on stdout, and name every
+/// one of `want` on stderr.
+fn launch_fatal(
+    env: &Env,
+    prog: &str,
+    np: u32,
+    transport: &str,
+    not: &str,
+    want: &[&str],
+) -> Result<(), String> {
+    let out = launch(env, &env.work.join(prog), np, transport, None)?;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let missing: Vec<&&str> = want.iter().filter(|w| !stderr.contains(**w)).collect();
+    if out.status.success() || stdout.contains(not) || !missing.is_empty() {
+        return Err(format!(
+            "the job did not end with a message naming {missing:?}: {}",
+            describe(&out)
+        ));
+    }
+    Ok(())
 }
 
 /// Runs `prog` on `np` ranks over `transport`.
@@ -321,7 +349,10 @@ fn main() {
             .map(drop)
         }),
     ));
-    for name in programs.iter().chain(&["fatal", "abort"]) {
+    for name in programs
+        .iter()
+        .chain(&["fatal", "abort", "init_fails", "threads"])
+    {
         tests.push((
             format!("build_{name}_wall_werror"),
             Box::new(move || build(env, name).map(drop)),
@@ -361,6 +392,44 @@ fn main() {
                     return Err(format!("MPI_Abort did not end the job: {}", describe(&out)));
                 }
                 Ok(())
+            }),
+        ));
+    }
+    for bad in ["bogus", "sockets_epoll"] {
+        for np in [1, 2] {
+            tests.push((
+                format!("init_failure_is_fatal_{bad}_np{np}"),
+                Box::new(move || {
+                    let valid = "sockets-epoll, sockets-select, sockets-poll";
+                    let quoted = format!("O2G_TRANSPORT=\"{bad}\"");
+                    launch_fatal(
+                        env,
+                        "init_fails",
+                        np,
+                        bad,
+                        "MPI_Init returned",
+                        &["MPI_Init", &quoted, valid],
+                    )
+                }),
+            ));
+        }
+    }
+    for np in [1, 2] {
+        tests.push((
+            format!("calls_from_a_second_thread_are_fatal_np{np}"),
+            Box::new(move || {
+                launch_fatal(
+                    env,
+                    "threads",
+                    np,
+                    "sockets-epoll",
+                    "returned",
+                    &[
+                        "MPI_Send",
+                        "called from a thread other than the one that initialized MPI",
+                        "MPI_THREAD_SINGLE",
+                    ],
+                )
             }),
         ));
     }
