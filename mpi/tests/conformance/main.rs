@@ -193,6 +193,25 @@ fn matrix() -> Vec<Run> {
         expect_output: Some("not available"),
         ..case("p2p_self", "o2g", 1)
     });
+    // An unknown transport: initialize fails with an error naming the
+    // value and the valid ones, and the job fails.
+    for (bad, want) in [
+        (
+            "bogus",
+            "O2G_TRANSPORT=\"bogus\": expected sockets-epoll, sockets-select",
+        ),
+        (
+            "sockets_epoll",
+            "O2G_TRANSPORT=\"sockets_epoll\": expected sockets-epoll, sockets-select",
+        ),
+    ] {
+        runs.push(Run {
+            expect_code: 1,
+            expect_output: Some(want),
+            name: format!("p2p/{bad}/np2/unknown-transport"),
+            ..case("p2p", bad, 2)
+        });
+    }
     runs
 }
 
