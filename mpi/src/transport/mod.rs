@@ -35,7 +35,12 @@
 //!    matching engine of `o2g-core` (through `matcher.rs`), so there is one
 //!    implementation of matching in user space; the `o2g` transport uses
 //!    the same engine inside the kernel. Envelopes carry the sender's
-//!    world rank.
+//!    world rank, which a transport must not take on a peer's word: a
+//!    message whose envelope names another rank than the peer it came
+//!    from is a protocol error that fails that peer (5.), never a message
+//!    from the rank it names (for `o2g` the module must check it). Peers
+//!    prove they belong to the job when they connect (the hello of
+//!    `bootstrap.rs` carries the job secret).
 //! 3. **Complete** receives (`post_recv`, `test_recv`): a completed receive
 //!    yields the envelope, the length the sender sent and the payload
 //!    truncated to the posted capacity; the MPI layer turns a longer
