@@ -126,6 +126,21 @@ fn matrix() -> Vec<Run> {
         });
         runs.push(case("big", t, 2));
         runs.push(case("large_recv", t, 2));
+        if t == "o2g" {
+            // Receives the module cannot pin (a pin budget below their
+            // size, as RLIMIT_MEMLOCK would refuse them) wait in the dump
+            // area instead, and say so once.
+            runs.push(Run {
+                env: vec![
+                    ("O2G_CONF_CASE", "large_recv".into()),
+                    ("O2G_TRANSPORT", t.into()),
+                    ("O2G_PIN_BUDGET", (64 << 10).to_string()),
+                ],
+                name: format!("large_recv/{t}/np2/no-pins"),
+                expect_output: Some("could not be pinned"),
+                ..case("large_recv", t, 2)
+            });
+        }
         runs.push(case("dead_peer", t, 2));
         runs.push(Run {
             env: vec![
