@@ -20,6 +20,10 @@ use crate::error::{Error, Result};
 use crate::point_to_point::Status;
 use crate::transport::{RecvOutcome, RecvToken, SendToken};
 
+/// The rank a [`RecvOutcome::Failed`] names when no single peer is to
+/// blame: a receive from any source that no live peer is left to match.
+pub(crate) const NO_RANK: u32 = u32::MAX;
+
 /// Which peers a receive depends on, to fail it when they die, and the
 /// communicator its status reports ranks in.
 pub(crate) struct Watch {
@@ -238,6 +242,11 @@ fn finish_recv(
             }),
             None,
         ),
+        // A receive from any source that no live peer can match.
+        RecvOutcome::Failed {
+            rank: NO_RANK,
+            reason,
+        } => (Err(Error::Deadlock(reason)), None),
         RecvOutcome::Failed { rank, reason } => (Err(Error::PeerGone { rank, reason }), None),
         RecvOutcome::Done {
             envelope,

@@ -37,8 +37,12 @@
 //!   with an error; `progress` learns of failures from those completions
 //!   and, when idle, from the endpoint's counters.
 //!
-//! There is no fallback: without `/dev/o2g` the transport refuses to start,
-//! so a benchmark measures what it names.
+//! - **Pins:** a receive buffer the module cannot pin (the process's
+//!   `RLIMIT_MEMLOCK`, or `O2G_PIN_BUDGET`) waits in the ring instead, as a
+//!   small receive does; this is said once on stderr.
+//!
+//! There is no fallback to another transport: without `/dev/o2g` the
+//! transport refuses to start, so a benchmark measures what it names.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::TcpStream;
@@ -58,6 +62,12 @@ use super::outbox::{start_isend, Out, Sending, Sends};
 use super::{RecvOutcome, RecvToken, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::request::NO_RANK;
+
+/// Why a receive from any source failed over o2g: the module completes or
+/// refuses it once every registered connection has failed.
+const NO_LIVE_PEER: &str =
+    "waiting for a message from any source, but no live peer is left that could send it";
 
 /// Longest sleep in the module before the counters are checked for a
 /// failed connection that no posted receive would report.
@@ -101,10 +111,23 @@ pub(crate) fn open_endpoint(config: &Config) -> Result<Endpoint> {
         pin_budget: config.o2g_pin_budget,
         notices: true,
     };
+    let dump = cfg.dump_bytes;
     Device::open()
-        .map_err(|e| unavailable(e.to_string()))?
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::EMFILE) => unavailable(
+                "this process already has the most o2g endpoints the module allows (16)".into(),
+            ),
+            _ => unavailable(e.to_string()),
+        })?
         .init(cfg)
-        .map_err(|e| unavailable(format!("creating the endpoint: {e}")))
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENOMEM) => unavailable(format!(
+                "creating the endpoint: no memory for its {dump}-byte dump area \
+                 (charged to this process's memory cgroup; lower O2G_DUMP_BYTES or \
+                 raise the cgroup's memory.max): {e}"
+            )),
+            _ => unavailable(format!("creating the endpoint: {e}")),
+        })
 }
 
 fn lib_err(context: &str, e: libo2g::Error) -> Error {
@@ -160,6 +183,8 @@ pub(crate) struct O2g {
     max_message: u64,
     /// The endpoint's failed-connection count when last looked at.
     failures_seen: u32,
+    /// Said once that receive buffers cannot be pinned.
+    warned_no_pins: bool,
     /// Idle connections (O2G_IDLE_CONNECTIONS), registered, never used.
     _idle: Vec<(TcpStream, TcpStream)>,
     /// Buffers of completed receives, kept so that a later receive finds
@@ -182,6 +207,10 @@ enum Attempt {
     Made(RecvState),
     /// Announcements came first, or the ring must be read: reap and retry.
     Retry,
+    /// The module could not pin the buffer (`RLIMIT_MEMLOCK` or the pin
+    /// budget): the receive waits in the ring, for its message to be
+    /// stored and copied out, instead.
+    NoPins,
 }
 
 /// A receive that was not posted to the module (see `RecvState::Waiting`).
@@ -259,6 +288,7 @@ impl O2g {
             sends: Sends::new(),
             max_message: config.max_message.min(abi::O2G_MAX_MESSAGE),
             failures_seen: 0,
+            warned_no_pins: false,
             pool: Vec::new(),
             pool_bytes: 0,
             sync_matched: Vec::new(),
@@ -443,6 +473,14 @@ impl O2g {
                     self.sync_matched.push(envelope);
                 }
                 matched()
+            }
+            // The module completes receives from any source this way when
+            // every connection has failed.
+            Err(RecvError::ConnectionFailed) if envelope.source == abi::O2G_ANY_SOURCE => {
+                RecvOutcome::Failed {
+                    rank: NO_RANK,
+                    reason: NO_LIVE_PEER.into(),
+                }
             }
             Err(e) => {
                 let reason = e.to_string();
@@ -634,20 +672,34 @@ impl O2g {
                 Ok(Attempt::Retry)
             }
             (_, Some(nix::libc::ECONNRESET)) => {
-                let rank = match sel.source {
-                    SourceSel::Rank(r) => r,
-                    SourceSel::Any => u32::MAX,
+                let (rank, reason) = match sel.source {
+                    SourceSel::Rank(r) => {
+                        (r, "the connection failed before the receive was posted")
+                    }
+                    SourceSel::Any => (NO_RANK, NO_LIVE_PEER),
                 };
-                let reason = "the connection failed before the receive was posted";
                 self.kill(rank, reason.into());
                 Ok(Attempt::Made(RecvState::Done(RecvOutcome::Failed {
                     rank,
                     reason: reason.into(),
                 })))
             }
-            (_, Some(nix::libc::ENOBUFS)) => Err(Error::ResourceExhausted(
-                "o2g pin budget (raise O2G_PIN_BUDGET)",
-            )),
+            (_, Some(errno @ (nix::libc::ENOBUFS | nix::libc::ENOMEM))) => {
+                if !self.warned_no_pins {
+                    self.warned_no_pins = true;
+                    let limit = if errno == nix::libc::ENOMEM {
+                        "RLIMIT_MEMLOCK (raise `ulimit -l`)"
+                    } else {
+                        "the o2g pin budget (raise O2G_PIN_BUDGET)"
+                    };
+                    eprintln!(
+                        "o2g: a receive buffer could not be pinned: {limit}; such receives \
+                         wait for their message in the dump area and are copied out of it \
+                         (a message larger than O2G_DUMP_BYTES cannot be received that way)"
+                    );
+                }
+                Ok(Attempt::NoPins)
+            }
             (_, Some(nix::libc::ENOSPC)) => {
                 Err(Error::ResourceExhausted("o2g posted-receive queue"))
             }
@@ -705,7 +757,10 @@ impl O2g {
     /// before a large receive (whose message may not fit the dump area),
     /// and when a connection is stalled (its next message may be one of
     /// theirs, which the module can then write straight into its buffer).
-    fn promote_waiting(&mut self) -> Result<()> {
+    ///
+    /// Returns false, leaving the rest waiting, when the module cannot pin
+    /// a buffer (see [`Attempt::NoPins`]).
+    fn promote_waiting(&mut self) -> Result<bool> {
         while let Some(w) = self.waiting.pop_front() {
             match self.try_post(w.sel, w.cap, w.token)? {
                 Attempt::Made(state) => {
@@ -732,9 +787,13 @@ impl O2g {
                     self.waiting.push_front(w);
                     self.reap()?;
                 }
+                Attempt::NoPins => {
+                    self.waiting.push_front(w);
+                    return Ok(false);
+                }
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     fn queued(&self) -> Vec<usize> {
@@ -838,10 +897,10 @@ impl Transport for O2g {
             if let Some(done) = self.take_announced(sel, cap)? {
                 break RecvState::Done(done);
             }
-            if cap > WAIT_IN_RING_MAX && !self.waiting.is_empty() {
-                // A large message may not fit the dump area: this receive
-                // goes to the module, after the ones waiting before it.
-                self.promote_waiting()?;
+            // A large message may not fit the dump area: this receive goes
+            // to the module, after the ones waiting before it (unless the
+            // module cannot pin them).
+            if cap > WAIT_IN_RING_MAX && !self.waiting.is_empty() && self.promote_waiting()? {
                 continue;
             }
             if cap <= WAIT_IN_RING_MAX || !self.waiting.is_empty() {
@@ -851,6 +910,10 @@ impl Transport for O2g {
             match self.try_post(sel, cap, token)? {
                 Attempt::Made(state) => break state,
                 Attempt::Retry => continue,
+                Attempt::NoPins => {
+                    self.waiting.push_back(WaitingRecv { token, sel, cap });
+                    break RecvState::Waiting { released: false };
+                }
             }
         };
         self.recvs.insert(token, state);
@@ -889,13 +952,17 @@ impl Transport for O2g {
                 });
             }
             if !self.waiting.is_empty() {
-                self.promote_waiting()?;
-                continue;
+                if self.promote_waiting()? {
+                    continue;
+                }
+                // It waits in the ring behind the others (`post_recv`).
+                return Ok(None);
             }
             // SAFETY: Forwarded from this function's contract.
             match unsafe { self.try_post_in_place(sel, dst, cap, token) }? {
                 Attempt::Made(state) => break state,
                 Attempt::Retry => continue,
+                Attempt::NoPins => return Ok(None),
             }
         };
         self.recvs.insert(token, state);
@@ -1004,8 +1071,11 @@ impl Transport for O2g {
             return Ok(());
         }
         let slice = timeout.map_or(IDLE_SLICE, |t| t.min(IDLE_SLICE));
-        if !self.waiting.is_empty() && self.ep.stalled_connections() != 0 {
-            self.promote_waiting()?;
+        // Without pins the receives stay waiting: sleep below instead.
+        if !self.waiting.is_empty()
+            && self.ep.stalled_connections() != 0
+            && self.promote_waiting()?
+        {
             return Ok(());
         }
         let queued = self.queued();
