@@ -9,6 +9,29 @@
 //! sockmap, RDS, sunrpc, ...) or that carries an upper-layer protocol (kTLS,
 //! MPTCP, ...) is refused with `EBUSY`.
 //!
+//! # Why no other socket ever runs these hooks
+//!
+//! A TCP socket copies its callbacks and `sk_user_data` into every child it
+//! accepts (`sk_clone_lock`), and children only come from a socket in
+//! LISTEN. A registered socket is established, but its owner can
+//! disconnect it (`connect(AF_UNSPEC)`) and call `listen()`; a child would
+//! then run o2g's hooks with a `Conn` it holds no reference on, and after
+//! `rmmod` jump into unloaded code. Three things close this, and together
+//! they are complete, because every way to a child or to a second owner of
+//! the callbacks passes one of them:
+//! - While hooked, the socket carries o2g's upper-layer-protocol marker
+//!   (`o2g_shim.c`), which has no clone operation: `inet_csk_listen_start`
+//!   refuses `listen()` with `EINVAL`, so the socket cannot reach LISTEN
+//!   and has no children; `setsockopt(TCP_ULP, "tls")` fails with `EEXIST`,
+//!   so kTLS never saves o2g's callbacks as its own; sockmap refuses
+//!   sockets with a ULP. The marker goes with the hook, under the same
+//!   socket ownership.
+//! - `sk_user_data` is tagged `SK_USER_DATA_NOCOPY`, so even a clone would
+//!   start with none.
+//! - The hooks act only on the socket they were installed on (the one the
+//!   `Conn` names) and never call themselves: a socket whose user data is
+//!   not its own `Conn` gets the original callbacks, or nothing.
+//!
 //! The hook holds one reference on its [`Conn`] through `sk_user_data`; the
 //! endpoint holds another. Removal swaps the original callback back under the
 //! write lock, so no reader can reach the `Conn` afterwards, and does it while
@@ -39,7 +62,7 @@ use crate::abi;
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::reader::ConnRx;
 use crate::rx::Rx;
-use crate::shim;
+use crate::shim::{self, ReadyFn};
 use crate::sock::{self, Callbacks, TcpSocket};
 
 /// A TCP socket attached to an endpoint as the connection to one peer rank.
@@ -58,6 +81,9 @@ pub(crate) struct Conn {
     /// Set under `rx`'s lock when the connection fails, so that a POST for
     /// this rank racing with the failure sees it.
     failed: AtomicBool,
+    /// Counted in the endpoint's live connections; cleared, under the rx
+    /// lock, when the connection fails or is unregistered.
+    live: AtomicBool,
     /// Reads in process context: deferred reads and resumption after a stall.
     #[pin]
     work: Work<Conn>,
@@ -90,9 +116,10 @@ impl Conn {
                 rx,
                 reader <- new_spinlock_bh!(ConnRx::new(max_message), c"o2g_conn_reader"),
                 failed: AtomicBool::new(false),
+                live: AtomicBool::new(true),
                 work <- new_work!("o2g_conn_read"),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?;
         conn.install()?;
         // Bytes that arrived before the hook are read now, not lost.
@@ -119,6 +146,10 @@ impl Conn {
         // SAFETY: `hook_ref` keeps the `Conn` alive until `unhook` takes it
         // back under this same lock, and both hooks expect a `Conn`.
         unsafe { callbacks.replace(hook_ref.cast_mut().cast(), ours) };
+        drop(callbacks);
+        // Still owning the socket: no `listen()` or `TCP_ULP` can run
+        // between the hook and the marker.
+        owner.attach_ulp();
         Ok(())
     }
 
@@ -150,6 +181,7 @@ impl Conn {
                 // with no user data, is the state the socket had before `hook`.
                 unsafe { callbacks.replace(core::ptr::null_mut(), saved) };
                 drop(callbacks);
+                owner.detach_ulp();
                 // SAFETY: `hook` leaked exactly this reference into
                 // `sk_user_data`, and the swap above made it unreachable.
                 drop(unsafe { Arc::from_raw(Arc::as_ptr(self)) });
@@ -183,6 +215,12 @@ impl Conn {
     /// Records the failure; called under the rx lock.
     pub(crate) fn mark_failed(&self) {
         self.failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops counting this connection as live; returns whether it was
+    /// (true exactly once). Called under the rx lock.
+    pub(crate) fn leave_live(&self) -> bool {
+        self.live.swap(false, Ordering::Relaxed)
     }
 
     /// Whether the connection failed; stable under the rx lock.
@@ -272,12 +310,16 @@ unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         let conn = data.cast::<Conn>().cast_const();
         if conn.is_null() {
             // Unhooked since the stack loaded our pointer: `current` is the
-            // restored original.
-            return current.data_ready;
+            // restored original. Never ourselves (see the module docs).
+            return current.data_ready.filter(|&f| !is_ours(f, data_ready));
         }
         // SAFETY: Non-null `sk_user_data` is the hook's `Conn` reference,
         // valid while the callback read lock is held.
         let conn = unsafe { ArcBorrow::from_raw(conn) };
+        if conn.sock.sk() != sk {
+            // Not the socket the hook was installed on.
+            return conn.saved.copy().unwrap_or_default().data_ready;
+        }
         // SAFETY: `sk` is valid for the call.
         let owned = unsafe { shim::o2g_sock_owned_by_user(sk) };
         conn.rx.with(|rx| {
@@ -322,11 +364,14 @@ unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
         let conn = data.cast::<Conn>().cast_const();
         if conn.is_null() {
             // Unhooked meanwhile: `current` is the restored original.
-            return current.state_change;
+            return current.state_change.filter(|&f| !is_ours(f, state_change));
         }
         // SAFETY: Non-null `sk_user_data` is the hook's `Conn` reference,
         // valid while the callback read lock is held.
         let conn = unsafe { ArcBorrow::from_raw(conn) };
+        if conn.sock.sk() != sk {
+            return conn.saved.copy().unwrap_or_default().state_change;
+        }
         // SAFETY: `sk` is valid for the call.
         if unsafe { shim::o2g_sk_rcv_shutdown(sk) } {
             // Under the read lock the hook's reference is alive, so the
@@ -342,4 +387,9 @@ unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
         // as the stack would have called it.
         unsafe { next(sk) };
     }
+}
+
+/// Whether callback `f` is o2g's own `hook`.
+fn is_ours(f: ReadyFn, hook: ReadyFn) -> bool {
+    core::ptr::fn_addr_eq(f, hook)
 }

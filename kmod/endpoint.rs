@@ -114,9 +114,11 @@ impl MiscDevice for Endpoint {
                 inner <- new_mutex!(Inner { conns: KVec::new() }),
                 rx: Rx::new()?,
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?;
-        let pid = kernel::current!().group_leader().pid();
+        // The process id (thread group), through the C helper: reading
+        // `group_leader->pid` through the bindings gave garbage here.
+        let pid = kernel::current!().tgid_nr_ns(None);
         // The box's address is stable from here until release removes it.
         crate::registry::add(&endpoint, pid as u32)?;
         Ok(endpoint)
@@ -217,14 +219,34 @@ impl Endpoint {
         if inner.conns.len() >= MAX_SOCKETS {
             return Err(ENOSPC);
         }
-        inner.conns.reserve(1, GFP_KERNEL)?;
-        let conn = Conn::hook(sock, reg.rank, self.rx.clone(), max_message)?;
+        inner.conns.reserve(1, GFP_KERNEL_ACCOUNT)?;
+        // Counted live before the hook can read (and fail) it.
+        self.rx.with_recv(|_, st, _| {
+            st.book.live_conns += 1;
+            Ok(())
+        })?;
+        let conn = match Conn::hook(sock, reg.rank, self.rx.clone(), max_message) {
+            Ok(conn) => conn,
+            Err(e) => {
+                let _ = self.rx.with_recv(|_, st, _| {
+                    st.book.live_conns -= 1;
+                    Ok(())
+                });
+                return Err(e);
+            }
+        };
         // Capacity was reserved before hooking, so this cannot fail; if it
         // ever did, the socket must not stay hooked with nobody tracking it.
         if let Err(e) = inner.conns.insert_within_capacity(at, conn) {
             let (kernel::alloc::kvec::InsertError::IndexOutOfBounds(conn)
             | kernel::alloc::kvec::InsertError::OutOfCapacity(conn)) = e;
             conn.unhook();
+            let _ = self.rx.with_recv(|_, st, _| {
+                if conn.leave_live() {
+                    st.book.live_conns -= 1;
+                }
+                Ok(())
+            });
             return Err(ENOMEM);
         }
         Ok(())
@@ -239,6 +261,13 @@ impl Endpoint {
             inner.conns.remove(idx)?
         };
         conn.unhook();
+        // Leaving by choice: receives from any source stay posted.
+        let _ = self.rx.with_recv(|_, st, _| {
+            if conn.leave_live() {
+                st.book.live_conns -= 1;
+            }
+            Ok(())
+        });
         Ok(())
     }
 
@@ -262,6 +291,7 @@ impl Endpoint {
                 notices: c.notices,
                 released_msgs: c.released_msgs,
                 bad_releases: c.bad_releases,
+                deferred_copies: c.deferred_copies,
                 ..Default::default()
             };
             if let Some(r) = st.recv.as_ref() {
@@ -307,7 +337,8 @@ impl Endpoint {
     ///
     /// Errors: `EINVAL`, `EFAULT` (buffer not writable), `ENOSPC` (posted
     /// queue full), `EAGAIN` (ring could overflow), `ENOBUFS` (pin budget),
-    /// `ECONNRESET` (the connection to that source failed), `EBADFD`.
+    /// `ECONNRESET` (the connection to that source failed, or for any
+    /// source every connection failed), `EBADFD`.
     fn post(&self, a: &mut abi::PostArgs) -> Result {
         if a.flags != 0 || a.buf_len > abi::O2G_MAX_MESSAGE {
             return Err(EINVAL);
@@ -332,11 +363,10 @@ impl Endpoint {
                 let info = st.engine.claim(id).map_err(|_| EINVAL)?;
                 return Ok(Some(PostResult::Stored(st.stored(shared, id, info))));
             }
-            if failed() {
+            if st.unreachable(sel, failed()) {
                 return Err(errno::econnreset());
             }
             st.admit(shared, len)?;
-            st.book.pinned += len;
             Ok(None)
         });
         if released > 0 {
@@ -352,6 +382,10 @@ impl Endpoint {
         let buf = match PinnedBuf::pin(a.buf, len) {
             Ok(buf) => buf,
             Err(e) => {
+                let _ = self.rx.with_recv(|_, st, _| {
+                    st.settle();
+                    Ok(())
+                });
                 self.unreserve(len);
                 return Err(e);
             }
@@ -361,6 +395,8 @@ impl Endpoint {
             user_data: a.user_data,
         };
         let (result, unused) = self.rx.with_recv(|shared, st, _| {
+            // Whatever happens below, the reservation ends in this section.
+            st.settle();
             // Announced while the buffer was being pinned: the process must
             // match it first.
             if st.announced_since(ring_seen) {
@@ -368,7 +404,7 @@ impl Endpoint {
             }
             // A message stored before the connection failed is still
             // delivered; only a receive that could wait forever is refused.
-            if failed() && st.engine.probe(sel).is_none() {
+            if st.unreachable(sel, failed()) && st.engine.probe(sel).is_none() {
                 return Ok((Err(errno::econnreset()), Some(recv)));
             }
             let handle = match st.book.insert(recv) {

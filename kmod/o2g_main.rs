@@ -6,9 +6,23 @@
 //! device `/dev/o2g`; each open file is one endpoint (one MPI process). The
 //! ioctl ABI lives in `libo2g/src/abi.rs`, shared verbatim with user space.
 //!
-//! Device node: the misc core creates `/dev/o2g` owned by root with mode 0600;
-//! a site that wants unprivileged MPI jobs grants access with a udev rule (for
-//! example `KERNEL=="o2g", GROUP="mpi", MODE="0660"`).
+//! # Who may do what
+//!
+//! The misc core creates `/dev/o2g` owned by root with mode 0600; a site
+//! that wants unprivileged MPI jobs grants access to a group with a udev
+//! rule (for example `KERNEL=="o2g", GROUP="mpi", MODE="0660"`). Any caller
+//! who can open the device may, without privileges:
+//! - make endpoints, at most 16 per process (`EMFILE` beyond);
+//! - register TCP sockets from its own fd table (never another process's);
+//! - post receives into its own memory: pinned pages count against its
+//!   `RLIMIT_MEMLOCK` (`ENOMEM` beyond; `CAP_IPC_LOCK` lifts it) and the
+//!   endpoint's pin budget (`ENOBUFS`);
+//! - list endpoints: its own (same effective uid) only; `CAP_SYS_ADMIN`
+//!   sees every endpoint.
+//!
+//! The endpoint's kernel memory (matching tables, shared ring and dump area,
+//! up to 1 GiB) is charged to the caller's memory cgroup: over its limit,
+//! INIT fails with `ENOMEM` rather than waking the cgroup's OOM killer.
 //!
 //! A user-space check, with `libo2g`:
 //!

@@ -3,8 +3,13 @@
  * o2g C shim: one-statement accessors for what the 7.2 Rust kernel crate
  * cannot reach. See o2g_shim.h for why each group exists.
  */
+#include <linux/capability.h>
+#include <linux/gfp.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <net/inet_connection_sock.h>
 #include <net/sock.h>
+#include <net/tcp.h>
 #include <net/tcp_states.h>
 
 #include "o2g_shim.h"
@@ -62,15 +67,59 @@ void o2g_sk_callback_read_unlock(struct sock *sk)
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
-/* Callers hold sk_callback_lock, which orders every writer of the field. */
+/*
+ * Callers hold sk_callback_lock, which orders every writer of the field.
+ * The pointer is stored tagged SK_USER_DATA_NOCOPY, so that sk_clone_lock()
+ * never copies it into a child socket; the tag is masked off here.
+ */
 void *o2g_sk_user_data(const struct sock *sk)
 {
-	return rcu_dereference_protected(__sk_user_data(sk), 1);
+	return __locked_read_sk_user_data_with_flags(sk, 0);
 }
 
 void o2g_sk_set_user_data(struct sock *sk, void *data)
 {
-	rcu_assign_sk_user_data(sk, data);
+	if (data)
+		__rcu_assign_sk_user_data_with_flags(sk, data, SK_USER_DATA_NOCOPY);
+	else
+		rcu_assign_sk_user_data(sk, NULL);
+}
+
+/*
+ * o2g's upper-layer protocol marker. It is attached (never registered by
+ * name, so no setsockopt(TCP_ULP) can reach it) for as long as a socket is
+ * hooked, and it has no clone operation: the stack then refuses listen()
+ * with EINVAL (inet_ulp_can_listen) and any further ULP with EEXIST
+ * (__tcp_set_ulp), and sockmap refuses the socket (sk_psock_init). So a
+ * hooked socket can never have children that inherit the hooks, and no
+ * kTLS can wrap o2g's callbacks. The owner is NULL because the marker is
+ * always detached before the socket can be destroyed (the hook holds the
+ * socket's file); tcp_cleanup_ulp() never sees it.
+ */
+static int o2g_ulp_init(struct sock *sk)
+{
+	return -EOPNOTSUPP;
+}
+
+static const struct tcp_ulp_ops o2g_ulp_ops = {
+	.name = "o2g",
+	.owner = NULL,
+	.init = o2g_ulp_init,
+};
+
+/* Caller owns the socket (lock_sock) and found no ULP attached. */
+void o2g_sk_attach_ulp(struct sock *sk)
+{
+	inet_csk(sk)->icsk_ulp_ops = &o2g_ulp_ops;
+}
+
+/* Caller owns the socket; detaches only o2g's own marker. */
+void o2g_sk_detach_ulp(struct sock *sk)
+{
+	struct inet_connection_sock *icsk = inet_csk(sk);
+
+	if (icsk->icsk_ulp_ops == &o2g_ulp_ops)
+		icsk->icsk_ulp_ops = NULL;
 }
 
 o2g_ready_fn o2g_sk_data_ready(const struct sock *sk)
@@ -113,7 +162,63 @@ bool o2g_sock_owned_by_user(const struct sock *sk)
 	return sock_owned_by_user_nocheck(sk);
 }
 
+void o2g_cond_resched(void)
+{
+	cond_resched();
+}
+
 bool o2g_sk_rcv_shutdown(const struct sock *sk)
 {
 	return READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN;
+}
+
+/*
+ * Urgent data (MSG_OOB) announced or arrived: tcp_read_sock() stops at the
+ * urgent mark for good, so o2g treats it as a protocol error.
+ */
+bool o2g_tcp_urgent_pending(const struct sock *sk)
+{
+	return READ_ONCE(tcp_sk(sk)->urg_data) & (TCP_URG_VALID | TCP_URG_NOTYET);
+}
+
+/*
+ * Pinned receive buffers count against the pinning process's
+ * RLIMIT_MEMLOCK through mm->pinned_vm, as RDMA's ib_umem_get() does;
+ * CAP_IPC_LOCK lifts the limit. Returns the mm, with a reference for the
+ * uncharge, or NULL if the pages would exceed the limit.
+ */
+void *o2g_charge_pinned(unsigned long npages)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	u64 pinned;
+
+	if (!mm)
+		return NULL;
+	pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return NULL;
+	}
+	mmgrab(mm);
+	return mm;
+}
+
+/* Undoes o2g_charge_pinned(); process context (mmdrop may free the mm). */
+void o2g_uncharge_pinned(void *charged, unsigned long npages)
+{
+	struct mm_struct *mm = charged;
+
+	atomic64_sub(npages, &mm->pinned_vm);
+	mmdrop(mm);
+}
+
+/*
+ * A zeroed page for the shared area, charged to the caller's memory
+ * cgroup. RETRY_MAYFAIL: over the cgroup's limit INIT fails with ENOMEM
+ * instead of waking the cgroup's OOM killer.
+ */
+void *o2g_alloc_charged_page(void)
+{
+	return alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 }

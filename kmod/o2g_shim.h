@@ -40,13 +40,26 @@ void o2g_sk_set_data_ready(struct sock *sk, o2g_ready_fn fn);
 o2g_ready_fn o2g_sk_state_change(const struct sock *sk);
 void o2g_sk_set_state_change(struct sock *sk, o2g_ready_fn fn);
 
+/* o2g's ULP marker, attached while hooked (under lock_sock()). */
+void o2g_sk_attach_ulp(struct sock *sk);
+void o2g_sk_detach_ulp(struct sock *sk);
+
 /* Receive-path state, read from the socket hook. */
 bool o2g_sock_owned_by_user(const struct sock *sk);
 bool o2g_sk_rcv_shutdown(const struct sock *sk);
+bool o2g_tcp_urgent_pending(const struct sock *sk);
+
+/* cond_resched() is a macro; long copies in process context yield. */
+void o2g_cond_resched(void);
 
 /* spin_lock_bh() and friends are inline, with no Rust helper in 7.2. */
 void o2g_spin_lock_bh(spinlock_t *lock);
 void o2g_spin_unlock_bh(spinlock_t *lock);
 int o2g_spin_trylock_bh(spinlock_t *lock);
+
+/* What a process's endpoints cost it: locked memory and its memory cgroup. */
+void *o2g_charge_pinned(unsigned long npages);
+void o2g_uncharge_pinned(void *charged, unsigned long npages);
+void *o2g_alloc_charged_page(void);
 
 #endif /* O2G_SHIM_H */

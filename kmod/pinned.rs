@@ -12,6 +12,8 @@
 
 use kernel::{alloc::KVVec, bindings, page::PAGE_SIZE, prelude::*};
 
+use crate::shim;
+
 /// Runs `f` with `page` mapped at a kernel address.
 ///
 /// Context: any; must not sleep inside `f`.
@@ -64,36 +66,49 @@ pub(crate) unsafe fn walk_pages(
 ///
 /// `pages` holds exactly the pages covering `[addr, addr + len)` of the
 /// process that pinned them, each with one pin this value owns; `first` is
-/// `addr`'s offset in the first page.
+/// `addr`'s offset in the first page. If `pages` is not empty, `mm` is that
+/// process's mm, charged for `pages.len()` pinned pages and grabbed once.
 pub(crate) struct PinnedBuf {
     pages: KVVec<*mut bindings::page>,
     first: usize,
     len: usize,
+    /// The process whose `RLIMIT_MEMLOCK` the pages are charged to (with
+    /// an `mmgrab` reference); null for an empty buffer.
+    mm: *mut core::ffi::c_void,
 }
 
 // SAFETY: The pins may be released from any process context (the reclaim
-// work runs on a kworker), and the page pointers are plain references to
-// pinned pages.
+// work runs on a kworker), the page pointers are plain references to
+// pinned pages, and the mm reference (`mmgrab`) may be dropped by any task.
 unsafe impl Send for PinnedBuf {}
 
 impl PinnedBuf {
     /// Pins `len` bytes at user address `addr` of the current process for
     /// writing. A zero-length buffer pins nothing.
     ///
-    /// Errors: `EFAULT` (not mapped writable), `EINVAL` (range wraps),
-    /// `ENOMEM`.
+    /// The pages count against the process's `RLIMIT_MEMLOCK` (unless it
+    /// has `CAP_IPC_LOCK`), as `mlock` and RDMA registrations do.
+    ///
+    /// Errors: `EFAULT` (not mapped writable, or inside an o2g mapping),
+    /// `EINVAL` (range wraps), `ENOMEM` (over `RLIMIT_MEMLOCK`, or no
+    /// memory).
     ///
     /// Context: process context of the buffer's owner, may sleep.
     pub(crate) fn pin(addr: u64, len: u64) -> Result<Self> {
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
         if len == 0 {
-            return Ok(Self { pages: KVVec::new(), first: 0, len: 0 });
+            return Ok(Self { pages: KVVec::new(), first: 0, len: 0, mm: core::ptr::null_mut() });
         }
         let end = addr.checked_add(len).ok_or(EINVAL)?;
         let first_page = addr & !(PAGE_SIZE - 1);
         let n = (end - first_page).div_ceil(PAGE_SIZE);
-        let mut pages = KVVec::<*mut bindings::page>::with_capacity(n, GFP_KERNEL)?;
+        let mut pages = KVVec::<*mut bindings::page>::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
+        // SAFETY: Process context of the pinning task (caller).
+        let mm = unsafe { shim::o2g_charge_pinned(n as _) };
+        if mm.is_null() {
+            return Err(ENOMEM);
+        }
         let flags = bindings::FOLL_WRITE | bindings::FOLL_LONGTERM;
         while pages.len() < n {
             let done = pages.len();
@@ -109,14 +124,18 @@ impl PinnedBuf {
                 )
             };
             if got <= 0 {
-                // SAFETY: The first `done` entries hold pins we own.
-                unsafe { bindings::unpin_user_pages(pages.as_mut_ptr(), done as _) };
+                // SAFETY: The first `done` entries hold pins we own, and `mm`
+                // was charged for `n` pages above.
+                unsafe {
+                    bindings::unpin_user_pages(pages.as_mut_ptr(), done as _);
+                    shim::o2g_uncharge_pinned(mm, n as _);
+                }
                 return Err(if got < 0 { Error::from_errno(got) } else { EFAULT });
             }
             // SAFETY: The kernel filled `got` more entries.
             unsafe { pages.inc_len(got as usize) };
         }
-        Ok(Self { pages, first: addr - first_page, len })
+        Ok(Self { pages, first: addr - first_page, len, mm })
     }
 
     /// Length of the buffer in bytes.
@@ -154,9 +173,11 @@ impl Drop for PinnedBuf {
         if self.pages.is_empty() {
             return;
         }
-        // SAFETY: Every entry holds a pin this value owns (type invariants).
+        // SAFETY: Every entry holds a pin this value owns, charged to `mm`
+        // (type invariants); process context (see above).
         unsafe {
-            bindings::unpin_user_pages_dirty_lock(self.pages.as_mut_ptr(), self.pages.len() as _, true)
+            bindings::unpin_user_pages_dirty_lock(self.pages.as_mut_ptr(), self.pages.len() as _, true);
+            shim::o2g_uncharge_pinned(self.mm, self.pages.len() as _);
         };
     }
 }

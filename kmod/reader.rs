@@ -25,7 +25,9 @@
 //! engine learns of them at the message end. A receive posted while one
 //! streams in is queued and takes the message then, so a post and an arrival
 //! racing for one message resolve exactly once, under the rx lock; the copy
-//! from the dump area into that receive happens after the lock is dropped.
+//! from the dump area into that receive happens after the lock is dropped,
+//! and for messages over 128 KiB in the endpoint's work item, in process
+//! context, so that one softirq call never copies more than that.
 //!
 //! Locks: the caller holds the socket (softirq spinlock or ownership), the
 //! callback read lock and this reader's lock; the endpoint's rx lock is
@@ -35,7 +37,7 @@ use core::ffi::{c_int, c_uint, c_void};
 
 use kernel::{bindings, prelude::*};
 
-use crate::abi::socket_state;
+use crate::abi::{self, socket_state};
 use crate::conn::Conn;
 use crate::proto::{
     dump::RegionId,
@@ -44,7 +46,7 @@ use crate::proto::{
     stream::{Event, Reassembler},
     wire::{Header, Limits, WireError, HEADER_LEN},
 };
-use crate::recv::{PostedRecv, RecvState};
+use crate::recv::{DeferredCopy, PostedRecv, RecvState};
 use crate::rx::Counters;
 use crate::sock::errno;
 
@@ -67,6 +69,19 @@ pub(crate) enum Failure {
     Truncated,
     /// The peer closed between messages.
     Closed,
+    /// A header named another sender than the connection's rank: a peer
+    /// trying to pass its messages off as another rank's.
+    WrongSource(u32),
+    /// The peer sent urgent data (`MSG_OOB`), which `tcp_read_sock` never
+    /// reads past.
+    Urgent,
+}
+
+impl Failure {
+    /// Whether the peer broke the protocol (counted as a protocol error).
+    fn is_protocol(self) -> bool {
+        matches!(self, Self::Protocol(_) | Self::WrongSource(_) | Self::Urgent)
+    }
 }
 
 /// The reader state of one connection, under its own BH-safe lock.
@@ -135,6 +150,12 @@ impl ConnRx {
         // which outlives the call, and `actor` expects exactly that.
         unsafe { crate::shim::tcp_read_sock(sk, &mut desc, Some(actor)) };
         let stopped_short = ctx.stopped_short;
+        // SAFETY: `sk` is valid and may be read (caller).
+        if unsafe { crate::shim::o2g_tcp_urgent_pending(sk) } {
+            // Everything before the urgent mark was read above.
+            self.fail(conn, Failure::Urgent);
+            return;
+        }
         // SAFETY: `sk` is valid (caller).
         if !stopped_short && unsafe { crate::shim::o2g_sk_rcv_shutdown(sk) } {
             let idle = self.reasm.at_boundary() && self.pending.is_none();
@@ -184,6 +205,10 @@ impl ConnRx {
                     pos += step.consumed;
                     self.rx_bytes += step.consumed as u64;
                     if let Some(Event::Header(h)) = step.event {
+                        if h.envelope.source != conn.rank() {
+                            self.fail(conn, Failure::WrongSource(h.envelope.source));
+                            return len;
+                        }
                         self.pending = Some(h);
                         if !self.decide(conn) {
                             return pos;
@@ -315,6 +340,33 @@ impl ConnRx {
             })
         });
         let mut retired = retired.unwrap_or(true);
+        // Beyond a bound, the copy goes to the reclaim work: the reader
+        // runs in softirq or with bottom halves off.
+        let copy_out = copy_out.and_then(|(recv, region, at)| {
+            if h.len <= COPY_IN_READER_MAX {
+                return Some((recv, region, at));
+            }
+            let d = DeferredCopy { recv, region, at, env, len: h.len };
+            let refused = conn
+                .rx()
+                .with_recv(|_, st, c| {
+                    let refused = st.book.defer(d).err();
+                    if refused.is_none() {
+                        c.deferred_copies += 1;
+                    }
+                    Ok(refused)
+                })
+                .ok()
+                .flatten();
+            match refused {
+                // Cannot happen (see `Book::deferred`); copy here then.
+                Some(d) => Some((d.recv, d.region, d.at)),
+                None => {
+                    retired = true;
+                    None
+                }
+            }
+        });
         if let Some((recv, region, at)) = copy_out {
             // The shared area and the receive state are installed once and
             // never removed, and `with_recv` above found them: neither the
@@ -322,7 +374,7 @@ impl ConnRx {
             // only be unpinned in process context) is never dropped here.
             match conn.rx().shared() {
                 Some(shared) => {
-                    let status = copy_stored(shared, &recv, at, h.len);
+                    let status = copy_stored(shared, &recv, at, h.len, false);
                     let _ = conn.rx().with_recv(|shared, st, _| {
                         st.book.active -= 1;
                         st.book.dump.free(region);
@@ -343,14 +395,16 @@ impl ConnRx {
     }
 
     /// Stops reading this connection for good: completes what it was
-    /// filling and every receive posted for its rank with `-ECONNRESET`.
+    /// filling and every receive posted for its rank with `-ECONNRESET`,
+    /// and, if it was the last live connection, every receive posted for
+    /// any source too.
     pub(crate) fn fail(&mut self, conn: &Conn, why: Failure) {
         if self.state == socket_state::FAILED {
             return;
         }
         let was_stalled = self.state == socket_state::STALLED;
         self.state = socket_state::FAILED;
-        let protocol = matches!(why, Failure::Protocol(_));
+        let protocol = why.is_protocol();
         if protocol {
             self.protocol_errors += 1;
         }
@@ -379,21 +433,41 @@ impl ConnRx {
                     book.complete(shared, recv, env, 0, status);
                 }
             });
+            if conn.leave_live() {
+                book.live_conns -= 1;
+                if book.live_conns == 0 {
+                    // No peer is left that could match a receive from any
+                    // source: complete them rather than let them wait.
+                    book.peers_lost = true;
+                    let env = Envelope {
+                        source: abi::O2G_ANY_SOURCE,
+                        tag: 0,
+                        context: 0,
+                    };
+                    engine.cancel_any_source(|handle| {
+                        if let Some(recv) = book.take(handle) {
+                            book.complete(shared, recv, env, 0, status);
+                        }
+                    });
+                }
+            }
             Ok(())
         });
         conn.rx().notify();
         conn.schedule_reclaim();
-        let log = match why {
-            Failure::Protocol(_) | Failure::Truncated => {
-                // SAFETY: `net_ratelimit` only touches its own state.
-                unsafe { bindings::net_ratelimit() != 0 }
-            }
-            Failure::Closed => false,
-        };
-        if log {
+        // SAFETY: `net_ratelimit` only touches its own state.
+        if !matches!(why, Failure::Closed) && unsafe { bindings::net_ratelimit() != 0 } {
             match why {
                 Failure::Protocol(e) => pr_warn!("rank {rank}: {e:?}; connection failed\n"),
-                _ => pr_warn!("rank {rank}: peer closed mid-message; connection failed\n"),
+                Failure::WrongSource(claimed) => pr_warn!(
+                    "rank {rank}: message claims to come from rank {claimed}; connection failed\n"
+                ),
+                Failure::Urgent => {
+                    pr_warn!("rank {rank}: urgent (MSG_OOB) data; connection failed\n")
+                }
+                Failure::Truncated | Failure::Closed => {
+                    pr_warn!("rank {rank}: peer closed mid-message; connection failed\n")
+                }
             }
         }
     }
@@ -465,20 +539,38 @@ fn release(
     }
 }
 
+/// The largest stored message the reader copies into a receive itself
+/// (32 pages); larger ones go to the reclaim work.
+const COPY_IN_READER_MAX: u64 = 128 * 1024;
+
 /// Copies a stored message into a receive posted while it streamed in;
-/// returns the completion status.
+/// returns the completion status. With `resched`, yields the CPU between
+/// pages.
 ///
 /// Context: the connection's reader (softirq, or process context with the
-/// socket held), without the rx lock; must not sleep.
-fn copy_stored(shared: &crate::shared::SharedArea, recv: &PostedRecv, at: usize, len: u64) -> i32 {
+/// socket held; `resched` false, must not sleep), or the reclaim work
+/// (process context, may sleep), without the rx lock.
+pub(crate) fn copy_stored(
+    shared: &crate::shared::SharedArea,
+    recv: &PostedRecv,
+    at: usize,
+    len: u64,
+    resched: bool,
+) -> i32 {
     let n = (len as usize).min(recv.buf.len());
     let copied = recv.buf.copy_in(0, n, |dst, done, chunk| {
         shared.dump_out(at + done, chunk, |src, d2, c2| {
             // SAFETY: `src` and `dst` are mapped for these lengths by the
-            // page walkers, and distinct memory (dump page vs user page).
+            // page walkers, and distinct memory: a dump page is module
+            // memory mapped `VM_IO`, which no pinned receive page can be.
             unsafe { core::ptr::copy_nonoverlapping(src, dst.add(d2), c2) };
             Ok(())
-        })
+        })?;
+        if resched {
+            // SAFETY: Called from process context without locks (caller).
+            unsafe { crate::shim::o2g_cond_resched() };
+        }
+        Ok(())
     });
     match copied {
         Err(e) => e.to_errno(),

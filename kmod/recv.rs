@@ -26,6 +26,18 @@ pub(crate) struct PostedRecv {
     pub(crate) user_data: u64,
 }
 
+/// A stored message to copy into a receive posted while it streamed in,
+/// too large to copy in the protocol handler (softirq or BH off): the
+/// reclaim work copies it in process context.
+pub(crate) struct DeferredCopy {
+    pub(crate) recv: PostedRecv,
+    pub(crate) region: RegionId,
+    /// Where the payload starts in the dump area.
+    pub(crate) at: usize,
+    pub(crate) env: Envelope,
+    pub(crate) len: u64,
+}
+
 /// Capacities fixed at INIT, checked against the ABI limits.
 pub(crate) struct Capacities {
     pub(crate) max_posted: u32,
@@ -85,14 +97,26 @@ pub(crate) struct Book {
     free: KVVec<u32>,
     /// Finished buffers waiting to be unpinned in process context.
     retired: KVVec<PinnedBuf>,
+    /// Copies left to the reclaim work; each holds an `active` receive,
+    /// so there are never more than `max_posted`.
+    deferred: KVVec<DeferredCopy>,
     pub(crate) dump: DumpAlloc<KVVec<Record>>,
     /// Matched receives being filled by a connection right now.
     pub(crate) active: u32,
+    /// Posts admitted whose buffers are being pinned outside the lock:
+    /// their slots (posted table, ring record, retired list) are reserved
+    /// at admission, so that racing posts cannot overrun them.
+    pub(crate) admitted: u32,
     /// Unexpected messages being streamed into the dump area right now
     /// (each holds an unexpected-queue slot in reserve).
     pub(crate) streaming: u32,
     /// Buffer bytes pinned (including retired ones not yet unpinned).
     pub(crate) pinned: u64,
+    /// Registered connections that have not failed.
+    pub(crate) live_conns: u32,
+    /// The last live connection failed: an `MPI_ANY_SOURCE` receive has
+    /// no peer left that could match it (until a socket is registered).
+    pub(crate) peers_lost: bool,
     pub(crate) caps: Capacities,
     /// An unexpected message was stored since the last POLL.
     pub(crate) unexpected_event: bool,
@@ -121,38 +145,47 @@ impl RecvState {
             seed,
         )
         .map_err(|_| EINVAL)?;
-        let mut table = KVVec::with_capacity(posted, GFP_KERNEL)?;
-        let mut free = KVVec::with_capacity(posted, GFP_KERNEL)?;
+        let mut table = KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?;
+        let mut free = KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?;
         for i in (0..caps.max_posted).rev() {
-            table.push(None, GFP_KERNEL)?;
-            free.push(i, GFP_KERNEL)?;
+            table.push(None, GFP_KERNEL_ACCOUNT)?;
+            free.push(i, GFP_KERNEL_ACCOUNT)?;
         }
         let book = Book {
             table,
             free,
-            retired: KVVec::with_capacity(posted, GFP_KERNEL)?,
+            retired: KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?,
+            deferred: KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?,
             // One record per unexpected message, stored or streaming.
             dump: DumpAlloc::new(filled(unexpected, Record::EMPTY)?, caps.dump_bytes, 64),
             active: 0,
+            admitted: 0,
             streaming: 0,
             pinned: 0,
+            live_conns: 0,
+            peers_lost: false,
             caps,
             unexpected_event: false,
             notices_stopped: false,
             last_notice: 0,
             release_cons: 0,
-            stalled: KVVec::with_capacity(abi::O2G_MAX_SOCKETS as usize, GFP_KERNEL)?,
+            stalled: KVVec::with_capacity(abi::O2G_MAX_SOCKETS as usize, GFP_KERNEL_ACCOUNT)?,
         };
-        Ok(KBox::new(Self { engine, book }, GFP_KERNEL)?)
+        Ok(KBox::new(Self { engine, book }, GFP_KERNEL_ACCOUNT)?)
     }
 
-    /// Whether a new post may proceed: errors are `ENOSPC` (posted queue
+    /// Admits a new post of `buf_len` bytes, reserving its slot and pin
+    /// budget until [`RecvState::settle`]. Errors: `ENOSPC` (posted queue
     /// full), `EAGAIN` (the ring could overflow: reap completions first),
     /// `ENOBUFS` (pin budget).
-    pub(crate) fn admit(&self, shared: &SharedArea, buf_len: u64) -> Result {
+    ///
+    /// The check and the reservation happen under one hold of the rx lock:
+    /// posts racing on other threads see each other's reservations.
+    pub(crate) fn admit(&mut self, shared: &SharedArea, buf_len: u64) -> Result {
         let posted = self.engine.posted_len() as u64;
         let b = &self.book;
-        let outstanding = posted + u64::from(b.active) + b.retired.len() as u64;
+        let outstanding =
+            posted + u64::from(b.active) + u64::from(b.admitted) + b.retired.len() as u64;
         if outstanding >= u64::from(b.caps.max_posted) {
             return Err(ENOSPC);
         }
@@ -162,7 +195,26 @@ impl RecvState {
         if b.pinned.saturating_add(buf_len) > b.caps.pin_budget {
             return Err(crate::sock::errno::enobufs());
         }
+        self.book.admitted += 1;
+        self.book.pinned += buf_len;
         Ok(())
+    }
+
+    /// Ends an admitted post's reservation: its receive is now posted (and
+    /// counted as such) or dropped. The pin budget stays reserved; a
+    /// dropped post returns it separately once unpinned.
+    pub(crate) fn settle(&mut self) {
+        self.book.admitted = self.book.admitted.saturating_sub(1);
+    }
+
+    /// Whether a receive for `sel` can never match a new arrival: its
+    /// source's connection failed (`failed`), or it takes any source and
+    /// every connection has failed.
+    pub(crate) fn unreachable(&self, sel: Selector, failed: bool) -> bool {
+        match sel.source {
+            SourceSel::Rank(_) => failed,
+            SourceSel::Any => self.book.peers_lost && self.book.live_conns == 0,
+        }
     }
 
     /// Gives back the stored messages the process queued in the release
@@ -268,7 +320,8 @@ impl RecvState {
     fn ring_has_room(&self, shared: &SharedArea) -> bool {
         let owed = u64::from(shared.ring_pending())
             + self.engine.posted_len() as u64
-            + u64::from(self.book.active);
+            + u64::from(self.book.active)
+            + u64::from(self.book.admitted);
         owed < u64::from(self.book.caps.ring_entries())
     }
 
@@ -320,17 +373,19 @@ impl Book {
         len: u64,
         status: i32,
     ) {
-        shared.push(&abi::Completion {
-            kind: abi::record_kind::COMPLETED,
-            user_data: recv.user_data,
-            len,
-            source: env.source,
-            tag: env.tag,
-            context: env.context,
-            status,
-            ..Default::default()
-        });
+        publish(shared, recv.user_data, env, len, status);
         self.retire(recv.buf);
+    }
+
+    /// Leaves the copy `d` to the reclaim work; gives it back if the list
+    /// is full (it cannot be: see `deferred`).
+    pub(crate) fn defer(&mut self, d: DeferredCopy) -> core::result::Result<(), DeferredCopy> {
+        self.deferred.push_within_capacity(d).map_err(|e| e.0)
+    }
+
+    /// One copy left to the reclaim work.
+    pub(crate) fn pop_deferred(&mut self) -> Option<DeferredCopy> {
+        self.deferred.pop()
     }
 
     /// Parks `buf` for unpinning in process context.
@@ -348,12 +403,40 @@ impl Book {
         self.retired.pop()
     }
 
-    /// Every pinned buffer still held (posted or retired), for teardown:
-    /// the caller drops them outside the lock, in process context.
-    pub(crate) fn take_all(&mut self) -> (KVVec<Option<PostedRecv>>, KVVec<PinnedBuf>) {
+    /// Every pinned buffer still held (posted, retired or waiting for its
+    /// copy), for teardown: the caller drops them outside the lock, in
+    /// process context.
+    pub(crate) fn take_all(&mut self) -> TakenBuffers {
         self.free.clear();
-        (core::mem::take(&mut self.table), core::mem::take(&mut self.retired))
+        (
+            core::mem::take(&mut self.table),
+            core::mem::take(&mut self.retired),
+            core::mem::take(&mut self.deferred),
+        )
     }
+}
+
+/// What [`Book::take_all`] hands over.
+pub(crate) type TakenBuffers = (
+    KVVec<Option<PostedRecv>>,
+    KVVec<PinnedBuf>,
+    KVVec<DeferredCopy>,
+);
+
+/// Publishes a completion record for the receive `user_data`.
+///
+/// Context: any; rx lock held (one producer).
+pub(crate) fn publish(shared: &SharedArea, user_data: u64, env: Envelope, len: u64, status: i32) {
+    shared.push(&abi::Completion {
+        kind: abi::record_kind::COMPLETED,
+        user_data,
+        len,
+        source: env.source,
+        tag: env.tag,
+        context: env.context,
+        status,
+        ..Default::default()
+    });
 }
 
 /// The selector of a POST or PROBE, with the ABI's wildcards.
@@ -372,9 +455,9 @@ pub(crate) fn selector(source: u32, tag: u32, context: u32) -> Result<Selector> 
 
 /// A vector of `n` copies of `value`, allocated with vmalloc fallback.
 fn filled<T: Copy>(n: usize, value: T) -> Result<KVVec<T>> {
-    let mut v = KVVec::with_capacity(n, GFP_KERNEL)?;
+    let mut v = KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
     for _ in 0..n {
-        v.push(value, GFP_KERNEL)?;
+        v.push(value, GFP_KERNEL_ACCOUNT)?;
     }
     Ok(v)
 }

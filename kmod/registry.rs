@@ -8,7 +8,7 @@
 //! in their release, so a listed pointer is always live while the registry
 //! lock is held.
 
-use kernel::{prelude::*, uaccess::UserSlice};
+use kernel::{bindings, prelude::*, task::Kuid, uaccess::UserSlice};
 
 use crate::abi;
 use crate::endpoint::Endpoint;
@@ -28,6 +28,8 @@ pub(crate) struct Registry {
 struct Entry {
     id: u32,
     pid: u32,
+    /// The opener's effective uid: whose endpoint this is.
+    owner: Kuid,
     endpoint: *const Endpoint,
 }
 
@@ -58,17 +60,28 @@ impl Drop for Cleanup {
     }
 }
 
+/// The most endpoints one process may have open: an MPI process needs
+/// one; each costs kernel memory and carries its own pin budget.
+pub(crate) const MAX_ENDPOINTS_PER_PROCESS: usize = 16;
+
 /// Lists `endpoint`, opened by process `pid`; returns its id.
+///
+/// Errors: `EMFILE` when `pid` has [`MAX_ENDPOINTS_PER_PROCESS`] already,
+/// `ENOMEM`.
 ///
 /// Context: process context, may sleep.
 pub(crate) fn add(endpoint: &Endpoint, pid: u32) -> Result<u32> {
     let mut reg = ENDPOINTS.lock();
+    if reg.list.iter().filter(|e| e.pid == pid).count() >= MAX_ENDPOINTS_PER_PROCESS {
+        return Err(EMFILE);
+    }
     let id = reg.next_id;
     reg.next_id = id.wrapping_add(1);
     reg.list.push(
         Entry {
             id,
             pid,
+            owner: Kuid::current_euid(),
             endpoint: core::ptr::from_ref(endpoint),
         },
         GFP_KERNEL,
@@ -87,27 +100,49 @@ pub(crate) fn remove(endpoint: &Endpoint) {
     }
 }
 
-/// Answers `O2G_IOC_LIST_ENDPOINTS`. Errors: `EINVAL` (capacity too
-/// large, bad padding), `EFAULT`.
+/// Answers `O2G_IOC_LIST_ENDPOINTS`: the caller's own endpoints (same
+/// effective uid), or every endpoint for `CAP_SYS_ADMIN`; other users'
+/// pids and traffic are theirs. Errors: `EINVAL` (capacity too large, bad
+/// padding), `EFAULT`, `ENOMEM`.
+///
+/// The summaries are gathered under the registry lock and written to the
+/// caller after it is dropped: a slow page fault on the caller's buffer
+/// must not hold up every open and close of the device.
 ///
 /// Context: process context, may sleep.
 pub(crate) fn list(arg: &mut abi::EndpointList) -> Result {
     if arg.capacity > abi::O2G_MAX_LIST {
         return Err(EINVAL);
     }
-    let reg = ENDPOINTS.lock();
     let room = arg.capacity as usize;
-    let bytes = room * size_of::<abi::EndpointSummary>();
-    let mut out = UserSlice::new(UserPtr::from_addr(arg.buf as usize), bytes).writer();
-    for e in reg.list.iter().take(room) {
-        // SAFETY: Listed endpoints are live while the registry lock is held.
-        let stats = unsafe { &*e.endpoint }.stats();
-        out.write(&abi::EndpointSummary {
-            pid: e.pid,
-            endpoint: e.id,
-            stats,
-        })?;
+    let me = Kuid::current_euid();
+    // SAFETY: `capable` only reads the current task's credentials.
+    let all = unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) };
+    let mut out = KVec::new();
+    let mut count: u32 = 0;
+    {
+        let reg = ENDPOINTS.lock();
+        out.reserve(room.min(reg.list.len()), GFP_KERNEL)?;
+        for e in reg.list.iter().filter(|e| all || e.owner == me) {
+            count = count.saturating_add(1);
+            if out.len() < room {
+                // SAFETY: Listed endpoints are live while the registry lock
+                // is held.
+                let stats = unsafe { &*e.endpoint }.stats();
+                out.push_within_capacity(abi::EndpointSummary {
+                    pid: e.pid,
+                    endpoint: e.id,
+                    stats,
+                })
+                .map_err(|_| ENOMEM)?;
+            }
+        }
     }
-    arg.count = u32::try_from(reg.list.len()).unwrap_or(u32::MAX);
+    let bytes = room * size_of::<abi::EndpointSummary>();
+    let mut writer = UserSlice::new(UserPtr::from_addr(arg.buf as usize), bytes).writer();
+    for summary in out.iter() {
+        writer.write(summary)?;
+    }
+    arg.count = count;
     Ok(())
 }

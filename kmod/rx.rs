@@ -38,6 +38,8 @@ pub(crate) struct Counters {
     pub(crate) released_msgs: u64,
     /// Release-ring ids that named no stored message.
     pub(crate) bad_releases: u64,
+    /// Copies of stored messages left to the reclaim work.
+    pub(crate) deferred_copies: u64,
     /// Connections that failed (protocol error or peer gone).
     pub(crate) failed_sockets: u32,
 }
@@ -79,7 +81,7 @@ impl Rx {
                 shared: SetOnce::new(),
                 reclaim <- new_work!("o2g_reclaim"),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 
@@ -170,11 +172,35 @@ impl Rx {
         let _ = workqueue::system().enqueue(self.clone());
     }
 
-    /// Unpins every finished buffer.
+    /// Copies the stored messages the readers left to this work into their
+    /// receives and completes them, then unpins every finished buffer.
     ///
     /// Context: process context, may sleep; takes the rx lock briefly per
-    /// buffer.
+    /// copy and per buffer, never across a copy.
     pub(crate) fn reclaim_now(&self) {
+        while let Some(d) = self.with(|st| st.recv.as_mut().and_then(|r| r.book.pop_deferred())) {
+            // INIT set `shared` before `recv`, which the pop found.
+            let status = match self.shared() {
+                Some(shared) => crate::reader::copy_stored(shared, &d.recv, d.at, d.len, true),
+                None => EINVAL.to_errno(),
+            };
+            let len = d.recv.buf.len() as u64;
+            self.with(|st| {
+                if let (Some(r), Some(shared)) = (st.recv.as_mut(), self.shared.as_ref()) {
+                    r.book.active -= 1;
+                    r.book.dump.free(d.region);
+                    crate::recv::publish(shared, d.recv.user_data, d.env, d.len, status);
+                }
+            });
+            // Unpinned here, in process context, rather than retired.
+            drop(d.recv);
+            self.with(|st| {
+                if let Some(r) = st.recv.as_mut() {
+                    r.book.pinned = r.book.pinned.saturating_sub(len);
+                }
+            });
+            self.notify();
+        }
         loop {
             let Some(buf) = self.with(|st| st.recv.as_mut().and_then(|r| r.book.pop_retired()))
             else {

@@ -12,12 +12,22 @@
 //! The module trusts nothing the process writes here: it reads the ring's
 //! consumer index only to decide whether the ring has room, and the release
 //! ring's producer index and ids only through [`SharedArea::releases`],
-//! which clamps the one and leaves checking the others to the caller.
+//! which clamps the one and leaves checking the others to the caller. The
+//! indices the module produces (the completion ring's producer, the release
+//! ring's consumer) are kept in module memory and only published here:
+//! what the process writes over them is never read back.
+//!
+//! The mapping is `VM_IO`: no `get_user_pages` reaches these pages, so a
+//! receive buffer placed inside the mapping cannot be pinned (POST fails
+//! with `EFAULT`), and a copy between the dump area and a pinned receive
+//! buffer is always between distinct memory.
+
+use core::ptr::NonNull;
 
 use kernel::{
-    alloc::flags::__GFP_ZERO,
+    bindings,
     mm::virt::{flags as vm_flags, VmaNew},
-    page::{Page, PAGE_SIZE},
+    page::{BorrowedPage, PAGE_SIZE},
     prelude::*,
     sync::atomic::{Atomic, Acquire, Relaxed, Release},
 };
@@ -31,9 +41,56 @@ const _: () = assert!(
         && abi::O2G_RELEASE_RING + abi::O2G_RELEASE_ENTRIES as usize * 8 <= PAGE_SIZE
 );
 
+/// One zeroed page of the shared area, charged to the memory cgroup of the
+/// process that made the endpoint.
+///
+/// # Invariants
+///
+/// `0` is an order-0 page this value owns (freed on drop).
+struct ChargedPage(NonNull<bindings::page>);
+
+// SAFETY: The page is plain memory owned by this value; it may be freed,
+// and its pointer read, from any thread.
+unsafe impl Send for ChargedPage {}
+// SAFETY: Shared references only read the pointer.
+unsafe impl Sync for ChargedPage {}
+
+impl ChargedPage {
+    /// Errors: `ENOMEM`, also when the caller's memory cgroup is at its
+    /// limit.
+    ///
+    /// Context: process context, may sleep.
+    fn alloc() -> Result<Self> {
+        // SAFETY: The helper only allocates.
+        let page = unsafe { crate::shim::o2g_alloc_charged_page() };
+        // INVARIANT: A non-null result is a fresh page we own.
+        NonNull::new(page.cast::<bindings::page>()).map(Self).ok_or(ENOMEM)
+    }
+
+    fn as_ptr(&self) -> *mut bindings::page {
+        self.0.as_ptr()
+    }
+
+    /// The page as the kernel crate's `Page`, for `vm_insert_page`.
+    fn borrow(&self) -> BorrowedPage<'_> {
+        // SAFETY: The page is valid while `self` lives (type invariants).
+        unsafe { BorrowedPage::from_raw(self.0) }
+    }
+}
+
+impl Drop for ChargedPage {
+    fn drop(&mut self) {
+        // SAFETY: We own this order-0 page (type invariants).
+        unsafe { bindings::__free_pages(self.0.as_ptr(), 0) };
+    }
+}
+
 /// The shared pages and where things lie in them.
 pub(crate) struct SharedArea {
-    pages: KVVec<Page>,
+    pages: KVVec<ChargedPage>,
+    /// The completion ring's producer index: the module's own copy (rx
+    /// lock held to change it), published to `abi::O2G_RING_PROD`.
+    prod: Atomic<u32>,
     ring_entries: u32,
     ring_offset: usize,
     dump_offset: usize,
@@ -54,11 +111,11 @@ impl SharedArea {
         let dump_offset = ring_offset + ring_bytes;
         let total = dump_offset.checked_add(dump_bytes).ok_or(EINVAL)?;
         let n = total / PAGE_SIZE;
-        let mut pages = KVVec::with_capacity(n, GFP_KERNEL)?;
+        let mut pages = KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
         for _ in 0..n {
-            pages.push(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?, GFP_KERNEL)?;
+            pages.push(ChargedPage::alloc()?, GFP_KERNEL_ACCOUNT)?;
         }
-        Ok(Self { pages, ring_entries, ring_offset, dump_offset, dump_bytes })
+        Ok(Self { pages, prod: Atomic::new(0), ring_entries, ring_offset, dump_offset, dump_bytes })
     }
 
     /// The layout, as INIT reports it.
@@ -92,11 +149,13 @@ impl SharedArea {
             return Err(EINVAL);
         }
         vma.try_clear_mayexec()?;
+        // No get_user_pages on these pages (see the module docs).
+        vma.set_io();
         vma.set_dontcopy();
         vma.set_dontexpand();
         let vma = vma.set_mixedmap();
         for (i, page) in self.pages.iter().enumerate() {
-            vma.vm_insert_page(vma.start() + i * PAGE_SIZE, page)?;
+            vma.vm_insert_page(vma.start() + i * PAGE_SIZE, &page.borrow())?;
         }
         Ok(())
     }
@@ -151,9 +210,9 @@ impl SharedArea {
         cons
     }
 
-    /// The producer index the module last published.
+    /// The producer index the module last published (its own copy).
     pub(crate) fn ring_prod(&self) -> u32 {
-        self.control(abi::O2G_RING_PROD, |a| a.load(Acquire))
+        self.prod.load(Relaxed)
     }
 
     /// Records the process has not consumed yet, clamped to the ring size
@@ -182,7 +241,9 @@ impl SharedArea {
             })
         };
         // Release: the record is visible before the index that covers it.
-        self.control(abi::O2G_RING_PROD, |a| a.store(prod.wrapping_add(1), Release));
+        let next = prod.wrapping_add(1);
+        self.prod.store(next, Relaxed);
+        self.set_word(abi::O2G_RING_PROD, next);
     }
 
     /// Copies `n` bytes to dump offset `at` with `fill(dst, done, chunk)`,
@@ -198,7 +259,7 @@ impl SharedArea {
         if at.checked_add(n).is_none_or(|end| end > self.dump_bytes) {
             return Err(EINVAL);
         }
-        let page = |i: usize| self.pages.get(i).map(Page::as_ptr);
+        let page = |i: usize| self.pages.get(i).map(ChargedPage::as_ptr);
         // SAFETY: The pages live as long as `self`.
         unsafe { walk_pages(self.dump_offset + at, n, page, fill) }
     }

@@ -32,8 +32,20 @@ extern "C" {
     pub(crate) fn o2g_sk_state_change(sk: *const bindings::sock) -> Option<ReadyFn>;
     pub(crate) fn o2g_sk_set_state_change(sk: *mut bindings::sock, f: Option<ReadyFn>);
 
+    pub(crate) fn o2g_sk_attach_ulp(sk: *mut bindings::sock);
+    pub(crate) fn o2g_sk_detach_ulp(sk: *mut bindings::sock);
+
     pub(crate) fn o2g_sock_owned_by_user(sk: *const bindings::sock) -> bool;
     pub(crate) fn o2g_sk_rcv_shutdown(sk: *const bindings::sock) -> bool;
+    pub(crate) fn o2g_tcp_urgent_pending(sk: *const bindings::sock) -> bool;
+
+    pub(crate) fn o2g_cond_resched();
+
+    // `struct mm_struct` and `struct page` travel as opaque pointers: their
+    // bindings are not FFI-safe types for an `extern` block.
+    pub(crate) fn o2g_charge_pinned(npages: core::ffi::c_ulong) -> *mut core::ffi::c_void;
+    pub(crate) fn o2g_uncharge_pinned(mm: *mut core::ffi::c_void, npages: core::ffi::c_ulong);
+    pub(crate) fn o2g_alloc_charged_page() -> *mut core::ffi::c_void;
 
     pub(crate) fn o2g_spin_lock_bh(lock: *mut bindings::spinlock_t);
     pub(crate) fn o2g_spin_unlock_bh(lock: *mut bindings::spinlock_t);

@@ -132,6 +132,21 @@ impl SockGuard<'_> {
         unsafe { shim::o2g_sk_is_established(self.sock.sk()) }
     }
 
+    /// Attaches o2g's upper-layer-protocol marker (see `o2g_shim.c`): from
+    /// now on `listen()` fails with `EINVAL`, another ULP with `EEXIST`, and
+    /// sockmap refuses the socket. The caller checked that no ULP is
+    /// attached.
+    pub(crate) fn attach_ulp(&self) {
+        // SAFETY: `sk` is valid and owned (this guard), as the field needs.
+        unsafe { shim::o2g_sk_attach_ulp(self.sock.sk()) };
+    }
+
+    /// Detaches o2g's marker, if it is the socket's ULP.
+    pub(crate) fn detach_ulp(&self) {
+        // SAFETY: `sk` is valid and owned (this guard).
+        unsafe { shim::o2g_sk_detach_ulp(self.sock.sk()) };
+    }
+
     /// Takes `sk_callback_lock` for writing, with bottom halves off.
     pub(crate) fn callbacks(&self) -> CallbackGuard<'_> {
         // SAFETY: `sk` is valid.

@@ -19,7 +19,7 @@
 pub const O2G_IOC_TYPE: u32 = 0xBB;
 
 /// Major ABI version: bumped on any incompatible change.
-pub const O2G_ABI_MAJOR: u16 = 1;
+pub const O2G_ABI_MAJOR: u16 = 2;
 /// Minor ABI version: bumped when opcodes or fields are added compatibly.
 pub const O2G_ABI_MINOR: u16 = 0;
 
@@ -377,7 +377,8 @@ pub struct Completion {
     /// The message's context id.
     pub context: u32,
     /// Zero, or a negative errno: `-EMSGSIZE` (truncated), `-ECONNRESET`
-    /// (the connection failed: protocol error or peer gone), `-ECONNABORTED`
+    /// (the connection failed: protocol error or peer gone; for a receive
+    /// from any source, every registered connection failed), `-ECONNABORTED`
     /// (the socket was unregistered mid-message). Zero for a notice.
     pub status: i32,
     /// A [`record_kind`].
@@ -435,9 +436,12 @@ pub struct EndpointStats {
     pub released_msgs: u64,
     /// Release-ring ids that named no stored message (skipped).
     pub bad_releases: u64,
+    /// Stored messages too large to copy in the protocol handler that the
+    /// module copied into their receive from a work item instead.
+    pub deferred_copies: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<EndpointStats>() == 120);
+const _: () = assert!(core::mem::size_of::<EndpointStats>() == 128);
 
 /// State of one connection, in [`SocketStats::state`].
 pub mod socket_state {
@@ -487,11 +491,11 @@ pub const O2G_IOC_INIT: u32 = ioc(IOC_READ | IOC_WRITE, 0x04, core::mem::size_of
 /// With outcome `UNEXPECTED` or `RESCAN` the module kept no reference to the
 /// buffer.
 /// Errors: `EINVAL` (bad selector, flags, or `buf_len`), `EFAULT` (buffer
-/// not writable), `ENOSPC` (posted queue full), `EAGAIN` (unconsumed ring
+/// not writable, or inside an o2g mapping), `ENOSPC` (posted queue full), `EAGAIN` (unconsumed ring
 /// records plus receives in flight would exceed `ring_entries`: consume
 /// completions first, so the ring never overflows), `ENOBUFS` (pin budget),
-/// `ECONNRESET` (the connection to that exact source failed), `EBADFD`
-/// (before INIT). Receive ids carry a 32-bit generation: a stale id is
+/// `ECONNRESET` (the connection to that exact source failed; for any
+/// source, every registered connection failed), `EBADFD` (before INIT). Receive ids carry a 32-bit generation: a stale id is
 /// recognised until its slot is reused 2^32 times.
 pub const O2G_IOC_POST: u32 = ioc(IOC_READ | IOC_WRITE, 0x05, core::mem::size_of::<PostArgs>());
 /// Cancels a queued receive ([`IdArg`] with the receive id). Returns 1 if it
@@ -534,7 +538,7 @@ pub struct EndpointSummary {
     pub stats: EndpointStats,
 }
 
-const _: () = assert!(core::mem::size_of::<EndpointSummary>() == 128);
+const _: () = assert!(core::mem::size_of::<EndpointSummary>() == 136);
 
 /// Argument of [`O2G_IOC_LIST_ENDPOINTS`].
 #[repr(C)]
@@ -553,8 +557,9 @@ const _: () = assert!(core::mem::size_of::<EndpointList>() == 16);
 /// Largest [`EndpointList::capacity`].
 pub const O2G_MAX_LIST: u32 = 4096;
 
-/// Lists every endpoint of the module with its counters ([`EndpointList`]),
-/// for `o2g-stat`. Any opener of `/dev/o2g` may list.
+/// Lists endpoints with their counters ([`EndpointList`]), for `o2g-stat`:
+/// the caller's own (opened under the same effective uid), or every
+/// endpoint for a caller with `CAP_SYS_ADMIN`.
 pub const O2G_IOC_LIST_ENDPOINTS: u32 = ioc(
     IOC_READ | IOC_WRITE,
     0x0b,

@@ -44,7 +44,7 @@ fn argument_structs_have_fixed_layout() {
     assert_eq!(std::mem::offset_of!(abi::VersionInfo, features), 8);
     assert_eq!(size_of::<abi::SocketRegistration>(), 16);
     assert_eq!(size_of::<abi::RankArg>(), 8);
-    assert_eq!(size_of::<abi::EndpointStats>(), 120);
+    assert_eq!(size_of::<abi::EndpointStats>(), 128);
     assert_eq!(
         std::mem::offset_of!(abi::EndpointStats, data_ready_events),
         8
@@ -188,13 +188,14 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(offset_of!(abi::EndpointStats, pinned_bytes), 88);
     assert_eq!(offset_of!(abi::EndpointStats, notices), 96);
     assert_eq!(offset_of!(abi::EndpointStats, bad_releases), 112);
+    assert_eq!(offset_of!(abi::EndpointStats, deferred_copies), 120);
 
     assert_eq!(size_of::<abi::SocketStats>(), 40);
     assert_eq!(offset_of!(abi::SocketStats, state), 4);
     assert_eq!(offset_of!(abi::SocketStats, rx_bytes), 8);
     assert_eq!(offset_of!(abi::SocketStats, backpressure_events), 32);
 
-    assert_eq!(size_of::<abi::EndpointSummary>(), 128);
+    assert_eq!(size_of::<abi::EndpointSummary>(), 136);
     assert_eq!(offset_of!(abi::EndpointSummary, endpoint), 4);
     assert_eq!(offset_of!(abi::EndpointSummary, stats), 8);
 

@@ -122,6 +122,11 @@ const COLUMNS: &[Column] = &[
         key: "bad_releases",
         value: |e| e.stats.bad_releases,
     },
+    Column {
+        header: "DEF_COPY",
+        key: "deferred_copies",
+        value: |e| e.stats.deferred_copies,
+    },
 ];
 
 /// A table with a header row and one right-aligned row per endpoint, and a
@@ -231,6 +236,7 @@ mod tests {
                 notices: 16,
                 released_msgs: 17,
                 bad_releases: 18,
+                deferred_copies: 19,
             },
         };
         let b = EndpointSummary {
@@ -252,14 +258,14 @@ mod tests {
         assert_eq!(
             lines[0],
             " PID ENDPOINT SOCKETS FAILED MATCHED MATCHED_B UNEXP UNEXP_B BACKPRESSURE \
-             PROTO_ERR POSTED UNEXP_NOW DUMP_USED PINNED DEFERRED NOTICES RELEASED BAD_REL"
+             PROTO_ERR POSTED UNEXP_NOW DUMP_USED PINNED DEFERRED NOTICES RELEASED BAD_REL DEF_COPY"
         );
         let cells: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             cells,
             [
                 "4242", "1", "3", "1", "10", "1000000", "2", "64", "4", "5", "6", "7", "8192",
-                "12345", "15", "16", "17", "18"
+                "12345", "15", "16", "17", "18", "19"
             ]
         );
         // Columns line up: every row is as long as the header.
@@ -294,7 +300,8 @@ mod tests {
              \"matched_msgs\":10,\"matched_bytes\":1000000,\"unexpected_msgs\":2,\
              \"unexpected_bytes\":64,\"backpressure_events\":4,\"protocol_errors\":5,\
              \"posted\":6,\"unexpected_now\":7,\"dump_used\":8192,\"pinned_bytes\":12345,\
-             \"deferred_reads\":15,\"notices\":16,\"released_msgs\":17,\"bad_releases\":18}"
+             \"deferred_reads\":15,\"notices\":16,\"released_msgs\":17,\"bad_releases\":18,\
+             \"deferred_copies\":19}"
         );
         assert!(lines[1].starts_with("{\"pid\":7,\"endpoint\":22,"));
     }
