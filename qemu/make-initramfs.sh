@@ -22,6 +22,10 @@ shift 2
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc/o2g,lib/o2g,tests}
+# mktemp makes the root 0700: open it up, so that the checks that run as an
+# unprivileged user can reach anything at all.
+chmod 755 "$root"
+chmod 1777 "$root/tmp"
 
 busybox="$(command -v busybox)" || die "busybox not found; run scripts/setup.sh"
 cp "$busybox" "$root/bin/busybox"

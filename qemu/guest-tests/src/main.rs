@@ -19,6 +19,8 @@ mod rsh;
 mod scale;
 mod sockets;
 mod storm;
+mod trust;
+mod unprivileged;
 
 type CheckResult = Result<(), String>;
 
@@ -45,10 +47,30 @@ fn main() -> ExitCode {
         Some("recv-scale") => scale::scale(&args[1..]),
         Some("recv-remote") => remote::remote(&args[1..]),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
+        Some("trust-listen-child") => trust::listen_child(),
+        Some("trust-ulp") => trust::ulp(),
+        Some("trust-spoof") => trust::spoof(),
+        Some("trust-urgent") => trust::urgent(),
+        Some("trust-post-race") => trust::post_race(&args[1..]),
+        Some("trust-shared-state") => trust::shared_state(),
+        Some("trust-list") => trust::list_visibility(),
+        Some("trust-any-source") => trust::any_source(),
+        Some("trust-limits") => trust::limits(),
+        Some("trust-list-fault") => trust::list_fault(),
+        Some("trust-dump-overlap") => trust::dump_overlap(),
         Some("ivshmem") => ivshmem::ivshmem(),
         Some("demangle") => demangle::filter(),
         Some("rsh-serve") => rsh::serve(&args[1..]),
         Some("rsh-quit") => rsh::quit(&args[1..]),
+        Some("as-user") => {
+            return match unprivileged::as_user(&args[1..]) {
+                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+                Err(msg) => {
+                    eprintln!("o2g-vmtest: {msg}");
+                    ExitCode::from(255)
+                }
+            };
+        }
         Some("rsh") => {
             // The remote command's status is this program's.
             return match rsh::client(&args[1..]) {
@@ -60,7 +82,7 @@ fn main() -> ExitCode {
             };
         }
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|ivshmem|demangle|rsh-serve PORT SECONDS|rsh HOST COMMAND...|rsh-quit HOST"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|trust-listen-child|trust-ulp|trust-spoof|trust-urgent|trust-post-race [SECS]|trust-shared-state|trust-list|trust-any-source|trust-limits|trust-list-fault|trust-dump-overlap|ivshmem|demangle|as-user MEMLOCK_KIB CMD...|rsh-serve PORT SECONDS|rsh HOST COMMAND...|rsh-quit HOST"
                 .into(),
         ),
     };
