@@ -330,8 +330,9 @@ pub(crate) fn post_race(args: &[String]) -> CheckResult {
     let posts = Arc::new(AtomicU64::new(0));
     let fd = ep.as_fd().as_raw_fd();
     // One large buffer per thread: pinning it takes long enough for the
-    // other threads to race through admission.
-    let len = 4usize << 20;
+    // other threads to race through admission, and unpinning it keeps
+    // finished buffers on the retired list for a while.
+    let len = 16usize << 20;
     let mut threads = Vec::new();
     for t in 0..8u64 {
         let (stop, posts) = (stop.clone(), posts.clone());
@@ -351,6 +352,15 @@ pub(crate) fn post_race(args: &[String]) -> CheckResult {
                 // module only writes pinned pages, and the endpoint is
                 // closed before the buffers are freed (join below).
                 let r = unsafe { raw::ioctl(borrow(fd), abi::O2G_IOC_POST, (&raw mut a) as usize) };
+                if r.is_ok() && a.outcome == abi::outcome::UNEXPECTED {
+                    // A stored message is ours now: give it back, so that
+                    // the dump area never fills and messages keep arriving.
+                    let id = abi::IdArg { id: a.msg.id };
+                    // SAFETY: FREE reads an `IdArg`.
+                    let _ = unsafe {
+                        raw::ioctl(borrow(fd), abi::O2G_IOC_FREE, (&raw const id) as usize)
+                    };
+                }
                 if r.is_ok() && a.outcome == abi::outcome::QUEUED {
                     n += 1;
                     if n % 2 == 0 {
@@ -578,7 +588,9 @@ pub(crate) fn list_visibility() -> CheckResult {
     let root_view = mine.list_endpoints().map_err(e("list as root"))?;
     let me = std::process::id();
     if root_view.endpoints.iter().all(|s| s.pid != me) {
-        return Err(format!("root (pid {me}) does not see its own endpoint: {root_view:?}"));
+        return Err(format!(
+            "root (pid {me}) does not see its own endpoint: {root_view:?}"
+        ));
     }
     crate::unprivileged::run(|| {
         let dev = Device::open().map_err(|e| format!("open as uid 1000: {e}"))?;
