@@ -186,10 +186,16 @@ fn matrix() -> Vec<Run> {
         name: "example-hello/sockets-select/np3/mpiexec.hydra".into(),
         ..example("hello", "sockets-select", 3)
     });
-    // One job from two o2gruns, as across two machines.
+    // One job from two o2gruns, as across two machines, sharing the job's
+    // secret as a user would give it to both.
     runs.push(Run {
         split: true,
         name: "p2p/sockets-epoll/np4/two-launchers".into(),
+        env: vec![
+            ("O2G_CONF_CASE", "p2p".into()),
+            ("O2G_TRANSPORT", "sockets-epoll".into()),
+            ("O2G_JOB_SECRET", "0123456789abcdef0123456789abcdef".into()),
+        ],
         ..case("p2p", "sockets-epoll", 4)
     });
     // The launcher's failure handling.
