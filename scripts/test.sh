@@ -51,9 +51,9 @@ if ((cargo_rc != 0 && f == 0)); then
 fi
 
 # Bounded fuzzing of o2g-core: every core/fuzz target, O2G_FUZZ_SECS
-# (default 20) seconds each, against its model.
+# (default 10 here) seconds each, against its model.
 stage "fuzz"
-step "fuzz o2g-core (scripts/fuzz.sh)" "$O2G_ROOT/scripts/fuzz.sh"
+step "fuzz o2g-core (scripts/fuzz.sh)" env O2G_FUZZ_SECS="${O2G_FUZZ_SECS:-10}" "$O2G_ROOT/scripts/fuzz.sh"
 
 # In-guest suites: count each in-guest test.
 vm_suite() {
