@@ -1,0 +1,10 @@
+# An MPI job over o2g as an unprivileged user whose RLIMIT_MEMLOCK (128 KiB)
+# is below its receives: the module refuses the pins (ENOMEM), the
+# transport says so once and lets those receives wait in the dump area,
+# and the job still passes.
+set -e
+out="$(O2G_TRANSPORT=o2g O2G_CONF_CASE=large_recv \
+    o2g-vmtest as-user 128 /bin/o2grun -n 2 --timeout 240 /bin/mpi-conformance 2>&1)" ||
+    { echo "$out"; exit 1; }
+echo "$out" | grep -q "could not be pinned: RLIMIT_MEMLOCK" ||
+    { echo "$out"; echo "no pin was refused: was the limit in force?"; exit 1; }
