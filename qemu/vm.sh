@@ -207,11 +207,15 @@ if ((nodes > 1)); then
     done
 fi
 
+cluster_secret="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 log "booting $nodes VM(s): $flavour kernel, $accel, ${#tests[@]} test(s), ${timeout}s each; logs in $run"
 for ((i = 0; i < nodes; i++)); do
     args=()
     guest_env=""
     for kv in ${O2G_GUEST_ENV:-}; do guest_env+=" o2g.env=$kv"; done
+    # One secret for the whole cluster run, so that the o2grun of every node
+    # (qemu/guest/o2grun-cluster) authenticates the same job's ranks.
+    if ((nodes > 1)); then guest_env+=" o2g.env=O2G_JOB_SECRET=$cluster_secret"; fi
     mapfile -d '' args < <(qemu_cmd "$i" "$accel" "$run/console-$i.log" "$guest_env")
     if [[ -n "$netns" ]]; then
         ip netns exec "$netns" "${args[@]}" >"$run/qemu-$i.log" 2>&1 &
