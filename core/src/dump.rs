@@ -163,15 +163,18 @@ where
         // the held range does not wrap and [tail, size) and [0, head) are
         // free; otherwise only [tail, head) is.
         let tail = self.tail();
-        let start = self.align_up(tail)?;
-        let end = start.checked_add(len)?;
         let limit = if tail > self.head {
             self.size
         } else {
             self.head
         };
-        if end <= limit {
-            return Some((start, end.saturating_sub(tail)));
+        // Past `u64::MAX` (an area that large) does not fit either.
+        let end = self
+            .align_up(tail)
+            .and_then(|start| start.checked_add(len))
+            .filter(|&end| end <= limit);
+        if let Some(end) = end {
+            return Some((end.saturating_sub(len), end.saturating_sub(tail)));
         }
         // Skip the rest of the area and start at 0, before `head`.
         if tail > self.head && len <= self.head {
@@ -218,11 +221,14 @@ where
             }
             let held = oldest.held;
             self.used = self.used.saturating_sub(held);
-            self.head = self
-                .head
-                .saturating_add(held)
-                .checked_rem(self.size)
-                .unwrap_or(0);
+            // `head + held` modulo `size`, without overflowing near
+            // `u64::MAX` (`head < size` while bytes are held).
+            let to_end = self.size.saturating_sub(self.head);
+            self.head = if held >= to_end {
+                held.saturating_sub(to_end)
+            } else {
+                self.head.saturating_add(held)
+            };
             self.first = self
                 .first
                 .saturating_add(1)
@@ -278,6 +284,32 @@ mod tests {
 
     fn alloc(records: usize, size: u64) -> DumpAlloc<Vec<Record>> {
         DumpAlloc::new(vec![Record::EMPTY; records], size, 8)
+    }
+
+    /// Found by a 30-minute fuzz run: reclaiming a region that wrapped, in
+    /// an area near `u64::MAX` bytes, overflowed `head + held`, and the
+    /// next region landed on a live one.
+    #[test]
+    fn reclaim_near_u64_max_wraps_the_head_without_overflow() {
+        let size = u64::MAX - 10;
+        let mut d = DumpAlloc::new(vec![Record::EMPTY; 4], size, 1);
+        let a = d.alloc(size - 5).unwrap();
+        let b = d.alloc(3).unwrap();
+        assert!(d.free(a));
+        let c = d.alloc(100).unwrap();
+        assert_eq!(d.offset(c), Some(0), "skips the 2-byte tail");
+        let live = d.alloc(50).unwrap();
+        assert_eq!(d.offset(live), Some(100));
+        assert!(d.free(b));
+        assert!(d.free(c));
+        assert_eq!(d.used(), 50);
+        if let Some(e) = d.alloc(60) {
+            let off = d.offset(e).unwrap();
+            assert!(
+                off >= 150 || off + 60 <= 100,
+                "[{off}, +60) overlaps [100, +50)"
+            );
+        }
     }
 
     #[test]
