@@ -240,13 +240,7 @@ impl Endpoint {
         if let Err(e) = inner.conns.insert_within_capacity(at, conn) {
             let (kernel::alloc::kvec::InsertError::IndexOutOfBounds(conn)
             | kernel::alloc::kvec::InsertError::OutOfCapacity(conn)) = e;
-            conn.unhook();
-            let _ = self.rx.with_recv(|_, st, _| {
-                if conn.leave_live() {
-                    st.book.live_conns -= 1;
-                }
-                Ok(())
-            });
+            self.detach(&conn);
             return Err(ENOMEM);
         }
         Ok(())
@@ -260,15 +254,22 @@ impl Endpoint {
             let idx = inner.position(rank).map_err(|_| ENOENT)?;
             inner.conns.remove(idx)?
         };
+        self.detach(&conn);
+        Ok(())
+    }
+
+    /// Unhooks `conn` and stops counting it live. Leaving by choice, unlike
+    /// failing, leaves receives from any source posted.
+    ///
+    /// Context: process context, may sleep (see [`Conn::unhook`]).
+    fn detach(&self, conn: &Arc<Conn>) {
         conn.unhook();
-        // Leaving by choice: receives from any source stay posted.
         let _ = self.rx.with_recv(|_, st, _| {
             if conn.leave_live() {
                 st.book.live_conns -= 1;
             }
             Ok(())
         });
-        Ok(())
     }
 
     /// This endpoint's counters.
