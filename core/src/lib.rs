@@ -38,7 +38,8 @@
 //!   (`tests/matching_model.rs`) and against random splits of the stream
 //!   (`tests/stream_split.rs`); the dump allocator against a byte-owner
 //!   reference model, sizes up to the whole area (`tests/dump_model.rs`);
-//!   a deterministic multi-endpoint simulation (`tests/sim.rs`).
+//!   a deterministic multi-endpoint simulation over the receive state
+//!   machine and a real dump area (`tests/sim.rs`).
 //! - `cargo bench -p o2g-core --bench matching`: ns per operation at 1,
 //!   1 000 and 100 000 queued entries.
 //! - Fuzzing against models, with cargo-fuzz: `scripts/fuzz.sh` runs every

@@ -14,6 +14,10 @@
 //! - [`matching`]: the MPI matching engine (posted receives, unexpected
 //!   messages, non-overtaking order, wildcards, probe, cancel) over storage
 //!   the caller provides.
+//! - [`receive`]: the receive state machine over the engine, a payload
+//!   store and each connection's reassembler: where each message goes,
+//!   when a connection stalls, what completes and what fails. The module
+//!   and every user-space transport decide through it.
 //!
 //! # Rules
 //!
@@ -29,5 +33,6 @@ pub mod dump;
 pub mod envelope;
 mod list;
 pub mod matching;
+pub mod receive;
 pub mod stream;
 pub mod wire;

@@ -82,6 +82,13 @@ impl Model {
         ArriveOut::Unexpected
     }
 
+    /// The first-posted receive matching a message with `env`, removed:
+    /// where a header goes before its message is stored.
+    pub(crate) fn match_posted(&mut self, env: &Envelope) -> Option<u64> {
+        let i = self.posted.iter().position(|(s, _)| s.matches(env))?;
+        Some(self.posted.remove(i).1)
+    }
+
     /// Whether the receive with this handle was still posted (and is now
     /// cancelled).
     pub(crate) fn cancel(&mut self, handle: u64) -> bool {

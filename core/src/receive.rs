@@ -1,0 +1,848 @@
+//! The receive state machine: every decision a receiver makes about an
+//! arriving message, in one place, for the kernel module and every
+//! user-space transport.
+//!
+//! Like the rest of the core it does no I/O: callers hand it events and
+//! carry out what it decides. Two types split the state by who may touch
+//! it, so that the kernel can keep them under different locks:
+//!
+//! - [`Receiver`], one per process (the module's endpoint): the matching
+//!   engine, the store for unexpected payloads, what is outstanding, and
+//!   the counters. Events: [`Receiver::on_header`], [`Receiver::on_end`],
+//!   [`Receiver::post`], [`Receiver::cancel`], [`Receiver::release`],
+//!   [`Receiver::copied`], [`Receiver::fail`].
+//! - [`Inbound`], one per connection that speaks the wire format: its
+//!   stream reassembler, where the current message goes ([`Dest`]) and
+//!   its counters. [`Inbound::next`] tells the reader what to do with the
+//!   bytes it holds: read a header, copy payload to a [`Place`], or ask the
+//!   receiver for a decision.
+//!
+//! Transports with their own framing (the emulated NICs) skip [`Inbound`]
+//! and pass each message's envelope and length to the receiver directly,
+//! holding the [`Dest`] it returns until the message ends.
+//!
+//! # The decisions
+//!
+//! ```text
+//!            on_header                              on_end
+//!  header ──────────────┬─ a posted receive ─ Direct ──────── Completed
+//!                       ├─ room in the store ─ Stored ─┬───── Stored (now matchable)
+//!                       │                              └───── CopyOut (a receive was
+//!                       │                                     posted while it streamed)
+//!                       └─ no room ─ Stall (retry on_header after a release)
+//!
+//!  post ──┬─ a stored message matches ─ FromStore (copy, then release)
+//!         └─ none ─ Queued (matched by a later header)
+//! ```
+//!
+//! An unmatched message becomes visible to receives (and probes) only when
+//! all of it is stored, so a receive never sees a half-written payload; a
+//! receive posted while a matching message streams in is queued and takes
+//! it at the end ([`OnEnd::CopyOut`]). Within a connection, messages are
+//! decided in order, which with the engine's rules keeps MPI's
+//! non-overtaking order (MPI 4.1 §3.5).
+//!
+//! # Invariants (checked by `tests/sim.rs`)
+//!
+//! - Every [`Dest`] handed out is consumed exactly once, by `on_end` or
+//!   `fail`/`abort`; [`Dest`] is neither `Copy` nor `Clone`, so the type
+//!   system keeps callers honest.
+//! - `filling`, `streaming` and `copying` count the [`Dest::Direct`],
+//!   [`Dest::Stored`] and [`OnEnd::CopyOut`] decisions not yet finished;
+//!   nothing outside this file writes them.
+//! - The unexpected queue always has a slot for every message streaming
+//!   into the store, so `on_end` never finds it full.
+
+use super::dump::{DumpAlloc, Record, RegionId};
+use super::envelope::{Envelope, Rank, Selector, SourceSel};
+use super::matching::{
+    Arrival, Bucket, CancelError, Engine, MsgId, MsgInfo, Posted, QueueFull, RecvId, Slot, StaleId,
+};
+use super::stream::{Event, Reassembler};
+use super::wire::{Header, Limits, WireError, HEADER_LEN};
+use core::ops::DerefMut;
+
+/// Where unexpected payloads are kept; the machine only books room.
+pub trait Store {
+    /// Room for `len` payload bytes: a region id, or `None` if there is
+    /// no room now.
+    fn book(&mut self, len: u64) -> Option<u64>;
+    /// Where region `id`'s payload starts, for a contiguous area (0 for
+    /// stores that keep each payload apart).
+    fn locate(&self, id: u64) -> u64;
+    /// Gives back the room of region `id`.
+    fn give_back(&mut self, id: u64);
+}
+
+/// Room booked in a [`Store`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Region {
+    /// Names the region to the store.
+    pub id: u64,
+    /// Where the payload starts in the store (for a contiguous area).
+    pub at: u64,
+}
+
+impl<R: DerefMut<Target = [Record]>> Store for DumpAlloc<R> {
+    fn book(&mut self, len: u64) -> Option<u64> {
+        self.alloc(len).map(|id| u64::from(id.to_raw()))
+    }
+
+    fn locate(&self, id: u64) -> u64 {
+        // Ids come from `book`, so they fit.
+        self.offset(RegionId::from_raw(id as u32)).unwrap_or(0)
+    }
+
+    fn give_back(&mut self, id: u64) {
+        // Ids come from `book`, so they fit.
+        self.free(RegionId::from_raw(id as u32));
+    }
+}
+
+/// Where the current message's payload goes, from its header to its end.
+/// Consumed by [`Receiver::on_end`], [`Receiver::fail`] or
+/// [`Receiver::abort`]; deliberately neither `Copy` nor `Clone`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Dest {
+    /// Straight into the posted receive with this handle.
+    Direct {
+        /// The handle given to [`Receiver::post`].
+        handle: u64,
+    },
+    /// Into the store, as an unexpected message.
+    Stored(Region),
+}
+
+impl Dest {
+    /// Where the payload bytes go.
+    pub const fn place(&self) -> Place {
+        match *self {
+            Dest::Direct { handle } => Place::Recv { handle },
+            Dest::Stored(region) => Place::Store { at: region.at },
+        }
+    }
+}
+
+/// Where payload bytes are to be copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// Into the buffer of the receive with this handle (bytes past its
+    /// capacity are dropped: the receive is truncated).
+    Recv {
+        /// The receive's handle.
+        handle: u64,
+    },
+    /// Into the store, `at` bytes from its start plus the payload offset.
+    Store {
+        /// Where the message's payload starts.
+        at: u64,
+    },
+}
+
+/// No room for the message now: stop reading the connection, and call
+/// [`Receiver::on_header`] again once something was released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stall;
+
+/// What [`Receiver::on_end`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OnEnd {
+    /// The receive `handle` has its message: `len` bytes were sent.
+    Completed {
+        /// The receive's handle.
+        handle: u64,
+        /// The message's envelope (with its synchronous-send bit).
+        envelope: Envelope,
+        /// Length the sender sent.
+        len: u64,
+    },
+    /// The message is stored and now visible to receives and probes.
+    Stored {
+        /// The stored message.
+        msg: MsgId,
+        /// Its envelope.
+        envelope: Envelope,
+        /// Its length.
+        len: u64,
+    },
+    /// A receive posted while the message streamed in takes it: copy `len`
+    /// bytes from `region` into receive `handle`, then call
+    /// [`Receiver::copied`] with `region`.
+    CopyOut {
+        /// The receive's handle.
+        handle: u64,
+        /// The message's envelope.
+        envelope: Envelope,
+        /// Length the sender sent.
+        len: u64,
+        /// Where the payload is stored.
+        region: Region,
+    },
+}
+
+/// What [`Receiver::post`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OnPost {
+    /// A stored message matched: copy it out of `region`, then give it
+    /// back with [`Receiver::release`].
+    FromStore {
+        /// The message, now claimed.
+        msg: MsgId,
+        /// Its envelope, length and location.
+        info: MsgInfo,
+        /// Where its payload is stored.
+        region: Region,
+    },
+    /// Nothing matched; the receive waits for a header.
+    Queued(RecvId),
+}
+
+/// A receive that will never get its message, from [`Receiver::fail`] or
+/// [`Receiver::abort`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Failed {
+    /// The receive's handle.
+    pub handle: u64,
+    /// The envelope of the message it was receiving, or one naming only
+    /// the failed source when it had not matched.
+    pub envelope: Envelope,
+    /// Length of the message it was receiving, else 0.
+    pub len: u64,
+}
+
+/// Why a connection stopped being read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Failure {
+    /// The stream broke the wire rules.
+    Protocol(WireError),
+    /// A header named another sender than the connection's rank: a peer
+    /// passing its messages off as another rank's.
+    WrongSource(Rank),
+    /// The peer sent urgent data, which a stream reader never reads past.
+    Urgent,
+    /// The peer closed in the middle of a message.
+    Truncated,
+    /// The peer closed between messages.
+    Closed,
+}
+
+impl Failure {
+    /// Whether the peer broke the protocol (counted as a protocol error).
+    pub const fn is_protocol(self) -> bool {
+        matches!(
+            self,
+            Self::Protocol(_) | Self::WrongSource(_) | Self::Urgent
+        )
+    }
+}
+
+impl core::fmt::Display for Failure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Failure::Protocol(e) => write!(f, "{e}"),
+            Failure::WrongSource(r) => write!(f, "message claims to come from rank {r}"),
+            Failure::Urgent => f.write_str("urgent (MSG_OOB) data"),
+            Failure::Truncated => f.write_str("peer closed mid-message"),
+            Failure::Closed => f.write_str("peer closed"),
+        }
+    }
+}
+
+/// The receiver's counters, kept from creation on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages placed straight into a receive posted before them.
+    pub matched_msgs: u64,
+    /// Their payload bytes.
+    pub matched_bytes: u64,
+    /// Messages stored because no receive waited for them.
+    pub unexpected_msgs: u64,
+    /// Their payload bytes.
+    pub unexpected_bytes: u64,
+    /// Headers that found no room and stalled their connection.
+    pub backpressure_events: u64,
+    /// Stored messages given back.
+    pub released_msgs: u64,
+    /// Give-backs that named no stored message.
+    pub bad_releases: u64,
+    /// Connections failed (peer gone or protocol broken).
+    pub failed_conns: u32,
+    /// Of those, the ones whose peer broke the protocol.
+    pub protocol_errors: u64,
+}
+
+/// One process's receive side; see the module documentation.
+pub struct Receiver<S, B, St> {
+    engine: Engine<S, B>,
+    store: St,
+    max_outstanding: u32,
+    /// Receives a connection is writing into ([`Dest::Direct`]).
+    filling: u32,
+    /// Unexpected messages being written into the store ([`Dest::Stored`]).
+    streaming: u32,
+    /// [`OnEnd::CopyOut`] copies not yet [`Receiver::copied`].
+    copying: u32,
+    /// Posts admitted but not posted yet ([`Receiver::admit`]).
+    admitted: u32,
+    /// Connections that have not failed or left.
+    live_conns: u32,
+    /// The last live connection failed: a receive from any source has no
+    /// peer left that could match it (until a connection is added).
+    peers_lost: bool,
+    stats: Stats,
+}
+
+impl<S, B, St> Receiver<S, B, St>
+where
+    S: DerefMut<Target = [Slot]>,
+    B: DerefMut<Target = [Bucket]>,
+    St: Store,
+{
+    /// A receiver over `engine` and `store`, admitting at most
+    /// `max_outstanding` receives at once (posted, being filled or being
+    /// copied into).
+    pub fn new(engine: Engine<S, B>, store: St, max_outstanding: u32) -> Self {
+        Self {
+            engine,
+            store,
+            max_outstanding,
+            filling: 0,
+            streaming: 0,
+            copying: 0,
+            admitted: 0,
+            live_conns: 0,
+            peers_lost: false,
+            stats: Stats::default(),
+        }
+    }
+
+    /// The counters.
+    pub const fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The store, to read where regions are.
+    pub const fn store(&self) -> &St {
+        &self.store
+    }
+
+    /// Posted receives waiting for a message.
+    pub const fn posted_len(&self) -> usize {
+        self.engine.posted_len()
+    }
+
+    /// Unexpected messages stored (visible, or taken and not released).
+    pub const fn unexpected_len(&self) -> usize {
+        self.engine.unexpected_len()
+    }
+
+    /// Receives that will still complete: posted, being filled, being
+    /// copied into, or admitted and about to be posted.
+    pub fn outstanding(&self) -> u64 {
+        (self.engine.posted_len() as u64)
+            .saturating_add(u64::from(self.filling))
+            .saturating_add(u64::from(self.copying))
+            .saturating_add(u64::from(self.admitted))
+    }
+
+    /// Reserves room for a receive that will be posted after work done
+    /// without the caller's lock (the module pins its buffer); end the
+    /// reservation with [`Receiver::settle`].
+    ///
+    /// # Errors
+    ///
+    /// [`QueueFull`] when `max_outstanding` receives are outstanding.
+    pub fn admit(&mut self) -> Result<(), QueueFull> {
+        if self.outstanding() >= u64::from(self.max_outstanding) {
+            return Err(QueueFull);
+        }
+        self.admitted = self.admitted.saturating_add(1);
+        Ok(())
+    }
+
+    /// Ends an [`Receiver::admit`] reservation.
+    pub fn settle(&mut self) {
+        self.admitted = self.admitted.saturating_sub(1);
+    }
+
+    /// A header arrived on a connection: picks where its payload goes.
+    ///
+    /// # Errors
+    ///
+    /// [`Stall`] when no receive matches and the store or the unexpected
+    /// queue has no room; nothing changed, retry after a release.
+    pub fn on_header(&mut self, envelope: Envelope, len: u64) -> Result<Dest, Stall> {
+        if let Some(handle) = self.engine.match_posted(envelope) {
+            self.filling = self.filling.saturating_add(1);
+            self.stats.matched_msgs = self.stats.matched_msgs.saturating_add(1);
+            self.stats.matched_bytes = self.stats.matched_bytes.saturating_add(len);
+            return Ok(Dest::Direct { handle });
+        }
+        let stored = self
+            .engine
+            .unexpected_len()
+            .saturating_add(self.streaming as usize);
+        if stored >= self.engine.unexpected_capacity() {
+            return Err(Stall);
+        }
+        let id = self.store.book(len).ok_or(Stall)?;
+        let region = self.region(id);
+        self.streaming = self.streaming.saturating_add(1);
+        Ok(Dest::Stored(region))
+    }
+
+    /// Counts a header that stalled its connection (once per stall).
+    fn stalled(&mut self) {
+        self.stats.backpressure_events = self.stats.backpressure_events.saturating_add(1);
+    }
+
+    /// The message that went to `dest` is complete.
+    pub fn on_end(&mut self, dest: Dest, envelope: Envelope, len: u64) -> OnEnd {
+        match dest {
+            Dest::Direct { handle } => {
+                self.filling = self.filling.saturating_sub(1);
+                OnEnd::Completed {
+                    handle,
+                    envelope,
+                    len,
+                }
+            }
+            Dest::Stored(region) => {
+                self.streaming = self.streaming.saturating_sub(1);
+                self.stats.unexpected_msgs = self.stats.unexpected_msgs.saturating_add(1);
+                self.stats.unexpected_bytes = self.stats.unexpected_bytes.saturating_add(len);
+                match self.engine.arrive(envelope, len, region.id) {
+                    Ok(Arrival::Unexpected(msg)) => OnEnd::Stored { msg, envelope, len },
+                    Ok(Arrival::Matched { handle }) => {
+                        self.copying = self.copying.saturating_add(1);
+                        OnEnd::CopyOut {
+                            handle,
+                            envelope,
+                            len,
+                            region,
+                        }
+                    }
+                    // `on_header` kept a slot for it: cannot happen. The
+                    // message is lost rather than the store leaked.
+                    Err(QueueFull) => {
+                        self.store.give_back(region.id);
+                        OnEnd::Stored {
+                            msg: MsgId::from_raw(u64::MAX),
+                            envelope,
+                            len,
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The copy of an [`OnEnd::CopyOut`] is done: frees its region.
+    pub fn copied(&mut self, region: Region) {
+        self.copying = self.copying.saturating_sub(1);
+        self.store.give_back(region.id);
+    }
+
+    /// Posts a receive with user handle `handle`.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueFull`] if nothing matched and the posted queue is full.
+    pub fn post(&mut self, sel: Selector, handle: u64) -> Result<OnPost, QueueFull> {
+        Ok(match self.engine.post(sel, handle)? {
+            Posted::Queued(id) => OnPost::Queued(id),
+            Posted::Matched(msg, info) => OnPost::FromStore {
+                msg,
+                info,
+                region: self.region(info.location),
+            },
+        })
+    }
+
+    /// Cancels a posted receive; returns its handle.
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::cancel`]: too late once it matched.
+    pub fn cancel(&mut self, id: RecvId) -> Result<u64, CancelError> {
+        self.engine.cancel(id)
+    }
+
+    /// The stored message a receive with `sel` would take now.
+    pub fn probe(&self, sel: Selector) -> Option<(MsgId, MsgInfo)> {
+        self.engine.probe(sel)
+    }
+
+    /// Takes a stored message out of matching (matched probe, or handed to
+    /// the process to match itself); it stays stored until released.
+    ///
+    /// # Errors
+    ///
+    /// [`StaleId`] if `msg` names no visible stored message.
+    pub fn claim(&mut self, msg: MsgId) -> Result<(MsgInfo, Region), StaleId> {
+        let info = self.engine.claim(msg)?;
+        Ok((info, self.region(info.location)))
+    }
+
+    /// Region `id` of the store, with where it starts.
+    pub fn region(&self, id: u64) -> Region {
+        Region {
+            id,
+            at: self.store.locate(id),
+        }
+    }
+
+    /// Gives back a stored message (visible or claimed) and its room;
+    /// a bad id is counted and ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`StaleId`] if `msg` names no stored message.
+    pub fn release(&mut self, msg: MsgId) -> Result<MsgInfo, StaleId> {
+        self.give_back(msg, false)
+    }
+
+    /// As [`Receiver::release`], but only for a message a post or claim
+    /// took, so that a caller cannot drop a message no receive has seen.
+    ///
+    /// # Errors
+    ///
+    /// [`StaleId`] if `msg` names no claimed message.
+    pub fn release_claimed(&mut self, msg: MsgId) -> Result<MsgInfo, StaleId> {
+        self.give_back(msg, true)
+    }
+
+    fn give_back(&mut self, msg: MsgId, claimed_only: bool) -> Result<MsgInfo, StaleId> {
+        let freed = if claimed_only {
+            self.engine.release_claimed(msg)
+        } else {
+            self.engine.release(msg)
+        };
+        match freed {
+            Ok(info) => {
+                self.store.give_back(info.location);
+                self.stats.released_msgs = self.stats.released_msgs.saturating_add(1);
+                Ok(info)
+            }
+            Err(e) => {
+                self.stats.bad_releases = self.stats.bad_releases.saturating_add(1);
+                Err(e)
+            }
+        }
+    }
+
+    /// A connection was added; it counts as live until it fails or leaves.
+    pub fn add_conn(&mut self) {
+        self.live_conns = self.live_conns.saturating_add(1);
+        self.peers_lost = false;
+    }
+
+    /// A connection left by choice (unregistered), if `was_live`. Unlike
+    /// failing, leaving keeps receives from any source posted.
+    pub fn remove_conn(&mut self, was_live: bool) {
+        if was_live {
+            self.live_conns = self.live_conns.saturating_sub(1);
+        }
+    }
+
+    /// Whether a receive for `sel` can never match a new arrival: its
+    /// source's connection failed (`source_failed`), or it takes any
+    /// source and every connection has failed.
+    pub const fn unreachable(&self, sel: Selector, source_failed: bool) -> bool {
+        match sel.source {
+            SourceSel::Rank(_) => source_failed,
+            SourceSel::Any => self.peers_lost && self.live_conns == 0,
+        }
+    }
+
+    /// The connection `conn` failed for `why`: hands every receive that
+    /// can no longer complete to `failed` (the one it was filling, those
+    /// naming its rank, and, if it was the last live connection (`was_live`
+    /// tells whether it counted), those from any source), and frees a
+    /// half-stored message.
+    pub fn fail(
+        &mut self,
+        conn: &mut Inbound,
+        why: Failure,
+        was_live: bool,
+        mut failed: impl FnMut(Failed),
+    ) {
+        self.stats.failed_conns = self.stats.failed_conns.saturating_add(1);
+        if why.is_protocol() {
+            self.stats.protocol_errors = self.stats.protocol_errors.saturating_add(1);
+            conn.stats.protocol_errors = conn.stats.protocol_errors.saturating_add(1);
+        }
+        self.abort(conn, &mut failed);
+        conn.failure = Some(why);
+        let rank = conn.rank;
+        let env = Envelope {
+            source: rank,
+            ..Envelope::default()
+        };
+        self.engine.cancel_from(rank, |handle| {
+            failed(Failed {
+                handle,
+                envelope: env,
+                len: 0,
+            });
+        });
+        if was_live {
+            self.live_conns = self.live_conns.saturating_sub(1);
+            if self.live_conns == 0 {
+                self.peers_lost = true;
+                self.engine.cancel_any_source(|handle| {
+                    failed(Failed {
+                        handle,
+                        envelope: Envelope::default(),
+                        len: 0,
+                    });
+                });
+            }
+        }
+    }
+
+    /// Stops `conn` in the middle of whatever it was receiving (it is
+    /// being removed, or failed): the receive it was filling goes to
+    /// `failed`, a half-stored message is freed. Receives posted for its
+    /// rank stay.
+    pub fn abort(&mut self, conn: &mut Inbound, mut failed: impl FnMut(Failed)) {
+        let current = conn.reasm.current().map(|(h, _)| h);
+        if let Some(dest) = conn.dest.take() {
+            let (envelope, len) = current.map_or((Envelope::default(), 0), |h| (h.envelope, h.len));
+            self.drop_dest(dest, |handle| {
+                failed(Failed {
+                    handle,
+                    envelope,
+                    len,
+                })
+            });
+        }
+        conn.undecided = None;
+        if conn.failure.is_none() {
+            conn.failure = Some(Failure::Closed);
+        }
+    }
+
+    /// Undoes a [`Dest`] whose message will not end: a direct receive goes
+    /// to `failed`, a half-stored region is freed.
+    pub fn drop_dest(&mut self, dest: Dest, failed: impl FnOnce(u64)) {
+        match dest {
+            Dest::Direct { handle } => {
+                self.filling = self.filling.saturating_sub(1);
+                failed(handle);
+            }
+            Dest::Stored(region) => {
+                self.streaming = self.streaming.saturating_sub(1);
+                self.store.give_back(region.id);
+            }
+        }
+    }
+}
+
+/// Per-connection counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InboundStats {
+    /// Bytes consumed from the stream.
+    pub bytes: u64,
+    /// Messages completed.
+    pub messages: u64,
+    /// Times a header found no room.
+    pub stalls: u64,
+    /// Protocol violations (at most one: the connection then fails).
+    pub protocol_errors: u64,
+}
+
+/// What the reader of a connection does next; see [`Inbound::next`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Next {
+    /// Copy at most `max` input bytes and pass them to
+    /// [`Inbound::feed_header`].
+    Header {
+        /// At most this many bytes.
+        max: usize,
+    },
+    /// Copy the next `len` input bytes to `to`, at `offset` within the
+    /// message's payload; they are already counted as consumed.
+    Payload {
+        /// The destination.
+        to: Place,
+        /// Offset within the payload.
+        offset: u64,
+        /// Number of bytes.
+        len: usize,
+    },
+    /// A header waits for [`Inbound::decide`].
+    Decide,
+    /// The message is complete: call [`Inbound::finish`].
+    End,
+    /// The connection waits for room; stop reading until a release.
+    Stalled,
+    /// The connection failed; read nothing more.
+    Failed,
+    /// Every input byte offered was used: read more.
+    NeedInput,
+}
+
+/// The receiving end of one connection; see the module documentation.
+pub struct Inbound {
+    rank: Rank,
+    reasm: Reassembler,
+    /// A header not yet decided; `true` once it stalled.
+    undecided: Option<bool>,
+    dest: Option<Dest>,
+    failure: Option<Failure>,
+    stats: InboundStats,
+}
+
+impl Inbound {
+    /// The receiving end of a fresh connection from `rank`, accepting
+    /// payloads up to `limits.max_payload` bytes.
+    pub const fn new(rank: Rank, limits: Limits) -> Self {
+        Self {
+            rank,
+            reasm: Reassembler::new(limits),
+            undecided: None,
+            dest: None,
+            failure: None,
+            stats: InboundStats {
+                bytes: 0,
+                messages: 0,
+                stalls: 0,
+                protocol_errors: 0,
+            },
+        }
+    }
+
+    /// The rank of the peer.
+    pub const fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    /// The counters.
+    pub const fn stats(&self) -> InboundStats {
+        self.stats
+    }
+
+    /// Why the connection failed, if it did.
+    pub const fn failure(&self) -> Option<Failure> {
+        self.failure
+    }
+
+    /// Whether a header waits for room.
+    pub const fn is_stalled(&self) -> bool {
+        matches!(self.undecided, Some(true))
+    }
+
+    /// Whether the stream is between messages with nothing pending, so the
+    /// peer may close here cleanly.
+    pub const fn at_boundary(&self) -> bool {
+        self.reasm.at_boundary() && self.undecided.is_none()
+    }
+
+    /// The message in progress and how many of its payload bytes passed.
+    pub const fn current(&self) -> Option<(Header, u64)> {
+        self.reasm.current()
+    }
+
+    /// What to do with `avail` more input bytes (zero is fine: a decision
+    /// or an end may be due without input). A [`Next::Payload`] answer
+    /// consumes its bytes.
+    pub fn next(&mut self, avail: usize) -> Next {
+        if self.failure.is_some() {
+            return Next::Failed;
+        }
+        match self.undecided {
+            Some(true) => return Next::Stalled,
+            Some(false) => return Next::Decide,
+            None => {}
+        }
+        if self.reasm.current().is_some_and(|(h, off)| off >= h.len) {
+            return Next::End;
+        }
+        if avail == 0 {
+            return Next::NeedInput;
+        }
+        if let Some((offset, len)) = self.reasm.take_payload(avail) {
+            self.stats.bytes = self.stats.bytes.saturating_add(len as u64);
+            return match &self.dest {
+                Some(dest) => Next::Payload {
+                    to: dest.place(),
+                    offset,
+                    len,
+                },
+                // A payload always has a destination once decided.
+                None => Next::Failed,
+            };
+        }
+        Next::Header {
+            max: avail.min(HEADER_LEN),
+        }
+    }
+
+    /// Feeds header bytes (at most what [`Next::Header`] allowed); returns
+    /// how many were used.
+    ///
+    /// # Errors
+    ///
+    /// The [`Failure`] to pass to [`Receiver::fail`]: a malformed header,
+    /// or one naming another sender.
+    pub fn feed_header(&mut self, bytes: &[u8]) -> Result<usize, Failure> {
+        let step = self.reasm.feed(bytes).map_err(Failure::Protocol)?;
+        self.stats.bytes = self.stats.bytes.saturating_add(step.consumed as u64);
+        if let Some(Event::Header(h)) = step.event {
+            if h.envelope.source != self.rank {
+                return Err(Failure::WrongSource(h.envelope.source));
+            }
+            self.undecided = Some(false);
+        }
+        Ok(step.consumed)
+    }
+
+    /// Asks `rx` where the pending header's payload goes. Returns false
+    /// when the connection stalls (or stays stalled); true also when there
+    /// was nothing to decide.
+    pub fn decide<S, B, St>(&mut self, rx: &mut Receiver<S, B, St>) -> bool
+    where
+        S: DerefMut<Target = [Slot]>,
+        B: DerefMut<Target = [Bucket]>,
+        St: Store,
+    {
+        let Some(was_stalled) = self.undecided else {
+            return true;
+        };
+        let Some((h, _)) = self.reasm.current() else {
+            return true;
+        };
+        match rx.on_header(h.envelope, h.len) {
+            Ok(dest) => {
+                self.dest = Some(dest);
+                self.undecided = None;
+                true
+            }
+            Err(Stall) => {
+                if !was_stalled {
+                    rx.stalled();
+                    self.stats.stalls = self.stats.stalls.saturating_add(1);
+                }
+                self.undecided = Some(true);
+                false
+            }
+        }
+    }
+
+    /// Ends the current message at `rx`; `None` if no message was complete.
+    pub fn finish<S, B, St>(&mut self, rx: &mut Receiver<S, B, St>) -> Option<OnEnd>
+    where
+        S: DerefMut<Target = [Slot]>,
+        B: DerefMut<Target = [Bucket]>,
+        St: Store,
+    {
+        let step = self.reasm.feed(&[]).ok()?;
+        let Some(Event::End(h)) = step.event else {
+            return None;
+        };
+        self.stats.messages = self.stats.messages.saturating_add(1);
+        let dest = self.dest.take()?;
+        Some(rx.on_end(dest, h.envelope, h.len))
+    }
+}
