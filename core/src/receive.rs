@@ -347,13 +347,15 @@ where
 
     /// Reserves room for a receive that will be posted after work done
     /// without the caller's lock (the module pins its buffer); end the
-    /// reservation with [`Receiver::settle`].
+    /// reservation with [`Receiver::settle`]. `also_held` counts finished
+    /// receives whose resources the caller has not let go of yet.
     ///
     /// # Errors
     ///
     /// [`QueueFull`] when `max_outstanding` receives are outstanding.
-    pub fn admit(&mut self) -> Result<(), QueueFull> {
-        if self.outstanding() >= u64::from(self.max_outstanding) {
+    pub fn admit(&mut self, also_held: u64) -> Result<(), QueueFull> {
+        let held = self.outstanding().saturating_add(also_held);
+        if held >= u64::from(self.max_outstanding) {
             return Err(QueueFull);
         }
         self.admitted = self.admitted.saturating_add(1);
@@ -737,6 +739,11 @@ impl Inbound {
     /// peer may close here cleanly.
     pub const fn at_boundary(&self) -> bool {
         self.reasm.at_boundary() && self.undecided.is_none()
+    }
+
+    /// Where the current message goes, once decided.
+    pub const fn dest(&self) -> Option<&Dest> {
+        self.dest.as_ref()
     }
 
     /// The message in progress and how many of its payload bytes passed.

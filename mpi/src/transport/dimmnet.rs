@@ -122,7 +122,6 @@ const HEARTBEAT_TABLE: usize = LLCM_USER;
 const JOB_KEY: &str = "o2g-dimmnet-job";
 
 /// Where the payload of the message being received goes.
-#[derive(Clone, Copy)]
 enum Target {
     Matcher(Sink),
     Overflow,
@@ -292,7 +291,7 @@ fn feed(peer: &mut Peer, matcher: &mut Matcher, rank: u32, mut input: &[u8]) -> 
                     Target::Overflow
                 }));
             }
-            Some(Event::Payload { data, .. }) => match peer.target {
+            Some(Event::Payload { data, .. }) => match &peer.target {
                 Some(Target::Matcher(sink)) => matcher.payload(sink, data),
                 Some(Target::Overflow) => {
                     if let Some(m) = peer.overflow.back_mut() {

@@ -560,10 +560,11 @@ fn accept(
     let finished = *left == 0;
     match rx {
         Some(Rx::Matcher { sink, .. }) => {
-            let sink = *sink;
             matcher.payload(sink, data);
             if finished {
-                matcher.end(sink);
+                if let Some(Rx::Matcher { sink, .. }) = rx.take() {
+                    matcher.end(sink);
+                }
             }
         }
         Some(Rx::Overflow { .. }) => {

@@ -1,12 +1,17 @@
 //! The receive side shared by the user-space transports: o2g-core's
-//! matching engine plus the storage it leaves to its caller.
+//! receive state machine plus the bytes it leaves to its caller.
 //!
-//! The engine decides *which* receive a message belongs to (MPI 4.1 §3.5
-//! ordering, §3.2.4 wildcards, §3.8 probe and cancel); this file owns the
-//! bytes: the buffer each matched receive fills, and the stored payload of
-//! each unexpected message. A message arrives in three steps, as the
-//! stream reassembler reports it: [`Matcher::arrive`] with the header,
-//! [`Matcher::payload`] for each piece in order, [`Matcher::end`].
+//! The machine (`proto::receive::Receiver`, the one the kernel module
+//! runs) decides *where* each message goes: a posted receive, the
+//! unexpected store, or nowhere yet (the transport stops reading that
+//! connection); and the matching rules of MPI 4.1 (§3.5 ordering, §3.2.4
+//! wildcards, §3.8 probe and cancel) with it. This file owns the bytes:
+//! the buffer each matched receive fills, and the payload of each stored
+//! message. A message arrives in three steps, as the stream reassembler
+//! reports it: [`Matcher::arrive`] with the header, [`Matcher::payload`]
+//! for each piece in order, [`Matcher::end`]. As in the module, a stored
+//! message becomes visible to receives and probes at its end; a receive
+//! posted while it arrives takes it then.
 //!
 //! Received bytes land in a vector owned here and reach the caller's
 //! buffer when the request completes. That costs one copy, and buys
@@ -21,9 +26,8 @@
 use std::collections::HashMap;
 
 use o2g_core::proto::envelope::{Envelope, Selector};
-use o2g_core::proto::matching::{
-    Arrival, Bucket, CancelError, Engine, MsgId, Posted, RecvId, Slot,
-};
+use o2g_core::proto::matching::{Bucket, CancelError, Engine, RecvId, Slot};
+use o2g_core::proto::receive::{Dest, OnEnd, OnPost, Receiver, Store};
 
 use crate::error::{Error, Result};
 
@@ -156,18 +160,39 @@ pub(crate) enum RecvOutcome {
     },
 }
 
-/// Where the bytes of an arriving message go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Sink {
-    /// Into a matched receive.
-    Recv(RecvToken),
-    /// Into the unexpected-message store.
-    Unexpected(u64),
+/// Where the bytes of an arriving message go, from its header to its end;
+/// consumed by [`Matcher::end`] or [`Matcher::fail`].
+#[derive(Debug)]
+pub(crate) struct Sink {
+    dest: Dest,
+    envelope: Envelope,
+    len: u64,
 }
 
-/// The unexpected queue is full; the caller retries later.
+/// No room for the message now (the unexpected queue is full): stop
+/// reading its connection and retry later.
 #[derive(Debug)]
 pub(crate) struct Full;
+
+/// The machine's store in user space: region ids only, since each stored
+/// payload is a vector of its own ([`Matcher::stored`]).
+#[derive(Default)]
+pub(crate) struct Vectors {
+    next: u64,
+}
+
+impl Store for Vectors {
+    fn book(&mut self, _len: u64) -> Option<u64> {
+        self.next = self.next.wrapping_add(1);
+        Some(self.next)
+    }
+
+    fn locate(&self, _id: u64) -> u64 {
+        0
+    }
+
+    fn give_back(&mut self, _id: u64) {}
+}
 
 #[derive(Debug)]
 enum State {
@@ -180,8 +205,6 @@ enum State {
         len: u64,
         data: Vec<u8>,
     },
-    /// Matched an unexpected message still arriving into the store.
-    Claimed,
     Done(RecvOutcome),
 }
 
@@ -194,20 +217,13 @@ struct Entry {
     state: State,
 }
 
-struct Stored {
-    envelope: Envelope,
-    len: u64,
-    data: Vec<u8>,
-    complete: bool,
-    claimed_by: Option<RecvToken>,
-}
-
 /// Posted receives and unexpected messages of one process.
 pub(crate) struct Matcher {
-    engine: Engine<Vec<Slot>, Vec<Bucket>>,
+    rx: Receiver<Vec<Slot>, Vec<Bucket>, Vectors>,
     entries: Vec<Entry>,
     free: Vec<u32>,
-    stored: HashMap<u64, Stored>,
+    /// Payloads of stored messages, complete or arriving, by region id.
+    stored: HashMap<u64, Vec<u8>>,
     /// Envelopes of synchronous-mode messages that matched a receive and
     /// still need their acknowledgement sent.
     sync_matched: Vec<Envelope>,
@@ -225,7 +241,7 @@ impl Matcher {
         )
         .unwrap_or_else(|_| unreachable!("bucket storage is not empty"));
         Self {
-            engine,
+            rx: Receiver::new(engine, Vectors::default(), u32::MAX),
             entries: Vec::new(),
             free: Vec::new(),
             stored: HashMap::new(),
@@ -259,6 +275,22 @@ impl Matcher {
         }
     }
 
+    /// Completes receive `t` with a stored payload, truncated to its
+    /// capacity.
+    fn complete_from_store(&mut self, t: RecvToken, envelope: Envelope, len: u64, region: u64) {
+        self.note_match(envelope);
+        let mut data = self.stored.remove(&region).unwrap_or_default();
+        data.truncate(self.entry(t).map_or(0, |e| e.capacity));
+        self.complete(
+            t,
+            RecvOutcome::Done {
+                envelope,
+                len,
+                data,
+            },
+        );
+    }
+
     /// Posts a receive for at most `capacity` bytes (`MPI_Irecv`).
     pub(crate) fn post(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
         let index = match self.free.pop() {
@@ -282,13 +314,13 @@ impl Matcher {
         };
         e.capacity = capacity;
         e.state = State::Posted(RecvId::from_raw(0));
-        match self.engine.post(sel, token.to_handle()) {
-            Ok(Posted::Queued(id)) => {
+        match self.rx.post(sel, token.to_handle()) {
+            Ok(OnPost::Queued(id)) => {
                 self.entries[index as usize].state = State::Posted(id);
             }
-            Ok(Posted::Matched(msg, info)) => {
-                self.note_match(info.envelope);
-                self.take_stored(token, msg.to_raw());
+            Ok(OnPost::FromStore { msg, info, region }) => {
+                self.complete_from_store(token, info.envelope, info.len, region.id);
+                let _ = self.rx.release(msg);
             }
             Err(_) => {
                 self.free_entry(token);
@@ -309,34 +341,6 @@ impl Matcher {
     /// call, oldest first.
     pub(crate) fn take_sync_matches(&mut self) -> Vec<Envelope> {
         std::mem::take(&mut self.sync_matched)
-    }
-
-    /// Gives a stored unexpected message to the receive that matched it.
-    fn take_stored(&mut self, t: RecvToken, key: u64) {
-        let Some(s) = self.stored.get_mut(&key) else {
-            return;
-        };
-        if !s.complete {
-            s.claimed_by = Some(t);
-            if let Some(e) = self.entry(t) {
-                e.state = State::Claimed;
-            }
-            return;
-        }
-        if let Some(s) = self.stored.remove(&key) {
-            let _ = self.engine.release(MsgId::from_raw(key));
-            let cap = self.entry(t).map_or(0, |e| e.capacity);
-            let mut data = s.data;
-            data.truncate(cap);
-            self.complete(
-                t,
-                RecvOutcome::Done {
-                    envelope: s.envelope,
-                    len: s.len,
-                    data,
-                },
-            );
-        }
     }
 
     /// The outcome of a completed receive (`MPI_Test`); frees the token.
@@ -361,7 +365,7 @@ impl Matcher {
         let State::Posted(id) = e.state else {
             return false;
         };
-        match self.engine.cancel(id) {
+        match self.rx.cancel(id) {
             Ok(_) => {
                 self.complete(t, RecvOutcome::Cancelled);
                 true
@@ -381,59 +385,52 @@ impl Matcher {
 
     /// `MPI_Iprobe`: the message a receive with `sel` would take now.
     pub(crate) fn probe(&self, sel: Selector) -> Option<(Envelope, u64)> {
-        self.engine
+        self.rx
             .probe(sel)
             .map(|(_, info)| (info.envelope, info.len))
     }
 
     /// A header arrived: where do its `len` payload bytes go?
     pub(crate) fn arrive(&mut self, envelope: Envelope, len: u64) -> Result<Sink, Full> {
-        match self.engine.arrive(envelope, len, 0) {
-            Ok(Arrival::Matched { handle }) => {
+        let dest = self.rx.on_header(envelope, len).map_err(|_| Full)?;
+        match dest {
+            Dest::Direct { handle } => {
                 self.note_match(envelope);
-                let t = RecvToken::from_handle(handle);
-                let Some(e) = self.entry(t) else {
-                    return Ok(Sink::Recv(t));
-                };
-                e.state = State::Filling {
-                    envelope,
-                    len,
-                    data: first_buffer(len, e.capacity),
-                };
-                Ok(Sink::Recv(t))
-            }
-            Ok(Arrival::Unexpected(id)) => {
-                let key = id.to_raw();
-                self.stored.insert(
-                    key,
-                    Stored {
+                if let Some(e) = self.entry(RecvToken::from_handle(handle)) {
+                    e.state = State::Filling {
                         envelope,
                         len,
-                        data: first_buffer(len, usize::MAX),
-                        complete: false,
-                        claimed_by: None,
-                    },
-                );
-                Ok(Sink::Unexpected(key))
+                        data: first_buffer(len, e.capacity),
+                    };
+                }
             }
-            Err(_) => Err(Full),
+            Dest::Stored(region) => {
+                self.stored.insert(region.id, first_buffer(len, usize::MAX));
+            }
         }
+        Ok(Sink {
+            dest,
+            envelope,
+            len,
+        })
     }
 
     /// The next payload bytes of the message going to `sink`.
-    pub(crate) fn payload(&mut self, sink: Sink, bytes: &[u8]) {
-        match sink {
-            Sink::Recv(t) => {
-                let Some(e) = self.entry(t) else { return };
+    pub(crate) fn payload(&mut self, sink: &Sink, bytes: &[u8]) {
+        match sink.dest {
+            Dest::Direct { handle } => {
+                let Some(e) = self.entry(RecvToken::from_handle(handle)) else {
+                    return;
+                };
                 let cap = e.capacity;
                 if let State::Filling { data, .. } = &mut e.state {
                     append_bounded(data, bytes, cap);
                 }
             }
-            Sink::Unexpected(key) => {
-                if let Some(s) = self.stored.get_mut(&key) {
-                    let keep = usize::try_from(s.len).unwrap_or(usize::MAX);
-                    append_bounded(&mut s.data, bytes, keep);
+            Dest::Stored(region) => {
+                if let Some(data) = self.stored.get_mut(&region.id) {
+                    let keep = usize::try_from(sink.len).unwrap_or(usize::MAX);
+                    append_bounded(data, bytes, keep);
                 }
             }
         }
@@ -441,8 +438,9 @@ impl Matcher {
 
     /// The message going to `sink` is complete.
     pub(crate) fn end(&mut self, sink: Sink) {
-        match sink {
-            Sink::Recv(t) => {
+        match self.rx.on_end(sink.dest, sink.envelope, sink.len) {
+            OnEnd::Completed { handle, .. } => {
+                let t = RecvToken::from_handle(handle);
                 let Some(e) = self.entry(t) else { return };
                 let State::Filling {
                     envelope,
@@ -459,34 +457,33 @@ impl Matcher {
                 };
                 self.complete(t, outcome);
             }
-            Sink::Unexpected(key) => {
-                let Some(s) = self.stored.get_mut(&key) else {
-                    return;
-                };
-                s.complete = true;
-                if let Some(t) = s.claimed_by {
-                    self.take_stored(t, key);
-                }
+            OnEnd::Stored { .. } => {}
+            OnEnd::CopyOut {
+                handle,
+                envelope,
+                len,
+                region,
+            } => {
+                // The copy is a move of the stored vector.
+                self.complete_from_store(RecvToken::from_handle(handle), envelope, len, region.id);
+                self.rx.copied(region);
             }
         }
     }
 
     /// The sender (world rank `rank`) died while its message was arriving.
     pub(crate) fn fail(&mut self, sink: Sink, rank: u32, reason: &str) {
-        let failed = |reason: &str| RecvOutcome::Failed {
-            rank,
-            reason: reason.to_owned(),
-        };
-        match sink {
-            Sink::Recv(t) => self.complete(t, failed(reason)),
-            Sink::Unexpected(key) => {
-                if let Some(s) = self.stored.remove(&key) {
-                    let _ = self.engine.release(MsgId::from_raw(key));
-                    if let Some(t) = s.claimed_by {
-                        self.complete(t, failed(reason));
-                    }
-                }
-            }
+        if let Dest::Stored(region) = &sink.dest {
+            self.stored.remove(&region.id);
+        }
+        let mut failed = None;
+        self.rx.drop_dest(sink.dest, |handle| failed = Some(handle));
+        if let Some(handle) = failed {
+            let outcome = RecvOutcome::Failed {
+                rank,
+                reason: reason.to_owned(),
+            };
+            self.complete(RecvToken::from_handle(handle), outcome);
         }
     }
 
@@ -503,14 +500,14 @@ impl Matcher {
             State::Filling { data, .. } => data.capacity(),
             _ => 0,
         });
-        let stored = self.stored.values().map(|s| s.data.capacity());
+        let stored = self.stored.values().map(Vec::capacity);
         filling.chain(stored).sum()
     }
 
     /// A whole message from this process to itself.
     pub(crate) fn deliver(&mut self, envelope: Envelope, data: &[u8]) -> Result<(), Full> {
         let sink = self.arrive(envelope, data.len() as u64)?;
-        self.payload(sink, data);
+        self.payload(&sink, data);
         self.end(sink);
         Ok(())
     }
@@ -541,8 +538,8 @@ mod tests {
         let t = m.post(any(), 2).unwrap();
         assert!(m.test(t).is_none());
         let sink = m.arrive(ENV, 3).unwrap();
-        m.payload(sink, b"ab");
-        m.payload(sink, b"c");
+        m.payload(&sink, b"ab");
+        m.payload(&sink, b"c");
         m.end(sink);
         match m.test(t) {
             Some(RecvOutcome::Done {
@@ -557,17 +554,19 @@ mod tests {
     }
 
     #[test]
-    fn unexpected_partial_then_claimed() {
+    fn a_receive_posted_mid_message_takes_it_at_its_end() {
         let mut m = Matcher::new();
         let sink = m.arrive(ENV, 2).unwrap();
-        m.payload(sink, b"x");
-        assert_eq!(m.probe(any()), Some((ENV, 2)));
+        m.payload(&sink, b"x");
+        // Half stored: not visible yet, so the receive queues.
+        assert_eq!(m.probe(any()), None);
         let t = m.post(Selector::exact(ENV), 8).unwrap();
         assert!(m.test(t).is_none());
-        m.payload(sink, b"y");
+        m.payload(&sink, b"y");
         m.end(sink);
         assert!(matches!(m.test(t), Some(RecvOutcome::Done { data, .. }) if data == b"xy"));
         assert_eq!(m.probe(any()), None);
+        assert_eq!(m.unexpected_count(), 0);
     }
 
     fn reserved(m: &Matcher) -> usize {
@@ -591,7 +590,7 @@ mod tests {
         // As bytes arrive the reservation follows them, at most doubling.
         let mut got = 0usize;
         for _ in 0..2000 {
-            m.payload(stored, &[7; 1000]);
+            m.payload(&stored, &[7; 1000]);
             got += 1000;
             let r = reserved(&m);
             assert!(
@@ -606,8 +605,8 @@ mod tests {
     fn a_short_message_fits_its_first_reservation() {
         let mut m = Matcher::new();
         let sink = m.arrive(ENV, 100).unwrap();
-        m.payload(sink, &[1; 60]);
-        m.payload(sink, &[2; 40]);
+        m.payload(&sink, &[1; 60]);
+        m.payload(&sink, &[2; 40]);
         m.end(sink);
         assert_eq!(reserved(&m), 100);
         let t = m.post(Selector::exact(ENV), 100).unwrap();
@@ -631,7 +630,7 @@ mod tests {
         let sink = m.arrive(ENV, 1).unwrap();
         assert!(!m.cancel(t));
         m.release(t);
-        m.payload(sink, b"z");
+        m.payload(&sink, b"z");
         m.end(sink);
         // The released entry was freed and its slot is reused.
         let t2 = m.post(any(), 1).unwrap();
