@@ -108,13 +108,14 @@ impl Conn {
         rx: Arc<Rx>,
         max_message: u64,
     ) -> Result<Arc<Conn>> {
+        let reader = ConnRx::new(rank, max_message);
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 rank,
                 sock,
                 saved: SetOnce::new(),
                 rx,
-                reader <- new_spinlock_bh!(ConnRx::new(max_message), c"o2g_conn_reader"),
+                reader <- new_spinlock_bh!(reader, c"o2g_conn_reader"),
                 failed: AtomicBool::new(false),
                 live: AtomicBool::new(true),
                 work <- new_work!("o2g_conn_read"),
@@ -231,19 +232,22 @@ impl Conn {
     /// Whether the reader waits for room (a hint: it may change as soon as
     /// the reader lock is dropped).
     pub(crate) fn is_stalled(&self) -> bool {
-        self.reader.lock().state == abi::socket_state::STALLED
+        self.reader.lock().state() == abi::socket_state::STALLED
     }
 
     /// This connection's counters.
     pub(crate) fn stats(&self) -> abi::SocketStats {
-        let r = self.reader.lock();
+        let (state, s) = {
+            let r = self.reader.lock();
+            (r.state(), r.stats())
+        };
         abi::SocketStats {
             rank: self.rank,
-            state: r.state,
-            rx_bytes: r.rx_bytes,
-            messages: r.messages,
-            protocol_errors: r.protocol_errors,
-            backpressure_events: r.backpressure_events,
+            state,
+            rx_bytes: s.bytes,
+            messages: s.messages,
+            protocol_errors: s.protocol_errors,
+            backpressure_events: s.stalls,
         }
     }
 

@@ -40,9 +40,9 @@ use crate::abi;
 use crate::conn::Conn;
 use crate::pinned::PinnedBuf;
 use crate::proto::{
-    dump::RegionId,
     envelope::SourceSel,
-    matching::{CancelError, MsgId, Posted, RecvId},
+    matching::{CancelError, MsgId, RecvId},
+    receive::OnPost,
 };
 use crate::recv::{self, Capacities, PostedRecv, RecvState};
 use crate::rx::Rx;
@@ -222,14 +222,14 @@ impl Endpoint {
         inner.conns.reserve(1, GFP_KERNEL_ACCOUNT)?;
         // Counted live before the hook can read (and fail) it.
         self.rx.with_recv(|_, st, _| {
-            st.book.live_conns += 1;
+            st.rx.add_conn();
             Ok(())
         })?;
         let conn = match Conn::hook(sock, reg.rank, self.rx.clone(), max_message) {
             Ok(conn) => conn,
             Err(e) => {
                 let _ = self.rx.with_recv(|_, st, _| {
-                    st.book.live_conns -= 1;
+                    st.rx.remove_conn(true);
                     Ok(())
                 });
                 return Err(e);
@@ -265,9 +265,7 @@ impl Endpoint {
     fn detach(&self, conn: &Arc<Conn>) {
         conn.unhook();
         let _ = self.rx.with_recv(|_, st, _| {
-            if conn.leave_live() {
-                st.book.live_conns -= 1;
-            }
+            st.rx.remove_conn(conn.leave_live());
             Ok(())
         });
     }
@@ -280,26 +278,27 @@ impl Endpoint {
             let c = &st.counters;
             let mut s = abi::EndpointStats {
                 sockets,
-                failed_sockets: c.failed_sockets,
                 data_ready_events: c.data_ready_events,
                 deferred_reads: c.deferred_reads,
-                matched_msgs: c.matched_msgs,
-                matched_bytes: c.matched_bytes,
-                unexpected_msgs: c.unexpected_msgs,
-                unexpected_bytes: c.unexpected_bytes,
-                backpressure_events: c.backpressure_events,
-                protocol_errors: c.protocol_errors,
                 notices: c.notices,
-                released_msgs: c.released_msgs,
-                bad_releases: c.bad_releases,
                 deferred_copies: c.deferred_copies,
                 ..Default::default()
             };
             if let Some(r) = st.recv.as_ref() {
+                let m = r.rx.stats();
+                s.failed_sockets = m.failed_conns;
+                s.matched_msgs = m.matched_msgs;
+                s.matched_bytes = m.matched_bytes;
+                s.unexpected_msgs = m.unexpected_msgs;
+                s.unexpected_bytes = m.unexpected_bytes;
+                s.backpressure_events = m.backpressure_events;
+                s.protocol_errors = m.protocol_errors;
+                s.released_msgs = m.released_msgs;
+                s.bad_releases = m.bad_releases;
                 // Queue lengths are at most `O2G_MAX_QUEUE`.
-                s.posted = r.engine.posted_len() as u32;
-                s.unexpected = r.engine.unexpected_len() as u32;
-                s.dump_used = r.book.dump.used();
+                s.posted = r.rx.posted_len() as u32;
+                s.unexpected = r.rx.unexpected_len() as u32;
+                s.dump_used = r.rx.store().used();
                 s.pinned_bytes = r.book.pinned;
             }
             s
@@ -354,17 +353,17 @@ impl Endpoint {
         let ring_seen = a.ring_seen;
         let mut released = 0;
         // Cheap path first: a stored message needs no pinning.
-        let early = self.rx.with_recv(|shared, st, c| {
+        let early = self.rx.with_recv(|shared, st, _| {
             // Messages the process already took must not match again.
-            released = st.apply_releases(shared, c);
+            released = st.apply_releases(shared);
             if st.announced_since(ring_seen) {
                 return Ok(Some(PostResult::Rescan));
             }
-            if let Some((id, _)) = st.engine.probe(sel) {
-                let info = st.engine.claim(id).map_err(|_| EINVAL)?;
-                return Ok(Some(PostResult::Stored(st.stored(shared, id, info))));
+            if let Some((id, _)) = st.rx.probe(sel) {
+                let (info, region) = st.rx.claim(id).map_err(|_| EINVAL)?;
+                return Ok(Some(PostResult::Stored(st.stored(shared, id, info, region))));
             }
-            if st.unreachable(sel, failed()) {
+            if st.rx.unreachable(sel, failed()) {
                 return Err(errno::econnreset());
             }
             st.admit(shared, len)?;
@@ -405,17 +404,17 @@ impl Endpoint {
             }
             // A message stored before the connection failed is still
             // delivered; only a receive that could wait forever is refused.
-            if st.unreachable(sel, failed()) && st.engine.probe(sel).is_none() {
+            if st.rx.unreachable(sel, failed()) && st.rx.probe(sel).is_none() {
                 return Ok((Err(errno::econnreset()), Some(recv)));
             }
             let handle = match st.book.insert(recv) {
                 Ok(h) => h,
                 Err(recv) => return Ok((Err(ENOSPC), Some(recv))),
             };
-            Ok(match st.engine.post(sel, handle) {
-                Ok(Posted::Queued(id)) => (Ok(PostResult::Queued(id)), None),
-                Ok(Posted::Matched(id, info)) => (
-                    Ok(PostResult::Stored(st.stored(shared, id, info))),
+            Ok(match st.rx.post(sel, handle) {
+                Ok(OnPost::Queued(id)) => (Ok(PostResult::Queued(id)), None),
+                Ok(OnPost::FromStore { msg, info, region }) => (
+                    Ok(PostResult::Stored(st.stored(shared, msg, info, region))),
                     st.book.take(handle),
                 ),
                 Err(_) => (Err(ENOSPC), st.book.take(handle)),
@@ -446,7 +445,7 @@ impl Endpoint {
     /// Cancels a queued receive: 1 if cancelled (its buffer is released
     /// now), 0 if it already matched. `EINVAL` for an id out of range.
     fn cancel(&self, id: u64) -> Result<isize> {
-        let recv = self.rx.with_recv(|_, st, _| match st.engine.cancel(RecvId::from_raw(id)) {
+        let recv = self.rx.with_recv(|_, st, _| match st.rx.cancel(RecvId::from_raw(id)) {
             Ok(handle) => Ok(st.book.take(handle)),
             Err(CancelError::TooLate) => Ok(None),
             Err(CancelError::InvalidId) => Err(EINVAL),
@@ -465,10 +464,9 @@ impl Endpoint {
     /// Frees a stored message a post or claiming probe took. `ENOENT` if
     /// the id names no such message.
     fn free(&self, id: u64) -> Result {
-        let freed = self.rx.with_recv(|shared, st, c| {
-            st.apply_releases(shared, c);
-            let info = st.engine.release_claimed(MsgId::from_raw(id)).map_err(|_| ENOENT)?;
-            st.book.dump.free(RegionId::from_raw(info.location as u32));
+        let freed = self.rx.with_recv(|shared, st, _| {
+            st.apply_releases(shared);
+            st.rx.release_claimed(MsgId::from_raw(id)).map_err(|_| ENOENT)?;
             Ok(())
         });
         self.kick_stalled();
@@ -477,7 +475,7 @@ impl Endpoint {
 
     /// Applies the release ring and resumes stalled connections.
     fn sync(&self) -> Result {
-        self.rx.with_recv(|shared, st, c| Ok(st.apply_releases(shared, c)))?;
+        self.rx.with_recv(|shared, st, _| Ok(st.apply_releases(shared)))?;
         self.kick_stalled();
         Ok(())
     }
@@ -489,16 +487,17 @@ impl Endpoint {
         }
         let sel = recv::selector(a.source, a.tag, a.context)?;
         let claim = a.flags & abi::O2G_PROBE_CLAIM != 0;
-        let found = self.rx.with_recv(|shared, st, c| {
+        let found = self.rx.with_recv(|shared, st, _| {
             // Messages the process already took must not be found again.
-            st.apply_releases(shared, c);
-            let Some((id, info)) = st.engine.probe(sel) else {
+            st.apply_releases(shared);
+            let Some((id, info)) = st.rx.probe(sel) else {
                 return Ok(None);
             };
             if claim {
-                st.engine.claim(id).map_err(|_| EINVAL)?;
+                st.rx.claim(id).map_err(|_| EINVAL)?;
             }
-            Ok(Some(st.stored(shared, id, info)))
+            let region = st.rx.region(info.location);
+            Ok(Some(st.stored(shared, id, info, region)))
         })?;
         a.reserved = 0;
         self.kick_stalled();

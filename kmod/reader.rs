@@ -29,6 +29,12 @@
 //! and for messages over 128 KiB in the endpoint's work item, in process
 //! context, so that one softirq call never copies more than that.
 //!
+//! Every decision (where a header's payload goes, whether to stall, what a
+//! message's end completes, what a failure fails) is made by o2g-core's
+//! receive state machine: this connection's `Inbound` and the endpoint's
+//! `Receiver`. This file only moves bytes where they say and keeps the
+//! pinned buffers and the ring.
+//!
 //! Locks: the caller holds the socket (softirq spinlock or ownership), the
 //! callback read lock and this reader's lock; the endpoint's rx lock is
 //! taken inside, briefly, for each decision.
@@ -37,64 +43,21 @@ use core::ffi::{c_int, c_uint, c_void};
 
 use kernel::{bindings, prelude::*};
 
-use crate::abi::{self, socket_state};
+use crate::abi::socket_state;
 use crate::conn::Conn;
 use crate::proto::{
-    dump::RegionId,
-    envelope::Envelope,
-    matching::Arrival,
-    stream::{Event, Reassembler},
-    wire::{Header, Limits, WireError, HEADER_LEN},
+    receive::{Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
+    wire::{Limits, HEADER_LEN},
 };
 use crate::recv::{DeferredCopy, PostedRecv, RecvState};
-use crate::rx::Counters;
 use crate::sock::errno;
-
-/// Where the current message's payload goes.
-enum Dest {
-    /// Between messages, or waiting for a decision.
-    None,
-    /// A receive posted earlier: straight into its pages.
-    Direct { recv: PostedRecv },
-    /// The dump area, at byte `at`, in region `region`.
-    Dump { region: RegionId, at: usize },
-}
-
-/// Why a connection stops being read.
-#[derive(Clone, Copy)]
-pub(crate) enum Failure {
-    /// The stream broke the wire rules.
-    Protocol(WireError),
-    /// The peer closed in the middle of a message.
-    Truncated,
-    /// The peer closed between messages.
-    Closed,
-    /// A header named another sender than the connection's rank: a peer
-    /// trying to pass its messages off as another rank's.
-    WrongSource(u32),
-    /// The peer sent urgent data (`MSG_OOB`), which `tcp_read_sock` never
-    /// reads past.
-    Urgent,
-}
-
-impl Failure {
-    /// Whether the peer broke the protocol (counted as a protocol error).
-    fn is_protocol(self) -> bool {
-        matches!(self, Self::Protocol(_) | Self::WrongSource(_) | Self::Urgent)
-    }
-}
 
 /// The reader state of one connection, under its own BH-safe lock.
 pub(crate) struct ConnRx {
-    reasm: Reassembler,
-    /// A header whose destination is not decided yet (stalled).
-    pending: Option<Header>,
-    dest: Dest,
-    pub(crate) state: u32,
-    pub(crate) rx_bytes: u64,
-    pub(crate) messages: u64,
-    pub(crate) protocol_errors: u64,
-    pub(crate) backpressure_events: u64,
+    inbound: Inbound,
+    /// The receive being filled straight from the socket, with its handle
+    /// (still the machine's name for it; see `Book::lend`).
+    filling: Option<(u64, PostedRecv)>,
 }
 
 /// Copies `n` bytes from the current socket buffer, `at` bytes past the
@@ -102,21 +65,34 @@ pub(crate) struct ConnRx {
 type Source<'a> = &'a dyn Fn(usize, *mut u8, usize) -> Result;
 
 impl ConnRx {
-    /// A reader for a fresh connection accepting messages up to
-    /// `max_message` bytes.
-    pub(crate) fn new(max_message: u64) -> Self {
+    /// A reader for a fresh connection from `rank` accepting messages up
+    /// to `max_message` bytes.
+    pub(crate) fn new(rank: u32, max_message: u64) -> Self {
         Self {
-            reasm: Reassembler::new(Limits {
-                max_payload: max_message,
-            }),
-            pending: None,
-            dest: Dest::None,
-            state: socket_state::ACTIVE,
-            rx_bytes: 0,
-            messages: 0,
-            protocol_errors: 0,
-            backpressure_events: 0,
+            inbound: Inbound::new(
+                rank,
+                Limits {
+                    max_payload: max_message,
+                },
+            ),
+            filling: None,
         }
+    }
+
+    /// The state `O2G_IOC_LIST` reports.
+    pub(crate) fn state(&self) -> u32 {
+        if self.inbound.failure().is_some() {
+            socket_state::FAILED
+        } else if self.inbound.is_stalled() {
+            socket_state::STALLED
+        } else {
+            socket_state::ACTIVE
+        }
+    }
+
+    /// This connection's counters.
+    pub(crate) fn stats(&self) -> InboundStats {
+        self.inbound.stats()
     }
 
     /// Reads what the socket holds, then notices a peer that closed.
@@ -130,7 +106,7 @@ impl ConnRx {
         // actor only runs when bytes are queued.
         let none: Source<'_> = &|_, _, _| Err(EINVAL);
         self.consume(conn, none, 0);
-        if self.state == socket_state::STALLED {
+        if self.inbound.is_stalled() {
             return;
         }
         let mut ctx = ReadCtx {
@@ -158,7 +134,7 @@ impl ConnRx {
         }
         // SAFETY: `sk` is valid (caller).
         if !stopped_short && unsafe { crate::shim::o2g_sk_rcv_shutdown(sk) } {
-            let idle = self.reasm.at_boundary() && self.pending.is_none();
+            let idle = self.inbound.at_boundary();
             self.fail(conn, if idle { Failure::Closed } else { Failure::Truncated });
         }
     }
@@ -168,50 +144,35 @@ impl ConnRx {
     fn consume(&mut self, conn: &Conn, src: Source<'_>, len: usize) -> usize {
         let mut pos = 0;
         loop {
-            if self.state == socket_state::FAILED {
-                return len;
-            }
-            if self.state == socket_state::STALLED && !self.decide(conn) {
-                return pos;
-            }
-            if self.reasm.current().is_some_and(|(h, off)| off >= h.len) {
-                self.finish(conn);
-                continue;
-            }
-            if pos >= len {
-                return pos;
-            }
-            if let Some((off, n)) = self.reasm.take_payload(len - pos) {
-                if self.copy(conn, src, pos, off, n).is_err() {
-                    self.fail(conn, Failure::Truncated);
-                    return len;
+            match self.inbound.next(len - pos) {
+                // Bytes after a failure are dropped.
+                Next::Failed => return len,
+                Next::NeedInput => return pos,
+                Next::Decide | Next::Stalled => {
+                    if !self.decide(conn) {
+                        return pos;
+                    }
                 }
-                pos += n;
-                self.rx_bytes += n as u64;
-                continue;
-            }
-            let mut buf = [0u8; HEADER_LEN];
-            let k = (len - pos).min(HEADER_LEN);
-            if src(pos, buf.as_mut_ptr(), k).is_err() {
-                self.fail(conn, Failure::Truncated);
-                return len;
-            }
-            match self.reasm.feed(&buf[..k]) {
-                Err(e) => {
-                    self.fail(conn, Failure::Protocol(e));
-                    return len;
+                Next::End => self.finish(conn),
+                Next::Payload { to, offset, len: n } => {
+                    if self.copy(conn, src, pos, to, offset, n).is_err() {
+                        self.fail(conn, Failure::Truncated);
+                        return len;
+                    }
+                    pos += n;
                 }
-                Ok(step) => {
-                    pos += step.consumed;
-                    self.rx_bytes += step.consumed as u64;
-                    if let Some(Event::Header(h)) = step.event {
-                        if h.envelope.source != conn.rank() {
-                            self.fail(conn, Failure::WrongSource(h.envelope.source));
+                Next::Header { max } => {
+                    let mut buf = [0u8; HEADER_LEN];
+                    let k = max.min(HEADER_LEN);
+                    if src(pos, buf.as_mut_ptr(), k).is_err() {
+                        self.fail(conn, Failure::Truncated);
+                        return len;
+                    }
+                    match self.inbound.feed_header(&buf[..k]) {
+                        Ok(used) => pos += used,
+                        Err(why) => {
+                            self.fail(conn, why);
                             return len;
-                        }
-                        self.pending = Some(h);
-                        if !self.decide(conn) {
-                            return pos;
                         }
                     }
                 }
@@ -219,134 +180,136 @@ impl ConnRx {
         }
     }
 
-    /// Picks the pending header's destination: a posted receive, else room
-    /// in the dump area. Returns false (and stalls) when there is neither.
+    /// Asks the machine where the pending header's payload goes. Returns
+    /// false (and stalls) when there is no room.
+    ///
+    /// Before stalling, the reader applies the messages the process gave
+    /// back through the release ring; it then publishes the stall and looks
+    /// at that ring once more, so that a give-back racing with the stall is
+    /// never missed (the process, having given back, sees the stall and
+    /// calls SYNC).
     fn decide(&mut self, conn: &Conn) -> bool {
-        let Some(h) = self.pending else {
-            return true;
-        };
-        let was_stalled = self.state == socket_state::STALLED;
-        let dest = conn.rx().with_recv(|shared, st, c| {
-            let mut dest = destination(st, c, &h);
-            if dest.is_none() && st.apply_releases(shared, c) > 0 {
-                dest = destination(st, c, &h);
-            }
-            if dest.is_none() && !was_stalled {
-                st.stall(shared, conn.rank());
-                // Pairs with the process's full fence between queueing a
-                // release and reading `O2G_STALLED`: either it sees the new
-                // count (and calls SYNC) or this sees its release.
-                kernel::sync::barrier::smp_mb();
-                if st.apply_releases(shared, c) > 0 {
-                    dest = destination(st, c, &h);
+        let was_stalled = self.inbound.is_stalled();
+        let rank = conn.rank();
+        let Self { inbound, filling } = self;
+        conn.rx()
+            .with_recv(|shared, st, _| {
+                let mut ok = inbound.decide(&mut st.rx);
+                if !ok && st.apply_releases(shared) > 0 {
+                    ok = inbound.decide(&mut st.rx);
                 }
-                if dest.is_some() {
-                    st.unstall(shared, conn.rank());
-                } else {
-                    c.backpressure_events += 1;
+                if !ok && !was_stalled {
+                    st.stall(shared, rank);
+                    if st.apply_releases(shared) > 0 {
+                        ok = inbound.decide(&mut st.rx);
+                    }
+                    if ok {
+                        st.unstall(shared, rank);
+                    }
+                } else if ok && was_stalled {
+                    st.unstall(shared, rank);
                 }
-            } else if dest.is_some() && was_stalled {
-                st.unstall(shared, conn.rank());
-            }
-            Ok(dest)
-        });
-        match dest {
-            Ok(Some(dest)) => {
-                self.dest = dest;
-                self.pending = None;
-                self.state = socket_state::ACTIVE;
-                true
-            }
-            _ => {
-                if !was_stalled {
-                    self.backpressure_events += 1;
+                if let Some(&Dest::Direct { handle }) = inbound.dest() {
+                    *filling = st.book.lend(handle).map(|recv| (handle, recv));
                 }
-                self.state = socket_state::STALLED;
-                false
-            }
-        }
+                Ok(ok)
+            })
+            .unwrap_or(false)
     }
 
     /// Copies payload bytes `off..off + n` of the current message from
-    /// `src` (at `pos`) to their destination.
-    fn copy(&self, conn: &Conn, src: Source<'_>, pos: usize, off: u64, n: usize) -> Result {
+    /// `src` (at `pos`) to `to`.
+    fn copy(
+        &self,
+        conn: &Conn,
+        src: Source<'_>,
+        pos: usize,
+        to: Place,
+        off: u64,
+        n: usize,
+    ) -> Result {
         let off = usize::try_from(off).map_err(|_| EINVAL)?;
         let fill = |dst: *mut u8, done: usize, chunk: usize| src(pos + done, dst, chunk);
-        match &self.dest {
+        match to {
             // Past the buffer's end the bytes are dropped: truncation.
-            Dest::Direct { recv } => recv.buf.copy_in(off, n, fill).map(|_| ()),
-            Dest::Dump { at, .. } => conn.rx().shared().ok_or(EINVAL)?.dump_in(at + off, n, fill),
-            Dest::None => Ok(()),
+            Place::Recv { .. } => match &self.filling {
+                Some((_, recv)) => recv.buf.copy_in(off, n, fill).map(|_| ()),
+                None => Ok(()),
+            },
+            Place::Store { at } => {
+                let at = usize::try_from(at).map_err(|_| EINVAL)?;
+                conn.rx().shared().ok_or(EINVAL)?.dump_in(at + off, n, fill)
+            }
         }
     }
 
     /// The current message is complete: completes its receive, or makes it
     /// visible as unexpected (or hands it to a receive posted meanwhile).
     fn finish(&mut self, conn: &Conn) {
-        let Ok(step) = self.reasm.feed(&[]) else {
-            return;
-        };
-        let Some(Event::End(h)) = step.event else {
-            return;
-        };
-        self.messages += 1;
-        let env = h.envelope;
-        let dest = core::mem::replace(&mut self.dest, Dest::None);
+        let filling = self.filling.take();
         // A receive posted while its message streamed into the dump area
         // gets the message copied after the lock is dropped: a large copy
         // must not hold the rx lock, with bottom halves off, for its whole
-        // length. Until it completes it counts as active (its completion
-        // record is owed), as a receive being filled directly does.
+        // length. Until then the machine counts it as owed.
         let mut copy_out = None;
         // Only a finished receive has pages to unpin: a stored message
         // must not cost a work item.
+        let inbound = &mut self.inbound;
         let retired = conn.rx().with_recv(|shared, st, c| {
-            Ok(match dest {
-                Dest::Direct { recv } => {
-                    st.book.active -= 1;
-                    let status = if h.len > recv.buf.len() as u64 {
-                        errno::emsgsize().to_errno()
-                    } else {
-                        0
-                    };
-                    st.book.complete(shared, recv, env, h.len, status);
-                    true
+            let Some(end) = inbound.finish(&mut st.rx) else {
+                // Cannot happen: `Next::End` said a message was complete.
+                if let Some((handle, recv)) = filling {
+                    st.book.free_handle(handle);
+                    st.book.complete(shared, recv, Default::default(), 0, EINVAL.to_errno());
                 }
-                Dest::Dump { region, at } => {
-                    st.book.streaming -= 1;
-                    c.unexpected_msgs += 1;
-                    c.unexpected_bytes += h.len;
-                    match st.engine.arrive(env, h.len, u64::from(region.to_raw())) {
-                        Ok(Arrival::Unexpected(id)) => {
-                            st.book.unexpected_event = true;
-                            st.announce(shared, c, id);
-                            false
+                return Ok(true);
+            };
+            Ok(match end {
+                OnEnd::Completed {
+                    handle,
+                    envelope,
+                    len,
+                } => {
+                    st.book.free_handle(handle);
+                    match filling {
+                        Some((_, recv)) => {
+                            let status = if len > recv.buf.len() as u64 {
+                                errno::emsgsize().to_errno()
+                            } else {
+                                0
+                            };
+                            st.book.complete(shared, recv, envelope, len, status);
+                            true
                         }
-                        Ok(Arrival::Matched { handle }) => {
-                            if let Some(recv) = st.book.take(handle) {
-                                st.book.active += 1;
-                                copy_out = Some((recv, region, at));
-                            }
-                            false
-                        }
-                        // Reserved in `decide`; cannot happen.
-                        Err(_) => {
-                            st.book.dump.free(region);
-                            false
-                        }
+                        None => false,
                     }
                 }
-                Dest::None => false,
+                OnEnd::Stored { msg, .. } => {
+                    st.book.unexpected_event = true;
+                    st.announce(shared, c, msg);
+                    false
+                }
+                OnEnd::CopyOut {
+                    handle,
+                    envelope,
+                    len,
+                    region,
+                } => {
+                    match st.book.take(handle) {
+                        Some(recv) => copy_out = Some(DeferredCopy { recv, region, env: envelope, len }),
+                        None => st.rx.copied(region),
+                    }
+                    false
+                }
             })
         });
         let mut retired = retired.unwrap_or(true);
         // Beyond a bound, the copy goes to the reclaim work: the reader
         // runs in softirq or with bottom halves off.
-        let copy_out = copy_out.and_then(|(recv, region, at)| {
-            if h.len <= COPY_IN_READER_MAX {
-                return Some((recv, region, at));
+        let copy_out = copy_out.and_then(|d| {
+            if d.len <= COPY_IN_READER_MAX {
+                return Some(d);
             }
-            let d = DeferredCopy { recv, region, at, env, len: h.len };
             let refused = conn
                 .rx()
                 .with_recv(|_, st, c| {
@@ -358,34 +321,32 @@ impl ConnRx {
                 })
                 .ok()
                 .flatten();
-            match refused {
-                // Cannot happen (see `Book::deferred`); copy here then.
-                Some(d) => Some((d.recv, d.region, d.at)),
-                None => {
-                    retired = true;
-                    None
-                }
+            // `None`: deferred. A refusal cannot happen (see
+            // `Book::deferred`); the copy is then done here.
+            if refused.is_none() {
+                retired = true;
             }
+            refused
         });
-        if let Some((recv, region, at)) = copy_out {
+        if let Some(d) = copy_out {
             // The shared area and the receive state are installed once and
             // never removed, and `with_recv` above found them: neither the
-            // lookup nor the call below can fail, so `recv` (whose pages may
-            // only be unpinned in process context) is never dropped here.
+            // lookup nor the call below can fail, so `d.recv` (whose pages
+            // may only be unpinned in process context) is never dropped
+            // here.
             match conn.rx().shared() {
                 Some(shared) => {
-                    let status = copy_stored(shared, &recv, at, h.len, false);
+                    let status = copy_stored(shared, &d.recv, d.region.at as usize, d.len, false);
                     let _ = conn.rx().with_recv(|shared, st, _| {
-                        st.book.active -= 1;
-                        st.book.dump.free(region);
-                        st.book.complete(shared, recv, env, h.len, status);
+                        st.rx.copied(d.region);
+                        st.book.complete(shared, d.recv, d.env, d.len, status);
                         Ok(())
                     });
                     retired = true;
                 }
                 // Unreachable (see above); leaking the pins beats sleeping
                 // in atomic context.
-                None => core::mem::forget(recv),
+                None => core::mem::forget(d),
             }
         }
         conn.rx().notify();
@@ -394,63 +355,28 @@ impl ConnRx {
         }
     }
 
-    /// Stops reading this connection for good: completes what it was
-    /// filling and every receive posted for its rank with `-ECONNRESET`,
-    /// and, if it was the last live connection, every receive posted for
-    /// any source too.
+    /// Stops reading this connection for good: the machine fails what it
+    /// was filling and every receive posted for its rank (and, if it was
+    /// the last live connection, every receive for any source), which are
+    /// completed with `-ECONNRESET`.
     pub(crate) fn fail(&mut self, conn: &Conn, why: Failure) {
-        if self.state == socket_state::FAILED {
+        if self.inbound.failure().is_some() {
             return;
         }
-        let was_stalled = self.state == socket_state::STALLED;
-        self.state = socket_state::FAILED;
-        let protocol = why.is_protocol();
-        if protocol {
-            self.protocol_errors += 1;
-        }
-        let status = errno::econnreset().to_errno();
-        let dest = core::mem::replace(&mut self.dest, Dest::None);
-        let current = self.reasm.current().map(|(h, _)| h);
+        let was_stalled = self.inbound.is_stalled();
         let rank = conn.rank();
-        let _ = conn.rx().with_recv(|shared, st, c| {
+        let status = errno::econnreset().to_errno();
+        let Self { inbound, filling } = self;
+        let _ = conn.rx().with_recv(|shared, st, _| {
             if was_stalled {
                 st.unstall(shared, rank);
             }
-            c.failed_sockets += 1;
-            if protocol {
-                c.protocol_errors += 1;
-            }
-            release(shared, st, dest, current, status);
             conn.mark_failed();
-            let crate::recv::RecvState { engine, book } = st;
-            let env = Envelope {
-                source: rank,
-                tag: 0,
-                context: 0,
-            };
-            engine.cancel_from(rank, |handle| {
-                if let Some(recv) = book.take(handle) {
-                    book.complete(shared, recv, env, 0, status);
-                }
+            let was_live = conn.leave_live();
+            let RecvState { rx, book } = st;
+            rx.fail(inbound, why, was_live, |f| {
+                complete_failed(shared, book, filling, f, status)
             });
-            if conn.leave_live() {
-                book.live_conns -= 1;
-                if book.live_conns == 0 {
-                    // No peer is left that could match a receive from any
-                    // source: complete them rather than let them wait.
-                    book.peers_lost = true;
-                    let env = Envelope {
-                        source: abi::O2G_ANY_SOURCE,
-                        tag: 0,
-                        context: 0,
-                    };
-                    engine.cancel_any_source(|handle| {
-                        if let Some(recv) = book.take(handle) {
-                            book.complete(shared, recv, env, 0, status);
-                        }
-                    });
-                }
-            }
             Ok(())
         });
         conn.rx().notify();
@@ -477,65 +403,41 @@ impl ConnRx {
     ///
     /// Context: process context, after the hook is removed.
     pub(crate) fn abort(&mut self, conn: &Conn) {
-        let dest = core::mem::replace(&mut self.dest, Dest::None);
-        let current = self.reasm.current().map(|(h, _)| h);
-        let stalled = self.state == socket_state::STALLED;
+        let stalled = self.inbound.is_stalled();
+        let status = errno::econnaborted().to_errno();
+        let Self { inbound, filling } = self;
         let _ = conn.rx().with_recv(|shared, st, _| {
             if stalled {
                 st.unstall(shared, conn.rank());
             }
-            release(shared, st, dest, current, errno::econnaborted().to_errno());
+            let RecvState { rx, book } = st;
+            rx.abort(inbound, |f| complete_failed(shared, book, filling, f, status));
             Ok(())
         });
-        self.state = socket_state::FAILED;
         conn.rx().notify();
         conn.schedule_reclaim();
     }
 }
 
-/// The destination of the message with header `h`: the first-posted
-/// matching receive, else a dump region if the dump area and the
-/// unexpected queue have room.
+/// Completes a receive the machine failed with `status`: the one being
+/// filled (`filling`) or one still in the table.
 ///
 /// Context: any; rx lock held.
-fn destination(st: &mut RecvState, c: &mut Counters, h: &Header) -> Option<Dest> {
-    if let Some(handle) = st.engine.match_posted(h.envelope) {
-        return st.book.take(handle).map(|recv| {
-            st.book.active += 1;
-            c.matched_msgs += 1;
-            c.matched_bytes += h.len;
-            Dest::Direct { recv }
-        });
-    }
-    let stored = st.engine.unexpected_len() + st.book.streaming as usize;
-    if stored >= st.engine.unexpected_capacity() {
-        return None;
-    }
-    let region = st.book.dump.alloc(h.len)?;
-    st.book.streaming += 1;
-    let at = st.book.dump.offset(region).unwrap_or(0) as usize;
-    Some(Dest::Dump { region, at })
-}
-
-/// Completes or frees whatever `dest` holds, with `status`.
-fn release(
+fn complete_failed(
     shared: &crate::shared::SharedArea,
-    st: &mut RecvState,
-    dest: Dest,
-    current: Option<Header>,
+    book: &mut crate::recv::Book,
+    filling: &mut Option<(u64, PostedRecv)>,
+    f: Failed,
     status: i32,
 ) {
-    match dest {
-        Dest::Direct { recv } => {
-            st.book.active -= 1;
-            let (env, len) = current.map_or((Envelope::default(), 0), |h| (h.envelope, h.len));
-            st.book.complete(shared, recv, env, len, status);
-        }
-        Dest::Dump { region, .. } => {
-            st.book.streaming -= 1;
-            st.book.dump.free(region);
-        }
-        Dest::None => {}
+    let recv = if filling.as_ref().is_some_and(|(h, _)| *h == f.handle) {
+        book.free_handle(f.handle);
+        filling.take().map(|(_, recv)| recv)
+    } else {
+        book.take(f.handle)
+    };
+    if let Some(recv) = recv {
+        book.complete(shared, recv, f.envelope, f.len, status);
     }
 }
 

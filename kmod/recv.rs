@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An endpoint's receive bookkeeping after INIT: the matching engine, the
-//! posted buffers, the dump-area allocator and the completion producer.
+//! An endpoint's receive bookkeeping after INIT: the receive state machine
+//! (o2g-core's `Receiver`, over the matching engine and the dump-area
+//! allocator), the posted buffers and the completion producer.
+//!
+//! The machine makes every receive decision and keeps every receive
+//! counter; this file holds what only the kernel has: pinned buffers by
+//! handle, the shared ring, the release ring and the stalled connections.
 //!
 //! Everything here runs under the endpoint's rx lock (BH off) and never
 //! sleeps or allocates: all storage is sized at INIT. Pinned buffers that
@@ -14,9 +19,10 @@ use crate::abi;
 use crate::pinned::PinnedBuf;
 use crate::rx::Counters;
 use crate::proto::{
-    dump::{DumpAlloc, Record, RegionId},
+    dump::{DumpAlloc, Record},
     envelope::{Envelope, Selector, SourceSel, TagSel},
     matching::{Bucket, Engine, MsgId, MsgInfo, Slot},
+    receive::{Receiver, Region},
 };
 use crate::shared::SharedArea;
 
@@ -31,9 +37,8 @@ pub(crate) struct PostedRecv {
 /// reclaim work copies it in process context.
 pub(crate) struct DeferredCopy {
     pub(crate) recv: PostedRecv,
-    pub(crate) region: RegionId,
-    /// Where the payload starts in the dump area.
-    pub(crate) at: usize,
+    /// Where the payload is in the dump area.
+    pub(crate) region: Region,
     pub(crate) env: Envelope,
     pub(crate) len: u64,
 }
@@ -82,14 +87,17 @@ impl Capacities {
     }
 }
 
+/// The receive state machine over kernel storage.
+pub(crate) type Machine = Receiver<KVVec<Slot>, KVVec<Bucket>, DumpAlloc<KVVec<Record>>>;
+
 /// The receive bookkeeping; see the module docs.
 pub(crate) struct RecvState {
-    pub(crate) engine: Engine<KVVec<Slot>, KVVec<Bucket>>,
+    pub(crate) rx: Machine,
     pub(crate) book: Book,
 }
 
-/// Everything but the engine, so that engine callbacks can complete
-/// receives while the engine is borrowed.
+/// Everything but the machine, so that its callbacks can complete
+/// receives while it is borrowed.
 pub(crate) struct Book {
     /// Posted receives by engine handle (the index).
     table: KVVec<Option<PostedRecv>>,
@@ -100,23 +108,8 @@ pub(crate) struct Book {
     /// Copies left to the reclaim work; each holds an `active` receive,
     /// so there are never more than `max_posted`.
     deferred: KVVec<DeferredCopy>,
-    pub(crate) dump: DumpAlloc<KVVec<Record>>,
-    /// Matched receives being filled by a connection right now.
-    pub(crate) active: u32,
-    /// Posts admitted whose buffers are being pinned outside the lock:
-    /// their slots (posted table, ring record, retired list) are reserved
-    /// at admission, so that racing posts cannot overrun them.
-    pub(crate) admitted: u32,
-    /// Unexpected messages being streamed into the dump area right now
-    /// (each holds an unexpected-queue slot in reserve).
-    pub(crate) streaming: u32,
     /// Buffer bytes pinned (including retired ones not yet unpinned).
     pub(crate) pinned: u64,
-    /// Registered connections that have not failed.
-    pub(crate) live_conns: u32,
-    /// The last live connection failed: an `MPI_ANY_SOURCE` receive has
-    /// no peer left that could match it (until a socket is registered).
-    pub(crate) peers_lost: bool,
     pub(crate) caps: Capacities,
     /// An unexpected message was stored since the last POLL.
     pub(crate) unexpected_event: bool,
@@ -145,6 +138,9 @@ impl RecvState {
             seed,
         )
         .map_err(|_| EINVAL)?;
+        // One record per unexpected message, stored or streaming.
+        let dump = DumpAlloc::new(filled(unexpected, Record::EMPTY)?, caps.dump_bytes, 64);
+        let rx = Receiver::new(engine, dump, caps.max_posted);
         let mut table = KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?;
         let mut free = KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?;
         for i in (0..caps.max_posted).rev() {
@@ -156,14 +152,7 @@ impl RecvState {
             free,
             retired: KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?,
             deferred: KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?,
-            // One record per unexpected message, stored or streaming.
-            dump: DumpAlloc::new(filled(unexpected, Record::EMPTY)?, caps.dump_bytes, 64),
-            active: 0,
-            admitted: 0,
-            streaming: 0,
             pinned: 0,
-            live_conns: 0,
-            peers_lost: false,
             caps,
             unexpected_event: false,
             notices_stopped: false,
@@ -171,7 +160,7 @@ impl RecvState {
             release_cons: 0,
             stalled: KVVec::with_capacity(abi::O2G_MAX_SOCKETS as usize, GFP_KERNEL_ACCOUNT)?,
         };
-        Ok(KBox::new(Self { engine, book }, GFP_KERNEL_ACCOUNT)?)
+        Ok(KBox::new(Self { rx, book }, GFP_KERNEL_ACCOUNT)?)
     }
 
     /// Admits a new post of `buf_len` bytes, reserving its slot and pin
@@ -182,20 +171,18 @@ impl RecvState {
     /// The check and the reservation happen under one hold of the rx lock:
     /// posts racing on other threads see each other's reservations.
     pub(crate) fn admit(&mut self, shared: &SharedArea, buf_len: u64) -> Result {
-        let posted = self.engine.posted_len() as u64;
-        let b = &self.book;
-        let outstanding =
-            posted + u64::from(b.active) + u64::from(b.admitted) + b.retired.len() as u64;
-        if outstanding >= u64::from(b.caps.max_posted) {
+        // Retired buffers still hold their table-sized retired slots.
+        let retired = self.book.retired.len() as u64;
+        if self.rx.outstanding() + retired >= u64::from(self.book.caps.max_posted) {
             return Err(ENOSPC);
         }
         if !self.ring_has_room(shared) {
             return Err(EAGAIN);
         }
-        if b.pinned.saturating_add(buf_len) > b.caps.pin_budget {
+        if self.book.pinned.saturating_add(buf_len) > self.book.caps.pin_budget {
             return Err(crate::sock::errno::enobufs());
         }
-        self.book.admitted += 1;
+        self.rx.admit(retired).map_err(|_| ENOSPC)?;
         self.book.pinned += buf_len;
         Ok(())
     }
@@ -204,36 +191,22 @@ impl RecvState {
     /// counted as such) or dropped. The pin budget stays reserved; a
     /// dropped post returns it separately once unpinned.
     pub(crate) fn settle(&mut self) {
-        self.book.admitted = self.book.admitted.saturating_sub(1);
-    }
-
-    /// Whether a receive for `sel` can never match a new arrival: its
-    /// source's connection failed (`failed`), or it takes any source and
-    /// every connection has failed.
-    pub(crate) fn unreachable(&self, sel: Selector, failed: bool) -> bool {
-        match sel.source {
-            SourceSel::Rank(_) => failed,
-            SourceSel::Any => self.book.peers_lost && self.book.live_conns == 0,
-        }
+        self.rx.settle();
     }
 
     /// Gives back the stored messages the process queued in the release
     /// ring; returns how many were freed.
     ///
     /// Context: any; rx lock held.
-    pub(crate) fn apply_releases(&mut self, shared: &SharedArea, c: &mut Counters) -> u32 {
+    pub(crate) fn apply_releases(&mut self, shared: &SharedArea) -> u32 {
         let mut freed = 0;
-        let Self { engine, book } = self;
+        let Self { rx, book } = self;
         book.release_cons = shared.releases(book.release_cons, |id| {
-            match engine.release(MsgId::from_raw(id)) {
-                Ok(info) => {
-                    book.dump.free(RegionId::from_raw(info.location as u32));
-                    freed += 1;
-                }
-                Err(_) => c.bad_releases += 1,
+            // The machine counts bad ids.
+            if rx.release(MsgId::from_raw(id)).is_ok() {
+                freed += 1;
             }
         });
-        c.released_msgs += u64::from(freed);
         freed
     }
 
@@ -253,10 +226,10 @@ impl RecvState {
             shared.set_word(abi::O2G_NOTICES_STOPPED, 1);
             return;
         }
-        let Ok(info) = self.engine.claim(id) else {
+        let Ok((info, region)) = self.rx.claim(id) else {
             return;
         };
-        let msg = self.stored(shared, id, info);
+        let msg = self.stored(shared, id, info, region);
         shared.push(&abi::Completion {
             kind: abi::record_kind::STORED,
             msg_id: msg.id,
@@ -318,20 +291,21 @@ impl RecvState {
     /// one for every receive that may still complete (posted or being
     /// filled): a new post or announcement may take it without overflow.
     fn ring_has_room(&self, shared: &SharedArea) -> bool {
-        let owed = u64::from(shared.ring_pending())
-            + self.engine.posted_len() as u64
-            + u64::from(self.book.active)
-            + u64::from(self.book.admitted);
+        let owed = u64::from(shared.ring_pending()) + self.rx.outstanding();
         owed < u64::from(self.book.caps.ring_entries())
     }
 
     /// Stored unexpected message `id` as the ABI describes it.
-    pub(crate) fn stored(&self, shared: &SharedArea, id: MsgId, info: MsgInfo) -> abi::StoredMessage {
-        let region = RegionId::from_raw(info.location as u32);
-        let at = self.book.dump.offset(region).unwrap_or(0);
+    pub(crate) fn stored(
+        &self,
+        shared: &SharedArea,
+        id: MsgId,
+        info: MsgInfo,
+        region: Region,
+    ) -> abi::StoredMessage {
         abi::StoredMessage {
             id: id.to_raw(),
-            offset: shared.dump_offset() + at,
+            offset: shared.dump_offset() + region.at,
             len: info.len,
             source: info.envelope.source,
             tag: info.envelope.tag,
@@ -352,13 +326,28 @@ impl Book {
         Ok(u64::from(i))
     }
 
-    /// Takes the receive the engine handed out as `handle` out of the table.
+    /// Takes the receive the machine handed out as `handle` out of the
+    /// table, freeing the handle.
     pub(crate) fn take(&mut self, handle: u64) -> Option<PostedRecv> {
-        let i = u32::try_from(handle).ok()?;
-        let recv = self.table.get_mut(i as usize)?.take()?;
-        // Capacity is the table size and each index is free at most once.
-        let _ = self.free.push_within_capacity(i);
+        let recv = self.lend(handle)?;
+        self.free_handle(handle);
         Some(recv)
+    }
+
+    /// Takes the receive out of the table but keeps `handle` in use, for a
+    /// receive being filled: the handle is still the machine's name for
+    /// it, so no new post may get it until [`Book::free_handle`].
+    pub(crate) fn lend(&mut self, handle: u64) -> Option<PostedRecv> {
+        let i = u32::try_from(handle).ok()?;
+        self.table.get_mut(i as usize)?.take()
+    }
+
+    /// Frees a handle whose receive was lent out.
+    pub(crate) fn free_handle(&mut self, handle: u64) {
+        if let Ok(i) = u32::try_from(handle) {
+            // Capacity is the table size and each index is free at most once.
+            let _ = self.free.push_within_capacity(i);
+        }
     }
 
     /// Publishes the completion of `recv` and parks its buffer for the

@@ -21,27 +21,16 @@ use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::recv::RecvState;
 use crate::shared::SharedArea;
 
-/// Counters kept from open to release.
+/// Counters of the module's own mechanics, kept from open to release;
+/// the receive decisions' counters are the machine's (`recv::Machine`).
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) data_ready_events: u64,
     pub(crate) deferred_reads: u64,
-    pub(crate) matched_msgs: u64,
-    pub(crate) matched_bytes: u64,
-    pub(crate) unexpected_msgs: u64,
-    pub(crate) unexpected_bytes: u64,
-    pub(crate) backpressure_events: u64,
-    pub(crate) protocol_errors: u64,
     /// Stored messages announced in the ring.
     pub(crate) notices: u64,
-    /// Stored messages given back through the release ring.
-    pub(crate) released_msgs: u64,
-    /// Release-ring ids that named no stored message.
-    pub(crate) bad_releases: u64,
     /// Copies of stored messages left to the reclaim work.
     pub(crate) deferred_copies: u64,
-    /// Connections that failed (protocol error or peer gone).
-    pub(crate) failed_sockets: u32,
 }
 
 /// The receive-side state, under [`Rx`]'s lock.
@@ -181,14 +170,13 @@ impl Rx {
         while let Some(d) = self.with(|st| st.recv.as_mut().and_then(|r| r.book.pop_deferred())) {
             // INIT set `shared` before `recv`, which the pop found.
             let status = match self.shared() {
-                Some(shared) => crate::reader::copy_stored(shared, &d.recv, d.at, d.len, true),
+                Some(shared) => crate::reader::copy_stored(shared, &d.recv, d.region.at as usize, d.len, true),
                 None => EINVAL.to_errno(),
             };
             let len = d.recv.buf.len() as u64;
             self.with(|st| {
                 if let (Some(r), Some(shared)) = (st.recv.as_mut(), self.shared.as_ref()) {
-                    r.book.active -= 1;
-                    r.book.dump.free(d.region);
+                    r.rx.copied(d.region);
                     crate::recv::publish(shared, d.recv.user_data, d.env, d.len, status);
                 }
             });
