@@ -236,18 +236,6 @@ impl Failure {
     }
 }
 
-impl core::fmt::Display for Failure {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Failure::Protocol(e) => write!(f, "{e}"),
-            Failure::WrongSource(r) => write!(f, "message claims to come from rank {r}"),
-            Failure::Urgent => f.write_str("urgent (MSG_OOB) data"),
-            Failure::Truncated => f.write_str("peer closed mid-message"),
-            Failure::Closed => f.write_str("peer closed"),
-        }
-    }
-}
-
 /// The receiver's counters, kept from creation on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
