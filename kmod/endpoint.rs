@@ -417,6 +417,9 @@ impl Endpoint {
                     Ok(PostResult::Stored(st.stored(shared, msg, info, region))),
                     st.book.take(handle),
                 ),
+                // Only a stored request to send answers this, and an
+                // eager-only connection never stores one.
+                Ok(OnPost::Clear(_)) => (Err(EINVAL), st.book.take(handle)),
                 Err(_) => (Err(ENOSPC), st.book.take(handle)),
             })
         })?;

@@ -46,8 +46,8 @@ use kernel::{bindings, prelude::*};
 use crate::abi::socket_state;
 use crate::conn::Conn;
 use crate::proto::{
-    receive::{Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
-    wire::{Limits, HEADER_LEN},
+    receive::{Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
+    wire::{Kind, Limits, HEADER_LEN},
 };
 use crate::recv::{DeferredCopy, PostedRecv, RecvState};
 use crate::sock::errno;
@@ -154,6 +154,12 @@ impl ConnRx {
                     }
                 }
                 Next::End => self.finish(conn),
+                // Only a control connection hands these out, and this
+                // module reads eager-only connections (see `Inbound::new`).
+                Next::Control(_) => {
+                    self.fail(conn, Failure::Unsupported(Kind::Cts));
+                    return len;
+                }
                 Next::Payload { to, offset, len: n } => {
                     if self.copy(conn, src, pos, to, offset, n).is_err() {
                         self.fail(conn, Failure::Truncated);
@@ -194,14 +200,14 @@ impl ConnRx {
         let Self { inbound, filling } = self;
         conn.rx()
             .with_recv(|shared, st, _| {
-                let mut ok = inbound.decide(&mut st.rx);
+                let mut ok = placed(inbound.decide(&mut st.rx));
                 if !ok && st.apply_releases(shared) > 0 {
-                    ok = inbound.decide(&mut st.rx);
+                    ok = placed(inbound.decide(&mut st.rx));
                 }
                 if !ok && !was_stalled {
                     st.stall(shared, rank);
                     if st.apply_releases(shared) > 0 {
-                        ok = inbound.decide(&mut st.rx);
+                        ok = placed(inbound.decide(&mut st.rx));
                     }
                     if ok {
                         st.unstall(shared, rank);
@@ -394,6 +400,7 @@ impl ConnRx {
                 Failure::Truncated | Failure::Closed => {
                     pr_warn!("rank {rank}: peer closed mid-message; connection failed\n")
                 }
+                other => pr_warn!("rank {rank}: {other:?}; connection failed\n"),
             }
         }
     }
@@ -525,4 +532,11 @@ unsafe extern "C" fn actor(
         unsafe { (*desc).count = 0 };
     }
     used as c_int
+}
+
+/// Whether an eager-only connection's header found its place. Such a
+/// connection never carries requests to send or rendezvous data, so the
+/// machine only answers `Go` or `Wait` for it.
+fn placed(decided: core::result::Result<Decision, Failure>) -> bool {
+    matches!(decided, Ok(Decision::Go | Decision::Stored { .. }))
 }

@@ -22,7 +22,7 @@ use crate::proto::{
     dump::{DumpAlloc, Record},
     envelope::{Envelope, Selector, SourceSel, TagSel},
     matching::{Bucket, Engine, MsgId, MsgInfo, Slot},
-    receive::{Receiver, Region},
+    receive::{Receiver, Region, Waiting},
 };
 use crate::shared::SharedArea;
 
@@ -88,7 +88,8 @@ impl Capacities {
 }
 
 /// The receive state machine over kernel storage.
-pub(crate) type Machine = Receiver<KVVec<Slot>, KVVec<Bucket>, DumpAlloc<KVVec<Record>>>;
+pub(crate) type Machine =
+    Receiver<KVVec<Slot>, KVVec<Bucket>, DumpAlloc<KVVec<Record>>, KVVec<Waiting>>;
 
 /// The receive bookkeeping; see the module docs.
 pub(crate) struct RecvState {
@@ -140,7 +141,9 @@ impl RecvState {
         .map_err(|_| EINVAL)?;
         // One record per unexpected message, stored or streaming.
         let dump = DumpAlloc::new(filled(unexpected, Record::EMPTY)?, caps.dump_bytes, 64);
-        let rx = Receiver::new(engine, dump, caps.max_posted);
+        // As many receives may wait for rendezvous data as may be posted.
+        let waiting = filled(posted, Waiting::EMPTY)?;
+        let rx = Receiver::new(engine, dump, waiting, caps.max_posted);
         let mut table = KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?;
         let mut free = KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?;
         for i in (0..caps.max_posted).rev() {

@@ -14,6 +14,8 @@
 //! - [`matching`]: the MPI matching engine (posted receives, unexpected
 //!   messages, non-overtaking order, wildcards, probe, cancel) over storage
 //!   the caller provides.
+//! - [`credit`]: eager credit, the receiver's grant and the sender's
+//!   allowance per connection.
 //! - [`receive`]: the receive state machine over the engine, a payload
 //!   store and each connection's reassembler: where each message goes,
 //!   when a connection stalls, what completes and what fails. The module
@@ -29,6 +31,7 @@
 //! - Nothing here locks. The caller serialises access to one engine (the
 //!   kernel with the endpoint's BH-safe spinlock).
 
+pub mod credit;
 pub mod dump;
 pub mod envelope;
 mod list;

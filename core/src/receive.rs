@@ -32,8 +32,21 @@
 //!                       └─ no room ─ Stall (retry on_header after a release)
 //!
 //!  post ──┬─ a stored message matches ─ FromStore (copy, then release)
+//!         ├─ a stored request to send matches ─ Clear (send Cts)
 //!         └─ none ─ Queued (matched by a later header)
+//!
+//!  on_rts ──┬─ a posted receive ─ Clear (send Cts; the receive waits)
+//!           ├─ room ─ Stored (envelope only; a later post answers Clear)
+//!           └─ no room ─ Stall
+//!
+//!  on_data (token) ── Data ─────────────────────────────── Completed
 //! ```
+//!
+//! Rendezvous and credit are written down in `docs/protocol.md`: a pair of
+//! processes has a *messages* connection (eager messages and requests to
+//! send, which may stall) and a *control* connection (clear-to-send,
+//! data and credit, which never stall); [`Inbound::messages`] and
+//! [`Inbound::control`] read them.
 //!
 //! An unmatched message becomes visible to receives (and probes) only when
 //! all of it is stored, so a receive never sees a half-written payload; a
@@ -53,19 +66,20 @@
 //! - The unexpected queue always has a slot for every message streaming
 //!   into the store, so `on_end` never finds it full.
 
+use super::credit::{Credit, Grant, OverCredit, Window};
 use super::dump::{DumpAlloc, Record, RegionId};
 use super::envelope::{Envelope, Rank, Selector, SourceSel};
 use super::matching::{
     Arrival, Bucket, CancelError, Engine, MsgId, MsgInfo, Posted, QueueFull, RecvId, Slot, StaleId,
 };
 use super::stream::{Event, Reassembler};
-use super::wire::{Header, Limits, WireError, HEADER_LEN};
+use super::wire::{Header, Kind, Limits, WireError, HEADER_LEN};
 use core::ops::DerefMut;
 
 /// Where unexpected payloads are kept; the machine only books room.
 pub trait Store {
-    /// Room for `len` payload bytes: a region id, or `None` if there is
-    /// no room now.
+    /// Room for `len` payload bytes: a region id below 2^63, or `None` if
+    /// there is no room now.
     fn book(&mut self, len: u64) -> Option<u64>;
     /// Where region `id`'s payload starts, for a contiguous area (0 for
     /// stores that keep each payload apart).
@@ -111,16 +125,116 @@ pub enum Dest {
     },
     /// Into the store, as an unexpected message.
     Stored(Region),
+    /// The data of a rendezvous, straight into the receive with this
+    /// handle, which matched the request for a message of `size` bytes
+    /// with `envelope`.
+    Data {
+        /// The handle given to [`Receiver::post`].
+        handle: u64,
+        /// The message's envelope (from its request to send).
+        envelope: Envelope,
+        /// The message's size (the data may be shorter: truncation).
+        size: u64,
+    },
 }
 
 impl Dest {
     /// Where the payload bytes go.
     pub const fn place(&self) -> Place {
         match *self {
-            Dest::Direct { handle } => Place::Recv { handle },
+            Dest::Direct { handle } | Dest::Data { handle, .. } => Place::Recv { handle },
             Dest::Stored(region) => Place::Store { at: region.at },
         }
     }
+}
+
+/// What an unexpected message's engine location names: room in the store
+/// (an eager payload), or an offer the sender holds (a rendezvous request,
+/// with no payload here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Held {
+    Region(u64),
+    Offer(u32),
+}
+
+/// Marks a location as an offer; store region ids stay below it.
+const OFFER_BIT: u64 = 1 << 63;
+
+impl Held {
+    const fn from_location(location: u64) -> Self {
+        if location & OFFER_BIT != 0 {
+            Held::Offer(location as u32)
+        } else {
+            Held::Region(location)
+        }
+    }
+
+    const fn to_location(self) -> u64 {
+        match self {
+            Held::Region(id) => id,
+            Held::Offer(offer) => OFFER_BIT | offer as u64,
+        }
+    }
+}
+
+/// A receive matched to a request to send: send a clear-to-send to `rank`
+/// naming `token` and `offer`, asking for `min(size, capacity)` bytes.
+/// The data then arrives as a [`Dest::Data`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Clear {
+    /// The receive's handle.
+    pub handle: u64,
+    /// The sender.
+    pub rank: Rank,
+    /// Names the receive in the sender's data message.
+    pub token: u64,
+    /// The sender's offer.
+    pub offer: u32,
+    /// The message's envelope.
+    pub envelope: Envelope,
+    /// The message's size.
+    pub size: u64,
+}
+
+/// One receive waiting for rendezvous data; make storage with
+/// [`Waiting::EMPTY`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    generation: u32,
+    clear: Option<Clear>,
+    /// The next free entry, while this one is free ([`NO_ENTRY`] ends).
+    next_free: u32,
+}
+
+/// Ends the free list of [`Waiting`] entries.
+const NO_ENTRY: u32 = u32::MAX;
+
+impl Waiting {
+    /// An unused entry.
+    pub const EMPTY: Self = Self {
+        generation: 0,
+        clear: None,
+        next_free: NO_ENTRY,
+    };
+}
+
+impl Default for Waiting {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// What [`Receiver::on_rts`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OnRts {
+    /// A posted receive matched: send the clear-to-send.
+    Clear(Clear),
+    /// Stored as an unexpected message (envelope and size only); a later
+    /// [`Receiver::post`] that matches it answers [`OnPost::Clear`].
+    Stored {
+        /// The stored request.
+        msg: MsgId,
+    },
 }
 
 /// Where payload bytes are to be copied.
@@ -193,6 +307,9 @@ pub enum OnPost {
         /// Where its payload is stored.
         region: Region,
     },
+    /// A stored request to send matched: send the clear-to-send; the
+    /// receive waits for its data.
+    Clear(Clear),
     /// Nothing matched; the receive waits for a header.
     Queued(RecvId),
 }
@@ -224,15 +341,28 @@ pub enum Failure {
     Truncated,
     /// The peer closed between messages.
     Closed,
+    /// An eager message went past the peer's credit.
+    OverCredit(OverCredit),
+    /// A message kind this connection does not carry (see
+    /// [`Inbound::messages`] and [`Inbound::control`]).
+    Unsupported(Kind),
+    /// Rendezvous data named no receive waiting for data from this peer.
+    UnknownToken(u64),
+    /// Rendezvous data longer than the message it belongs to.
+    DataTooLong {
+        /// Bytes the data message carries.
+        len: u64,
+        /// The message's size.
+        size: u64,
+    },
+    /// A clear-to-send named no offer this end made to the peer.
+    UnknownOffer(u32),
 }
 
 impl Failure {
     /// Whether the peer broke the protocol (counted as a protocol error).
     pub const fn is_protocol(self) -> bool {
-        matches!(
-            self,
-            Self::Protocol(_) | Self::WrongSource(_) | Self::Urgent
-        )
+        !matches!(self, Self::Truncated | Self::Closed)
     }
 }
 
@@ -243,6 +373,14 @@ pub struct Stats {
     pub matched_msgs: u64,
     /// Their payload bytes.
     pub matched_bytes: u64,
+    /// Rendezvous requests that found their receive posted.
+    pub rts_matched: u64,
+    /// Rendezvous requests stored until a receive matched them.
+    pub rts_stored: u64,
+    /// Rendezvous data messages placed, and their bytes.
+    pub data_msgs: u64,
+    /// Bytes of those.
+    pub data_bytes: u64,
     /// Messages stored because no receive waited for them.
     pub unexpected_msgs: u64,
     /// Their payload bytes.
@@ -260,9 +398,15 @@ pub struct Stats {
 }
 
 /// One process's receive side; see the module documentation.
-pub struct Receiver<S, B, St> {
+pub struct Receiver<S, B, St, W> {
     engine: Engine<S, B>,
     store: St,
+    /// Receives matched to a request to send, waiting for its data.
+    waiting: W,
+    /// Entries of `waiting` in use.
+    awaiting: u32,
+    /// The first free entry of `waiting`, or [`NO_ENTRY`].
+    free_waiting: u32,
     max_outstanding: u32,
     /// Receives a connection is writing into ([`Dest::Direct`]).
     filling: u32,
@@ -280,19 +424,34 @@ pub struct Receiver<S, B, St> {
     stats: Stats,
 }
 
-impl<S, B, St> Receiver<S, B, St>
+impl<S, B, St, W> Receiver<S, B, St, W>
 where
     S: DerefMut<Target = [Slot]>,
     B: DerefMut<Target = [Bucket]>,
     St: Store,
+    W: DerefMut<Target = [Waiting]>,
 {
     /// A receiver over `engine` and `store`, admitting at most
-    /// `max_outstanding` receives at once (posted, being filled or being
-    /// copied into).
-    pub fn new(engine: Engine<S, B>, store: St, max_outstanding: u32) -> Self {
+    /// `max_outstanding` receives at once (posted, being filled, waiting
+    /// for rendezvous data or being copied into); `waiting` holds the
+    /// receives waiting for rendezvous data (as many as may be posted).
+    pub fn new(engine: Engine<S, B>, store: St, mut waiting: W, max_outstanding: u32) -> Self {
+        waiting.fill(Waiting::EMPTY);
+        // Chain every entry into the free list, first entry first.
+        let count = u32::try_from(waiting.len()).unwrap_or(NO_ENTRY);
+        let mut next = NO_ENTRY;
+        for (index, entry) in waiting.iter_mut().enumerate().rev() {
+            if (index as u64) < u64::from(count) {
+                entry.next_free = next;
+                next = index as u32;
+            }
+        }
         Self {
             engine,
             store,
+            waiting,
+            awaiting: 0,
+            free_waiting: next,
             max_outstanding,
             filling: 0,
             streaming: 0,
@@ -324,11 +483,18 @@ where
         self.engine.unexpected_len()
     }
 
-    /// Receives that will still complete: posted, being filled, being
-    /// copied into, or admitted and about to be posted.
+    /// Receives waiting for rendezvous data.
+    pub const fn awaiting_data(&self) -> u32 {
+        self.awaiting
+    }
+
+    /// Receives that will still complete: posted, being filled, waiting
+    /// for rendezvous data, being copied into, or admitted and about to be
+    /// posted.
     pub fn outstanding(&self) -> u64 {
         (self.engine.posted_len() as u64)
             .saturating_add(u64::from(self.filling))
+            .saturating_add(u64::from(self.awaiting))
             .saturating_add(u64::from(self.copying))
             .saturating_add(u64::from(self.admitted))
     }
@@ -389,6 +555,18 @@ where
     /// The message that went to `dest` is complete.
     pub fn on_end(&mut self, dest: Dest, envelope: Envelope, len: u64) -> OnEnd {
         match dest {
+            Dest::Data {
+                handle,
+                envelope,
+                size,
+            } => {
+                self.filling = self.filling.saturating_sub(1);
+                OnEnd::Completed {
+                    handle,
+                    envelope,
+                    len: size,
+                }
+            }
             Dest::Direct { handle } => {
                 self.filling = self.filling.saturating_sub(1);
                 OnEnd::Completed {
@@ -438,14 +616,162 @@ where
     /// # Errors
     ///
     /// [`QueueFull`] if nothing matched and the posted queue is full.
+    /// [`QueueFull`] too if it would match a stored request to send and
+    /// no entry is free to wait for the data (a caller that sizes
+    /// `waiting` as its posted queue never sees that).
     pub fn post(&mut self, sel: Selector, handle: u64) -> Result<OnPost, QueueFull> {
+        if self.free_waiting == NO_ENTRY
+            && self
+                .engine
+                .probe(sel)
+                .is_some_and(|(_, i)| matches!(Held::from_location(i.location), Held::Offer(_)))
+        {
+            return Err(QueueFull);
+        }
         Ok(match self.engine.post(sel, handle)? {
             Posted::Queued(id) => OnPost::Queued(id),
-            Posted::Matched(msg, info) => OnPost::FromStore {
-                msg,
-                info,
-                region: self.region(info.location),
+            Posted::Matched(msg, info) => match Held::from_location(info.location) {
+                Held::Region(id) => OnPost::FromStore {
+                    msg,
+                    info,
+                    region: self.region(id),
+                },
+                Held::Offer(offer) => {
+                    // A request holds nothing here: it leaves the engine
+                    // as the receive starts waiting for its data.
+                    let _ = self.engine.release_claimed(msg);
+                    let clear = self
+                        .wait_for_data(handle, info.envelope, info.len, offer)
+                        .ok_or(QueueFull)?;
+                    OnPost::Clear(clear)
+                }
             },
+        })
+    }
+
+    /// A request to send arrived: a message of `size` bytes with
+    /// `envelope` waits at the sender under `offer`.
+    ///
+    /// # Errors
+    ///
+    /// [`Stall`] when no entry is free to wait for its data or to store
+    /// it; nothing changed, retry after a release.
+    pub fn on_rts(&mut self, envelope: Envelope, size: u64, offer: u32) -> Result<OnRts, Stall> {
+        // Whether it matches now or later, a receive will wait for its
+        // data: without a free entry, reading stops until one is free.
+        if self.free_waiting == NO_ENTRY {
+            return Err(Stall);
+        }
+        if let Some(handle) = self.engine.match_posted(envelope) {
+            self.stats.rts_matched = self.stats.rts_matched.saturating_add(1);
+            return self
+                .wait_for_data(handle, envelope, size, offer)
+                .map(OnRts::Clear)
+                .ok_or(Stall);
+        }
+        let stored = self
+            .engine
+            .unexpected_len()
+            .saturating_add(self.streaming as usize);
+        if stored >= self.engine.unexpected_capacity() {
+            return Err(Stall);
+        }
+        match self
+            .engine
+            .arrive(envelope, size, Held::Offer(offer).to_location())
+        {
+            Ok(Arrival::Unexpected(msg)) => {
+                self.stats.rts_stored = self.stats.rts_stored.saturating_add(1);
+                Ok(OnRts::Stored { msg })
+            }
+            // Nothing matched just above, and there is a slot.
+            Ok(Arrival::Matched { .. }) | Err(QueueFull) => Err(Stall),
+        }
+    }
+
+    /// Records receive `handle` as waiting for the data of `offer`.
+    fn wait_for_data(
+        &mut self,
+        handle: u64,
+        envelope: Envelope,
+        size: u64,
+        offer: u32,
+    ) -> Option<Clear> {
+        let index = self.free_waiting;
+        let entry = self.waiting.get_mut(index as usize)?;
+        self.free_waiting = entry.next_free;
+        let token = u64::from(entry.generation).rotate_left(32) | u64::from(index);
+        let clear = Clear {
+            handle,
+            rank: envelope.source,
+            token,
+            offer,
+            envelope,
+            size,
+        };
+        entry.clear = Some(clear);
+        self.awaiting = self.awaiting.saturating_add(1);
+        Some(clear)
+    }
+
+    /// Ends the wait named by `token`, if it is one.
+    fn take_waiting(&mut self, token: u64) -> Option<Clear> {
+        let index = token as u32;
+        let generation = token.rotate_left(32) as u32;
+        let entry = self
+            .waiting
+            .get_mut(index as usize)
+            .filter(|w| w.generation == generation)?;
+        let clear = entry.clear.take()?;
+        entry.generation = entry.generation.wrapping_add(1);
+        entry.next_free = self.free_waiting;
+        self.free_waiting = index;
+        self.awaiting = self.awaiting.saturating_sub(1);
+        Some(clear)
+    }
+
+    /// Rendezvous data of `len` bytes arrived from `rank` for the receive
+    /// waiting under `token`: where it goes.
+    ///
+    /// # Errors
+    ///
+    /// The [`Failure`] of a peer that broke the protocol: no receive waits
+    /// under `token` for data from `rank`, or the data is longer than the
+    /// message. Nothing changed.
+    pub fn on_data(&mut self, rank: Rank, token: u64, len: u64) -> Result<Dest, Failure> {
+        let entry = self
+            .waiting
+            .get(token as u32 as usize)
+            .filter(|w| w.generation == token.rotate_left(32) as u32)
+            .and_then(|w| w.clear)
+            .filter(|c| c.rank == rank)
+            .ok_or(Failure::UnknownToken(token))?;
+        if len > entry.size {
+            return Err(Failure::DataTooLong {
+                len,
+                size: entry.size,
+            });
+        }
+        let clear = self
+            .take_waiting(token)
+            .ok_or(Failure::UnknownToken(token))?;
+        self.filling = self.filling.saturating_add(1);
+        self.stats.data_msgs = self.stats.data_msgs.saturating_add(1);
+        self.stats.data_bytes = self.stats.data_bytes.saturating_add(len);
+        Ok(Dest::Data {
+            handle: clear.handle,
+            envelope: clear.envelope,
+            size: clear.size,
+        })
+    }
+
+    /// The clear-to-send of `token` cannot be sent (its peer is gone):
+    /// the receive will not get its data.
+    pub fn abandon(&mut self, token: u64) -> Option<Failed> {
+        self.take_waiting(token).map(|c| Failed {
+            handle: c.handle,
+            envelope: c.envelope,
+            len: c.size,
         })
     }
 
@@ -469,9 +795,15 @@ where
     /// # Errors
     ///
     /// [`StaleId`] if `msg` names no visible stored message.
+    /// Only eager messages can be claimed: a request to send is taken by
+    /// a post, which answers the sender.
     pub fn claim(&mut self, msg: MsgId) -> Result<(MsgInfo, Region), StaleId> {
+        let info = self.engine.message(msg).ok_or(StaleId)?;
+        let Held::Region(id) = Held::from_location(info.location) else {
+            return Err(StaleId);
+        };
         let info = self.engine.claim(msg)?;
-        Ok((info, self.region(info.location)))
+        Ok((info, self.region(id)))
     }
 
     /// Region `id` of the store, with where it starts.
@@ -503,7 +835,14 @@ where
     }
 
     fn give_back(&mut self, msg: MsgId, claimed_only: bool) -> Result<MsgInfo, StaleId> {
-        let freed = if claimed_only {
+        // A request to send is not released: only a post takes it.
+        let is_request = self
+            .engine
+            .message(msg)
+            .is_some_and(|i| matches!(Held::from_location(i.location), Held::Offer(_)));
+        let freed = if is_request {
+            Err(StaleId)
+        } else if claimed_only {
             self.engine.release_claimed(msg)
         } else {
             self.engine.release(msg)
@@ -576,6 +915,19 @@ where
                 len: 0,
             });
         });
+        for index in 0..self.waiting.len() {
+            let token = match self.waiting.get(index) {
+                Some(Waiting {
+                    generation,
+                    clear: Some(c),
+                    ..
+                }) if c.rank == rank => u64::from(*generation).rotate_left(32) | index as u64,
+                _ => continue,
+            };
+            if let Some(f) = self.abandon(token) {
+                failed(f);
+            }
+        }
         if was_live {
             self.live_conns = self.live_conns.saturating_sub(1);
             if self.live_conns == 0 {
@@ -598,7 +950,11 @@ where
     pub fn abort(&mut self, conn: &mut Inbound, mut failed: impl FnMut(Failed)) {
         let current = conn.reasm.current().map(|(h, _)| h);
         if let Some(dest) = conn.dest.take() {
-            let (envelope, len) = current.map_or((Envelope::default(), 0), |h| (h.envelope, h.len));
+            let (envelope, len) = match (&dest, current) {
+                (Dest::Data { envelope, size, .. }, _) => (*envelope, *size),
+                (_, Some(h)) => (h.envelope, h.len),
+                (_, None) => (Envelope::default(), 0),
+            };
             self.drop_dest(dest, |handle| {
                 failed(Failed {
                     handle,
@@ -617,7 +973,7 @@ where
     /// to `failed`, a half-stored region is freed.
     pub fn drop_dest(&mut self, dest: Dest, failed: impl FnOnce(u64)) {
         match dest {
-            Dest::Direct { handle } => {
+            Dest::Direct { handle } | Dest::Data { handle, .. } => {
                 self.filling = self.filling.saturating_sub(1);
                 failed(handle);
             }
@@ -671,12 +1027,68 @@ pub enum Next {
     Failed,
     /// Every input byte offered was used: read more.
     NeedInput,
+    /// A message for this end's sending side arrived (a clear-to-send or
+    /// credit): act on it, then go on.
+    Control(Control),
+}
+
+/// A message for the sending side of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Control {
+    /// Clear to send: send `want` bytes of `offer` as data for the
+    /// receive the peer calls `token`.
+    Cts {
+        /// The peer's name for its receive.
+        token: u64,
+        /// Bytes to send (at most the offer's length).
+        want: u64,
+        /// The offer.
+        offer: u32,
+    },
+    /// Eager credit returned.
+    Credit(Credit),
+}
+
+/// What [`Inbound::decide`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// Go on reading (the payload has its place, or there was nothing to
+    /// decide).
+    Go,
+    /// No room: stop reading until a release.
+    Wait,
+    /// A request to send matched a posted receive: send the
+    /// clear-to-send, and go on reading.
+    Clear(Clear),
+    /// A request to send was stored: it is visible to receives and probes.
+    Stored {
+        /// The stored request.
+        msg: MsgId,
+    },
+}
+
+/// Which message kinds a connection carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Eager messages only, without credit (an end that speaks no
+    /// rendezvous yet).
+    EagerOnly,
+    /// Matchable messages: eager ones within the peer's credit, and
+    /// requests to send. These may stall.
+    Messages(Grant),
+    /// What answers them and never stalls: clear-to-send, rendezvous data
+    /// (whose receive is waiting) and credit.
+    Control,
 }
 
 /// The receiving end of one connection; see the module documentation.
 pub struct Inbound {
     rank: Rank,
     reasm: Reassembler,
+    /// Which kinds this connection carries.
+    role: Role,
+    /// A message for the sending side, not yet handed out.
+    control: Option<Control>,
     /// A header not yet decided; `true` once it stalled.
     undecided: Option<bool>,
     dest: Option<Dest>,
@@ -685,12 +1097,33 @@ pub struct Inbound {
 }
 
 impl Inbound {
-    /// The receiving end of a fresh connection from `rank`, accepting
-    /// payloads up to `limits.max_payload` bytes.
+    /// The receiving end of a fresh connection from `rank` that carries
+    /// eager messages only, up to `limits.max_payload` bytes, and no
+    /// credit.
     pub const fn new(rank: Rank, limits: Limits) -> Self {
+        Self::with_role(rank, limits, Role::EagerOnly)
+    }
+
+    /// The receiving end of the connection that carries `rank`'s
+    /// matchable messages (eager and requests to send); the peer gets
+    /// `window` of eager credit.
+    pub const fn messages(rank: Rank, limits: Limits, window: Window) -> Self {
+        Self::with_role(rank, limits, Role::Messages(Grant::new(window)))
+    }
+
+    /// The receiving end of the connection that carries `rank`'s control
+    /// messages (clear-to-send, rendezvous data, credit). It never stalls,
+    /// so an answer never waits behind a message that waits for room.
+    pub const fn control(rank: Rank, limits: Limits) -> Self {
+        Self::with_role(rank, limits, Role::Control)
+    }
+
+    const fn with_role(rank: Rank, limits: Limits, role: Role) -> Self {
         Self {
             rank,
             reasm: Reassembler::new(limits),
+            role,
+            control: None,
             undecided: None,
             dest: None,
             failure: None,
@@ -729,6 +1162,33 @@ impl Inbound {
         self.reasm.at_boundary() && self.undecided.is_none()
     }
 
+    /// Eager bytes the peer sent that this end still holds (zero without
+    /// credits).
+    pub const fn held_eager_bytes(&self) -> u64 {
+        match &self.role {
+            Role::Messages(g) => g.held_bytes(),
+            Role::EagerOnly | Role::Control => 0,
+        }
+    }
+
+    /// The peer's eager message of `len` bytes that was stored left the
+    /// store (a receive took it, or it was released): its credit is due
+    /// again.
+    pub fn give_back(&mut self, len: u64) {
+        if let Role::Messages(g) = &mut self.role {
+            g.give_back(len);
+        }
+    }
+
+    /// Credit to send to the peer now, if enough is due (the first call
+    /// hands out the whole window).
+    pub fn credit_due(&mut self) -> Option<Credit> {
+        match &mut self.role {
+            Role::Messages(g) => g.due(),
+            Role::EagerOnly | Role::Control => None,
+        }
+    }
+
     /// Where the current message goes, once decided.
     pub const fn dest(&self) -> Option<&Dest> {
         self.dest.as_ref()
@@ -746,12 +1206,19 @@ impl Inbound {
         if self.failure.is_some() {
             return Next::Failed;
         }
+        if let Some(c) = self.control.take() {
+            return Next::Control(c);
+        }
         match self.undecided {
             Some(true) => return Next::Stalled,
             Some(false) => return Next::Decide,
             None => {}
         }
-        if self.reasm.current().is_some_and(|(h, off)| off >= h.len) {
+        if self
+            .reasm
+            .current()
+            .is_some_and(|(h, off)| off >= h.payload_len())
+        {
             return Next::End;
         }
         if avail == 0 {
@@ -788,31 +1255,77 @@ impl Inbound {
             if h.envelope.source != self.rank {
                 return Err(Failure::WrongSource(h.envelope.source));
             }
-            self.undecided = Some(false);
+            match (h.kind, &mut self.role) {
+                (Kind::Eager, Role::EagerOnly) => self.undecided = Some(false),
+                (Kind::Eager, Role::Messages(grant)) => {
+                    grant.spend(h.len).map_err(Failure::OverCredit)?;
+                    self.undecided = Some(false);
+                }
+                (Kind::Rts, Role::Messages(_)) | (Kind::Data, Role::Control) => {
+                    self.undecided = Some(false);
+                }
+                (Kind::Cts, Role::Control) => {
+                    self.control = Some(Control::Cts {
+                        token: h.token(),
+                        want: h.len,
+                        offer: h.reference,
+                    });
+                }
+                (Kind::Credit, Role::Control) => {
+                    self.control = Some(Control::Credit(Credit {
+                        bytes: h.len,
+                        msgs: h.reference,
+                    }));
+                }
+                (kind, _) => return Err(Failure::Unsupported(kind)),
+            }
         }
         Ok(step.consumed)
     }
 
-    /// Asks `rx` where the pending header's payload goes. Returns false
-    /// when the connection stalls (or stays stalled); true also when there
-    /// was nothing to decide.
-    pub fn decide<S, B, St>(&mut self, rx: &mut Receiver<S, B, St>) -> bool
+    /// Asks `rx` what to do with the pending header: where an eager
+    /// message or rendezvous data goes, or whether a request to send
+    /// matched.
+    ///
+    /// # Errors
+    ///
+    /// The [`Failure`] to pass to [`Receiver::fail`] when rendezvous data
+    /// names no receive waiting for it.
+    pub fn decide<S, B, St, W>(
+        &mut self,
+        rx: &mut Receiver<S, B, St, W>,
+    ) -> Result<Decision, Failure>
     where
         S: DerefMut<Target = [Slot]>,
         B: DerefMut<Target = [Bucket]>,
         St: Store,
+        W: DerefMut<Target = [Waiting]>,
     {
         let Some(was_stalled) = self.undecided else {
-            return true;
+            return Ok(Decision::Go);
         };
         let Some((h, _)) = self.reasm.current() else {
-            return true;
+            return Ok(Decision::Go);
         };
-        match rx.on_header(h.envelope, h.len) {
-            Ok(dest) => {
+        let decided = match h.kind {
+            Kind::Data => rx.on_data(self.rank, h.token(), h.len).map(|dest| {
                 self.dest = Some(dest);
+                Ok(Decision::Go)
+            })?,
+            Kind::Rts => match rx.on_rts(h.envelope, h.len, h.reference) {
+                Ok(OnRts::Clear(clear)) => Ok(Decision::Clear(clear)),
+                Ok(OnRts::Stored { msg }) => Ok(Decision::Stored { msg }),
+                Err(stall) => Err(stall),
+            },
+            _ => rx.on_header(h.envelope, h.len).map(|dest| {
+                self.dest = Some(dest);
+                Decision::Go
+            }),
+        };
+        match decided {
+            Ok(decision) => {
                 self.undecided = None;
-                true
+                Ok(decision)
             }
             Err(Stall) => {
                 if !was_stalled {
@@ -820,17 +1333,19 @@ impl Inbound {
                     self.stats.stalls = self.stats.stalls.saturating_add(1);
                 }
                 self.undecided = Some(true);
-                false
+                Ok(Decision::Wait)
             }
         }
     }
 
     /// Ends the current message at `rx`; `None` if no message was complete.
-    pub fn finish<S, B, St>(&mut self, rx: &mut Receiver<S, B, St>) -> Option<OnEnd>
+    /// Messages without payload end here too, with `None`.
+    pub fn finish<S, B, St, W>(&mut self, rx: &mut Receiver<S, B, St, W>) -> Option<OnEnd>
     where
         S: DerefMut<Target = [Slot]>,
         B: DerefMut<Target = [Bucket]>,
         St: Store,
+        W: DerefMut<Target = [Waiting]>,
     {
         let step = self.reasm.feed(&[]).ok()?;
         let Some(Event::End(h)) = step.event else {
@@ -838,6 +1353,10 @@ impl Inbound {
         };
         self.stats.messages = self.stats.messages.saturating_add(1);
         let dest = self.dest.take()?;
+        if matches!(dest, Dest::Direct { .. }) {
+            // Placed straight into a receive: nothing is held.
+            self.give_back(h.len);
+        }
         Some(rx.on_end(dest, h.envelope, h.len))
     }
 }

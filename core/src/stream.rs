@@ -64,7 +64,7 @@ use super::wire::{Decoder, Header, Limits, WireError, HEADER_LEN};
 /// What the bytes just fed mean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event<'a> {
-    /// A complete header; `header.len` payload bytes follow.
+    /// A complete header; `header.payload_len()` payload bytes follow.
     Header(Header),
     /// A piece of the current message's payload.
     Payload {
@@ -164,7 +164,7 @@ impl Reassembler {
         }
         match self.decoder.decode(&self.buf) {
             Ok(header) => {
-                self.state = if header.len == 0 {
+                self.state = if header.payload_len() == 0 {
                     State::End { header }
                 } else {
                     State::Payload { header, offset: 0 }
@@ -209,14 +209,14 @@ impl Reassembler {
         let State::Payload { header, offset } = self.state else {
             return None;
         };
-        let remaining = header.len.saturating_sub(offset);
+        let remaining = header.payload_len().saturating_sub(offset);
         let take = usize::try_from(remaining).map_or(available, |r| r.min(available));
         if take == 0 {
             return None;
         }
-        // take <= remaining, so this cannot pass header.len.
+        // take <= remaining, so this cannot pass the payload's length.
         let end = offset.saturating_add(take as u64);
-        self.state = if end >= header.len {
+        self.state = if end >= header.payload_len() {
             State::End { header }
         } else {
             State::Payload {
@@ -232,7 +232,7 @@ impl Reassembler {
     pub const fn current(&self) -> Option<(Header, u64)> {
         match self.state {
             State::Payload { header, offset } => Some((header, offset)),
-            State::End { header } => Some((header, header.len)),
+            State::End { header } => Some((header, header.payload_len())),
             State::Header { .. } | State::Failed(_) => None,
         }
     }

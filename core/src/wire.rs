@@ -10,18 +10,20 @@
 //!     +-------+-------+-------+-------+-------+-------+-------+-------+
 //!  16 |                  payload length in bytes (u64)                |
 //!     +-------+-------+-------+-------+-------+-------+-------+-------+
-//!  24 |    sequence number (u32)      |    flags (u32, zero in v1)    |
+//!  24 |    sequence number (u32)      |       reference (u32)         |
 //!     +-------+-------+-------+-------+-------+-------+-------+-------+
 //!  32   payload: exactly `length` bytes, then the next header
 //! ```
 //!
-//! - The magic `"O2"`, the version, the kind and the zero flags catch a
-//!   stream that lost framing (or a peer that is not o2g) at the first
-//!   header.
-//! - `kind` is [`Kind::Eager`] (the payload follows the header) in version 1.
-//!   Values 2 to 4 are reserved for a rendezvous request, a rendezvous
-//!   clear-to-send and control messages, so they can be added without
-//!   moving any field.
+//! - The magic `"O2"`, the version and the kind catch a stream that lost
+//!   framing (or a peer that is not o2g) at the first header.
+//! - `kind` says what the message is and which fields mean what
+//!   ([`Kind`]); only [`Kind::Eager`] and [`Kind::Data`] carry payload
+//!   bytes, the others are the header alone, and their `length` is a
+//!   size or a count. `docs/protocol.md` is the protocol they make.
+//! - `reference` names a rendezvous offer of the sender ([`Kind::Rts`],
+//!   [`Kind::Cts`], [`Kind::Data`]) or counts messages ([`Kind::Credit`]);
+//!   it is zero in an eager message.
 //! - The sequence number counts messages per connection and direction,
 //!   starting at 0 and wrapping at 2^32. TCP cannot reorder or lose bytes,
 //!   so a gap means the sender or the framing is broken, and the receiver
@@ -41,14 +43,28 @@ pub const HEADER_LEN: usize = 32;
 /// The first two bytes of every header.
 pub const MAGIC: [u8; 2] = *b"O2";
 
-/// The header version this code speaks.
-pub const VERSION: u8 = 1;
+/// The header version this code speaks: 2 added rendezvous and credits
+/// (version 1 was eager only).
+pub const VERSION: u8 = 2;
 
-/// What a message is; only eager data exists in version 1.
+/// What a message is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// Eager data: `length` payload bytes follow the header at once.
     Eager,
+    /// Request to send (rendezvous): a message of `length` bytes waits at
+    /// the sender under offer `reference`. No payload.
+    Rts,
+    /// Clear to send, from the receiver: send `length` bytes of offer
+    /// `reference`, naming the receive by the token in tag and context
+    /// ([`Header::token`]). No payload.
+    Cts,
+    /// The payload of a rendezvous: `length` bytes for the receive whose
+    /// token is in tag and context, from offer `reference`.
+    Data,
+    /// Eager credit returned by the receiver: `length` bytes and
+    /// `reference` messages. No payload.
+    Credit,
 }
 
 impl Kind {
@@ -56,6 +72,10 @@ impl Kind {
     pub const fn to_wire(self) -> u8 {
         match self {
             Kind::Eager => 1,
+            Kind::Rts => 2,
+            Kind::Cts => 3,
+            Kind::Data => 4,
+            Kind::Credit => 5,
         }
     }
 
@@ -63,8 +83,23 @@ impl Kind {
     pub const fn from_wire(byte: u8) -> Option<Self> {
         match byte {
             1 => Some(Kind::Eager),
+            2 => Some(Kind::Rts),
+            3 => Some(Kind::Cts),
+            4 => Some(Kind::Data),
+            5 => Some(Kind::Credit),
             _ => None,
         }
+    }
+
+    /// Whether `length` payload bytes follow the header.
+    pub const fn carries_payload(self) -> bool {
+        matches!(self, Kind::Eager | Kind::Data)
+    }
+
+    /// Whether `length` is the size of an MPI message (checked against the
+    /// receiver's maximum).
+    pub const fn sizes_a_message(self) -> bool {
+        matches!(self, Kind::Eager | Kind::Rts | Kind::Data)
     }
 }
 
@@ -79,6 +114,8 @@ pub struct Header {
     pub len: u64,
     /// Per-connection message sequence number.
     pub seq: u32,
+    /// Offer id or message count, by kind (zero for eager messages).
+    pub reference: u32,
 }
 
 /// Why a header was refused.
@@ -90,8 +127,6 @@ pub enum WireError {
     BadVersion(u8),
     /// The kind byte names no kind this version knows.
     UnknownKind(u8),
-    /// Flag bits are set that this version does not define.
-    UnknownFlags(u32),
     /// The payload length exceeds the configured maximum.
     TooLong {
         /// Length announced by the header.
@@ -114,7 +149,6 @@ impl core::fmt::Display for WireError {
             WireError::BadMagic(m) => write!(f, "bad magic {:02x}{:02x}", m[0], m[1]),
             WireError::BadVersion(v) => write!(f, "unsupported header version {v}"),
             WireError::UnknownKind(k) => write!(f, "unknown message kind {k}"),
-            WireError::UnknownFlags(x) => write!(f, "unknown header flags {x:#x}"),
             WireError::TooLong { len, max } => {
                 write!(f, "payload length {len} exceeds maximum {max}")
             }
@@ -134,6 +168,7 @@ impl Header {
         let [c0, c1, c2, c3] = self.envelope.context.to_le_bytes();
         let [l0, l1, l2, l3, l4, l5, l6, l7] = self.len.to_le_bytes();
         let [q0, q1, q2, q3] = self.seq.to_le_bytes();
+        let [r0, r1, r2, r3] = self.reference.to_le_bytes();
         [
             m0,
             m1,
@@ -163,18 +198,18 @@ impl Header {
             q1,
             q2,
             q3,
-            0,
-            0,
-            0,
-            0,
+            r0,
+            r1,
+            r2,
+            r3,
         ]
     }
 
     /// Decodes the fields of a header and checks what a header alone can
-    /// show: magic, version, kind and flags. The length limit and the
+    /// show: magic, version and kind. The length limit and the
     /// sequence number need connection state; [`Decoder`] checks them.
     pub const fn decode(bytes: &[u8; HEADER_LEN]) -> Result<Self, WireError> {
-        let [m0, m1, version, kind, s0, s1, s2, s3, t0, t1, t2, t3, c0, c1, c2, c3, l0, l1, l2, l3, l4, l5, l6, l7, q0, q1, q2, q3, f0, f1, f2, f3] =
+        let [m0, m1, version, kind, s0, s1, s2, s3, t0, t1, t2, t3, c0, c1, c2, c3, l0, l1, l2, l3, l4, l5, l6, l7, q0, q1, q2, q3, r0, r1, r2, r3] =
             *bytes;
         if m0 != MAGIC[0] || m1 != MAGIC[1] {
             return Err(WireError::BadMagic([m0, m1]));
@@ -185,10 +220,6 @@ impl Header {
         let Some(kind) = Kind::from_wire(kind) else {
             return Err(WireError::UnknownKind(kind));
         };
-        let flags = u32::from_le_bytes([f0, f1, f2, f3]);
-        if flags != 0 {
-            return Err(WireError::UnknownFlags(flags));
-        }
         Ok(Self {
             kind,
             envelope: Envelope {
@@ -198,14 +229,41 @@ impl Header {
             },
             len: u64::from_le_bytes([l0, l1, l2, l3, l4, l5, l6, l7]),
             seq: u32::from_le_bytes([q0, q1, q2, q3]),
+            reference: u32::from_le_bytes([r0, r1, r2, r3]),
         })
+    }
+
+    /// Payload bytes after the header: `len` for kinds that carry payload,
+    /// else none.
+    pub const fn payload_len(&self) -> u64 {
+        if self.kind.carries_payload() {
+            self.len
+        } else {
+            0
+        }
+    }
+
+    /// The receiver's token a [`Kind::Cts`] or [`Kind::Data`] carries in
+    /// its tag (low half) and context (high half).
+    pub const fn token(&self) -> u64 {
+        (self.envelope.context as u64).rotate_left(32) | self.envelope.tag as u64
+    }
+
+    /// The envelope that carries `token` from `source`
+    /// (see [`Header::token`]).
+    pub const fn token_envelope(source: u32, token: u64) -> Envelope {
+        Envelope {
+            source,
+            tag: token as u32,
+            context: token.rotate_left(32) as u32,
+        }
     }
 }
 
 /// What a receiver accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Limits {
-    /// Largest payload length accepted in one message.
+    /// Largest message accepted (eager payload, rendezvous size or data).
     pub max_payload: u64,
 }
 
@@ -221,8 +279,20 @@ impl Encoder {
         Self { next_seq: 0 }
     }
 
-    /// The header for the next message on this connection.
+    /// The header for the next message on this connection, with
+    /// reference 0.
     pub fn encode(&mut self, kind: Kind, envelope: Envelope, len: u64) -> [u8; HEADER_LEN] {
+        self.encode_ref(kind, envelope, len, 0)
+    }
+
+    /// The header for the next message on this connection.
+    pub fn encode_ref(
+        &mut self,
+        kind: Kind,
+        envelope: Envelope,
+        len: u64,
+        reference: u32,
+    ) -> [u8; HEADER_LEN] {
         let seq = self.next_seq;
         self.next_seq = seq.wrapping_add(1);
         Header {
@@ -230,6 +300,7 @@ impl Encoder {
             envelope,
             len,
             seq,
+            reference,
         }
         .encode()
     }
@@ -256,7 +327,7 @@ impl Decoder {
     /// the following sequence number; on error nothing changes.
     pub fn decode(&mut self, bytes: &[u8; HEADER_LEN]) -> Result<Header, WireError> {
         let header = Header::decode(bytes)?;
-        if header.len > self.limits.max_payload {
+        if header.kind.sizes_a_message() && header.len > self.limits.max_payload {
             return Err(WireError::TooLong {
                 len: header.len,
                 max: self.limits.max_payload,
@@ -293,16 +364,49 @@ mod tests {
             envelope: ENV,
             len: 0x0807_0605_0403_0201,
             seq: 0xdead_beef,
+            reference: 0x0c0b_0a09,
         };
         let b = h.encode();
-        assert_eq!(&b[0..4], &[b'O', b'2', 1, 1]);
+        assert_eq!(&b[0..4], &[b'O', b'2', 2, 1]);
         assert_eq!(&b[4..8], &[4, 3, 2, 1]);
         assert_eq!(&b[8..12], &[0x0d, 0x0c, 0x0b, 0x0a]);
         assert_eq!(&b[12..16], &[0x44, 0x33, 0x22, 0x11]);
         assert_eq!(&b[16..24], &[1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(&b[24..28], &[0xef, 0xbe, 0xad, 0xde]);
-        assert_eq!(&b[28..32], &[0, 0, 0, 0]);
+        assert_eq!(&b[28..32], &[9, 10, 11, 12]);
         assert_eq!(Header::decode(&b), Ok(h));
+    }
+
+    #[test]
+    fn every_kind_round_trips_and_only_data_kinds_carry_payload() {
+        let kinds = [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Data, Kind::Credit];
+        for kind in kinds {
+            let b = Encoder::new().encode_ref(kind, ENV, 7, 3);
+            let h = Header::decode(&b).expect("decodes");
+            assert_eq!((h.kind, h.len, h.reference), (kind, 7, 3));
+            let payload = matches!(kind, Kind::Eager | Kind::Data);
+            assert_eq!(h.payload_len(), if payload { 7 } else { 0 }, "{kind:?}");
+        }
+        assert_eq!(Kind::from_wire(0), None);
+        assert_eq!(Kind::from_wire(6), None);
+    }
+
+    #[test]
+    fn a_token_travels_in_tag_and_context() {
+        let token = 0x8765_4321_0fed_cba9;
+        let env = Header::token_envelope(4, token);
+        let h = Header::decode(&Encoder::new().encode(Kind::Cts, env, 1)).expect("decodes");
+        assert_eq!((h.token(), h.envelope.source), (token, 4));
+    }
+
+    #[test]
+    fn a_control_length_is_not_a_message_size() {
+        let mut dec = Decoder::new(LIMITS);
+        let mut enc = Encoder::new();
+        let credit = enc.encode(Kind::Credit, ENV, LIMITS.max_payload + 1);
+        assert!(dec.decode(&credit).is_ok());
+        let rts = enc.encode(Kind::Rts, ENV, LIMITS.max_payload + 1);
+        assert!(matches!(dec.decode(&rts), Err(WireError::TooLong { .. })));
     }
 
     #[test]
@@ -312,17 +416,11 @@ mod tests {
         b[1] = b'3';
         assert_eq!(Header::decode(&b), Err(WireError::BadMagic(*b"O3")));
         let mut b = good;
-        b[2] = 2;
-        assert_eq!(Header::decode(&b), Err(WireError::BadVersion(2)));
+        b[2] = 1;
+        assert_eq!(Header::decode(&b), Err(WireError::BadVersion(1)));
         let mut b = good;
-        b[3] = 2;
-        assert_eq!(Header::decode(&b), Err(WireError::UnknownKind(2)));
-        let mut b = good;
-        b[31] = 0x80;
-        assert_eq!(
-            Header::decode(&b),
-            Err(WireError::UnknownFlags(0x8000_0000))
-        );
+        b[3] = 9;
+        assert_eq!(Header::decode(&b), Err(WireError::UnknownKind(9)));
     }
 
     #[test]

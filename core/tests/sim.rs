@@ -5,11 +5,14 @@
 //!
 //! Each endpoint runs the real receive state machine (`proto::receive`),
 //! the one the kernel module runs, over a real dump area: a byte array
-//! with the module's allocator. The test only does what the module's
-//! reader does with the machine's answers: copy header bytes in, copy
-//! payload pieces to the place it names, stop reading a stalled connection
-//! (the bytes stay in the pipe, as in a TCP socket) and retry it after a
-//! release, and copy stored payloads out.
+//! with the module's allocator. The test only does what a reader does with
+//! the machine's answers: copy header bytes in, copy payload pieces to the
+//! place it names, stop reading a stalled connection (the bytes stay in
+//! the pipe, as in a TCP socket) and retry it after a release, copy stored
+//! payloads out, send a clear-to-send when a request to send matched, the
+//! data when a clear-to-send arrives, and credit when the machine says it
+//! is due. Senders follow the protocol: eager up to [`THRESHOLD`] bytes
+//! while their credit lasts, a request to send otherwise.
 //!
 //! Every decision is checked against the reference model of MPI matching,
 //! and at the end every message sent must have been received exactly
@@ -21,18 +24,49 @@ mod common;
 use std::collections::HashMap;
 
 use common::{ArriveOut, Model, Msg, PostOut, Rng};
+use o2g_core::proto::credit::{Allowance, Credit, Window};
 use o2g_core::proto::dump::{DumpAlloc, Record};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, QueueFull, RecvId, Slot};
-use o2g_core::proto::receive::{Inbound, Next, OnEnd, OnPost, Place, Receiver, Region};
-use o2g_core::proto::wire::{Encoder, Kind, Limits};
+use o2g_core::proto::receive::{
+    Control, Decision, Dest, Inbound, Next, OnEnd, OnPost, Place, Receiver, Region, Waiting,
+};
+use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
 
 const MAX_PAYLOAD: u64 = 64;
 const DUMP_BYTES: u64 = 160;
 const CONTEXTS: u32 = 2;
 const TAGS: u32 = 3;
+/// Longer messages go by rendezvous.
+const THRESHOLD: u64 = 40;
+/// The eager credit each endpoint grants each peer: two peers' windows
+/// are more than the dump area, so a full area still happens.
+const WINDOW: Window = Window {
+    bytes: 100,
+    msgs: 3,
+};
+/// Entries for receives waiting for rendezvous data.
+const WAITING: usize = 5;
 
-type Machine = Receiver<Vec<Slot>, Vec<Bucket>, DumpAlloc<Vec<Record>>>;
+type Machine = Receiver<Vec<Slot>, Vec<Bucket>, DumpAlloc<Vec<Record>>, Vec<Waiting>>;
+
+/// A message for another endpoint's connection, besides the data
+/// messages `World::send` writes.
+#[derive(Clone, Copy, Debug)]
+enum Frame {
+    Cts {
+        token: u64,
+        want: u64,
+        offer: u32,
+    },
+    Credit(Credit),
+    Data {
+        token: u64,
+        want: u64,
+        offer: u32,
+        key: u64,
+    },
+}
 
 /// A posted receive's buffer, and what it got.
 struct Buffer {
@@ -51,7 +85,17 @@ struct Paths {
     copy_out: u64,
     stall_queue: u64,
     stall_store: u64,
+    stall_waiting: u64,
     truncated: u64,
+    /// A request to send found its receive posted (also one posted while
+    /// the request was in flight).
+    rts_matched: u64,
+    /// A receive posted after its request to send arrived.
+    rts_late_post: u64,
+    /// A cancel that came after a clear-to-send, and failed.
+    cancel_after_clear: u64,
+    credit_frames: u64,
+    post_waiting_full: u64,
 }
 
 impl Paths {
@@ -61,14 +105,23 @@ impl Paths {
         self.copy_out += o.copy_out;
         self.stall_queue += o.stall_queue;
         self.stall_store += o.stall_store;
+        self.stall_waiting += o.stall_waiting;
         self.truncated += o.truncated;
+        self.rts_matched += o.rts_matched;
+        self.rts_late_post += o.rts_late_post;
+        self.cancel_after_clear += o.cancel_after_clear;
+        self.credit_frames += o.credit_frames;
+        self.post_waiting_full += o.post_waiting_full;
     }
 }
 
 struct Node {
     rank: u32,
     cap_unexpected: usize,
+    /// Each peer's messages (eager, requests to send).
     conns: Vec<Inbound>,
+    /// Each peer's control messages (clear-to-send, data, credit).
+    controls: Vec<Inbound>,
     /// The key of the message each connection is receiving, by count.
     counts: Vec<u64>,
     rx: Machine,
@@ -78,6 +131,17 @@ struct Node {
     streaming: usize,
     /// Receives being filled straight from a connection.
     filling: u64,
+    /// Receives waiting for rendezvous data.
+    awaiting: std::collections::HashSet<u64>,
+    /// Stored eager messages by key: their sender and length.
+    stored_eager: HashMap<u64, (usize, u64)>,
+    /// Credit for eager messages to each peer.
+    allowance: Vec<Allowance>,
+    /// Offers waiting for a clear-to-send: offer -> (peer, message key).
+    offers: HashMap<u32, (usize, u64)>,
+    next_offer: u32,
+    /// Frames to send: (peer, frame).
+    out: Vec<(usize, Frame)>,
     buffers: HashMap<u64, Buffer>,
     /// Stored message id -> its key, for the model.
     stored_keys: HashMap<u64, u64>,
@@ -103,17 +167,22 @@ impl Node {
         )
         .unwrap();
         let store = DumpAlloc::new(vec![Record::EMPTY; cap_unexpected], DUMP_BYTES, 8);
-        let mut rx = Receiver::new(engine, store, cap_posted as u32);
+        let waiting = vec![Waiting::EMPTY; WAITING];
+        let mut rx = Receiver::new(engine, store, waiting, cap_posted as u32);
         let conns = (0..ranks)
             .map(|r| {
                 rx.add_conn();
-                Inbound::new(r as u32, limits)
+                Inbound::messages(r as u32, limits, WINDOW)
             })
             .collect();
-        Node {
+        let controls = (0..ranks)
+            .map(|r| Inbound::control(r as u32, limits))
+            .collect();
+        let mut node = Node {
             rank,
             cap_unexpected,
             conns,
+            controls,
             counts: vec![0; ranks],
             rx,
             dump: vec![0; DUMP_BYTES as usize],
@@ -124,20 +193,118 @@ impl Node {
             stored_keys: HashMap::new(),
             posted: Vec::new(),
             paths: Paths::default(),
+            awaiting: Default::default(),
+            stored_eager: HashMap::new(),
+            allowance: vec![Allowance::new(); ranks],
+            offers: HashMap::new(),
+            next_offer: 0,
+            out: Vec::new(),
+        };
+        // The first credit: a whole window to each peer.
+        node.send_credit();
+        node
+    }
+
+    /// Queues every credit the connections say is due.
+    fn send_credit(&mut self) {
+        for (peer, conn) in self.conns.iter_mut().enumerate() {
+            if peer == self.rank as usize {
+                continue;
+            }
+            while let Some(c) = conn.credit_due() {
+                self.out.push((peer, Frame::Credit(c)));
+                self.paths.credit_frames += 1;
+            }
         }
     }
 
-    /// Reads at most `budget` bytes from the pipe of connection `src`,
-    /// offering at most `piece` bytes per step, as a `tcp_read_sock` actor
-    /// would; returns how many bytes it consumed.
-    fn read(&mut self, src: usize, pipe: &[u8], budget: usize, piece: usize) -> usize {
+    /// A clear-to-send for `handle`'s receive, asking for what fits.
+    fn send_cts(&mut self, handle: u64, clear: o2g_core::proto::receive::Clear) {
+        let capacity = self.buffers[&handle].data.len() as u64;
+        self.awaiting.insert(handle);
+        self.out.push((
+            clear.rank as usize,
+            Frame::Cts {
+                token: clear.token,
+                want: clear.size.min(capacity),
+                offer: clear.offer,
+            },
+        ));
+    }
+
+    /// Acts on a message for this endpoint's sending side from `peer`.
+    fn control(&mut self, peer: usize, c: Control) {
+        match c {
+            Control::Credit(credit) => self.allowance[peer].add(credit),
+            Control::Cts { token, want, offer } => {
+                let (to, key) = self
+                    .offers
+                    .remove(&offer)
+                    .expect("a clear-to-send for an offer");
+                assert_eq!(to, peer, "offer {offer} was made to {to}");
+                self.out.push((
+                    peer,
+                    Frame::Data {
+                        token,
+                        want,
+                        offer,
+                        key,
+                    },
+                ));
+            }
+        }
+    }
+
+    /// Every stored eager byte is covered by its sender's credit, which
+    /// never exceeds the window.
+    fn check_credit(&self) {
+        let mut held = vec![0u64; self.conns.len()];
+        for (src, len) in self.stored_eager.values() {
+            held[*src] += len;
+        }
+        for (src, conn) in self.conns.iter().enumerate() {
+            let counted = conn.held_eager_bytes();
+            assert!(
+                counted <= WINDOW.bytes,
+                "{counted} eager bytes held from {src}"
+            );
+            assert!(
+                held[src] <= counted,
+                "{} stored from {src}, {counted} counted",
+                held[src]
+            );
+        }
+    }
+
+    /// Peer `src`'s messages connection, or its control connection.
+    fn inbound(&mut self, src: usize, control: bool) -> &mut Inbound {
+        if control {
+            &mut self.controls[src]
+        } else {
+            &mut self.conns[src]
+        }
+    }
+
+    /// Reads at most `budget` bytes from the pipe of peer `src`'s
+    /// messages or control connection, offering at most `piece` bytes per
+    /// step, as a `tcp_read_sock` actor would; returns how many bytes it
+    /// consumed.
+    fn read(
+        &mut self,
+        src: usize,
+        control: bool,
+        pipe: &[u8],
+        budget: usize,
+        piece: usize,
+    ) -> usize {
         let input = &pipe[..budget.min(pipe.len())];
         let mut pos = 0;
         loop {
             let avail = (input.len() - pos).min(piece);
-            match self.conns[src].next(avail) {
+            match self.inbound(src, control).next(avail) {
                 Next::Header { max } => {
-                    let used = self.conns[src]
+                    let used = self
+                        .inbound(src, control)
                         .feed_header(&input[pos..pos + max])
                         .expect("well-formed stream");
                     pos += used;
@@ -147,57 +314,112 @@ impl Node {
                     pos += len;
                     self.payload(to, offset, data);
                 }
-                Next::Decide => {
+                Next::Decide if control => self.decide_data(src),
+                Next::End if control => self.end_data(src),
+                Next::Decide | Next::Stalled => {
+                    // After a stall: a release since may have made room.
                     if !self.decide(src) {
                         break;
                     }
                 }
                 Next::End => self.end(src),
-                Next::Stalled => {
-                    // A release since the stall may have made room.
-                    if !self.decide(src) {
-                        break;
-                    }
-                }
+                Next::Control(c) => self.control(src, c),
                 Next::NeedInput => break,
                 Next::Failed => panic!("connection {src} failed"),
             }
         }
+        self.send_credit();
         self.check_lengths();
         pos
+    }
+
+    /// Rendezvous data from `src`: it goes to the receive that waits.
+    fn decide_data(&mut self, src: usize) {
+        let decided = self.controls[src].decide(&mut self.rx);
+        assert_eq!(decided, Ok(Decision::Go), "data for a waiting receive");
+        let Some(Dest::Data { handle, .. }) = self.controls[src].dest() else {
+            panic!("data went elsewhere");
+        };
+        assert!(
+            self.awaiting.remove(handle),
+            "receive {handle} was not waiting"
+        );
+        self.filling += 1;
+    }
+
+    /// The end of a control message from `src` (data completes its
+    /// receive).
+    fn end_data(&mut self, src: usize) {
+        if let Some(ended) = self.controls[src].finish(&mut self.rx) {
+            let OnEnd::Completed {
+                handle,
+                envelope,
+                len,
+            } = ended
+            else {
+                panic!("data ended as {ended:?}");
+            };
+            self.filling -= 1;
+            self.complete(handle, envelope, len);
+        }
     }
 
     /// Decides connection `src`'s pending header, checking the model.
     fn decide(&mut self, src: usize) -> bool {
         let (h, _) = self.conns[src].current().unwrap();
-        let want = self.model.match_posted(&h.envelope);
+        let waiting_full = h.kind == Kind::Rts && self.awaiting.len() >= WAITING;
         let queue_full = self.model.unexpected_len() + self.streaming >= self.cap_unexpected;
+        let want = if waiting_full {
+            None
+        } else {
+            self.model.match_posted(&h.envelope)
+        };
         let k = key(src, self.rank as usize, self.counts[src]);
-        let decided = self.conns[src].decide(&mut self.rx);
+        let decided = self.conns[src].decide(&mut self.rx).expect("no failure");
         match (want, decided) {
-            (Some(handle), true) => {
+            (Some(handle), Decision::Go) if h.kind == Kind::Eager => {
                 let buf = self.buffers.get_mut(&handle).unwrap();
                 buf.key = Some(k);
                 self.filling += 1;
                 self.paths.direct += 1;
             }
-            (None, true) => {
+            (None, Decision::Go) if h.kind == Kind::Eager => {
                 assert!(!queue_full, "stored with the unexpected queue full");
                 self.streaming += 1;
+                self.stored_eager.insert(k, (src, h.len));
             }
-            (None, false) if queue_full => self.paths.stall_queue += 1,
-            (None, false) => {
+            (Some(handle), Decision::Clear(clear)) => {
+                assert_eq!((clear.handle, clear.size), (handle, h.len));
+                self.buffers.get_mut(&handle).unwrap().key = Some(k);
+                self.send_cts(handle, clear);
+                self.paths.rts_matched += 1;
+            }
+            (None, Decision::Stored { msg }) => {
+                assert!(!queue_full, "stored with the unexpected queue full");
+                let m = Msg {
+                    env: h.envelope,
+                    len: h.len,
+                    loc: k,
+                };
+                assert_eq!(self.model.arrive(m), ArriveOut::Unexpected);
+                self.stored_keys.insert(msg.to_raw(), k);
+            }
+            (None, Decision::Wait) if waiting_full => self.paths.stall_waiting += 1,
+            (None, Decision::Wait) if queue_full => self.paths.stall_queue += 1,
+            (None, Decision::Wait) => {
                 // The dump area had no contiguous room: a stored region
                 // must exist to free.
+                assert_eq!(h.kind, Kind::Eager);
                 assert!(self.model.unexpected_len() + self.streaming > 0);
                 self.paths.stall_store += 1;
             }
-            (Some(handle), false) => panic!("receive {handle} matched, yet the header stalled"),
+            (want, got) => panic!("{:?} header: model {want:?}, machine {got:?}", h.kind),
         }
-        if decided {
+        let go = !matches!(decided, Decision::Wait);
+        if go {
             self.counts[src] += 1;
         }
-        decided
+        go
     }
 
     fn payload(&mut self, to: Place, offset: u64, data: &[u8]) {
@@ -220,8 +442,17 @@ impl Node {
 
     /// Ends connection `src`'s current message.
     fn end(&mut self, src: usize) {
-        let k = key(src, self.rank as usize, self.counts[src] - 1);
-        match self.conns[src].finish(&mut self.rx).unwrap() {
+        let k = key(src, self.rank as usize, self.counts[src].wrapping_sub(1));
+        let (h, _) = self.conns[src].current().unwrap();
+        let Some(ended) = self.conns[src].finish(&mut self.rx) else {
+            assert!(
+                !h.kind.carries_payload(),
+                "{:?} ended with no decision",
+                h.kind
+            );
+            return;
+        };
+        match ended {
             OnEnd::Completed {
                 handle,
                 envelope,
@@ -256,9 +487,11 @@ impl Node {
                 self.buffers.get_mut(&handle).unwrap().key = Some(k);
                 self.copy_out(handle, region, len);
                 // The copy is owed until done: its receive is outstanding.
-                let owed = self.model.posted_len() as u64 + self.filling + 1;
+                let owed = self.owed() + 1;
                 assert_eq!(self.rx.outstanding(), owed);
                 self.rx.copied(region);
+                self.stored_eager.remove(&k);
+                self.conns[src].give_back(len);
                 self.complete(handle, envelope, len);
                 self.paths.copy_out += 1;
             }
@@ -290,15 +523,36 @@ impl Node {
                 done: None,
             },
         );
-        match (self.rx.post(sel, handle), self.model.post(sel, handle)) {
+        let got = self.rx.post(sel, handle);
+        let takes_request = self
+            .model
+            .probe(sel)
+            .is_some_and(|m| !self.stored_eager.contains_key(&m.loc));
+        if self.awaiting.len() >= WAITING && takes_request {
+            // No entry is free to wait for the request's data.
+            assert_eq!(got, Err(QueueFull));
+            self.buffers.remove(&handle);
+            self.paths.post_waiting_full += 1;
+            return;
+        }
+        match (got, self.model.post(sel, handle)) {
             (Ok(OnPost::FromStore { msg, info, region }), PostOut::Matched(k)) => {
                 assert_eq!(self.stored_keys.remove(&msg.to_raw()), Some(k));
                 self.buffers.get_mut(&handle).unwrap().key = Some(k);
                 self.copy_out(handle, region, info.len);
                 assert_eq!(self.rx.release(msg).map(|i| i.len), Ok(info.len));
                 assert!(self.model.release(k).is_some());
+                let (src, len) = self.stored_eager.remove(&k).expect("an eager message");
+                self.conns[src].give_back(len);
                 self.complete(handle, info.envelope, info.len);
                 self.paths.from_store += 1;
+            }
+            (Ok(OnPost::Clear(clear)), PostOut::Matched(k)) => {
+                self.stored_keys.retain(|_, v| *v != k);
+                assert!(self.model.release(k).is_some());
+                self.buffers.get_mut(&handle).unwrap().key = Some(k);
+                self.send_cts(handle, clear);
+                self.paths.rts_late_post += 1;
             }
             (Ok(OnPost::Queued(id)), PostOut::Queued) => self.posted.push((id, handle)),
             (Err(QueueFull), PostOut::Full) => {
@@ -306,6 +560,7 @@ impl Node {
             }
             (got, want) => panic!("post {sel:?}: machine {got:?}, model {want:?}"),
         }
+        self.send_credit();
         self.check_lengths();
     }
 
@@ -319,6 +574,9 @@ impl Node {
         } else {
             Err(CancelError::TooLate)
         };
+        if self.awaiting.contains(&handle) {
+            self.paths.cancel_after_clear += 1;
+        }
         assert_eq!(self.rx.cancel(id), want);
         if want.is_ok() {
             self.buffers.remove(&handle);
@@ -326,20 +584,31 @@ impl Node {
         self.check_lengths();
     }
 
+    /// Receives the model says will complete: posted, being filled, or
+    /// waiting for rendezvous data.
+    fn owed(&self) -> u64 {
+        self.model.posted_len() as u64 + self.filling + self.awaiting.len() as u64
+    }
+
     fn check_lengths(&self) {
         assert_eq!(self.rx.posted_len(), self.model.posted_len());
         assert_eq!(self.rx.unexpected_len(), self.model.unexpected_len());
+        assert_eq!(self.rx.awaiting_data() as usize, self.awaiting.len());
         assert!(self.rx.store().used() <= DUMP_BYTES);
-        let owed = self.model.posted_len() as u64 + self.filling;
-        assert_eq!(self.rx.outstanding(), owed);
+        assert_eq!(self.rx.outstanding(), self.owed());
+        self.check_credit();
     }
 }
 
 struct World {
     nodes: Vec<Node>,
-    /// pipes[src][dst]: bytes sent by src, not yet read by dst.
+    /// pipes[src][dst]: bytes sent by src, not yet read by dst, on the
+    /// messages connection.
     pipes: Vec<Vec<Vec<u8>>>,
     encoders: Vec<Vec<Encoder>>,
+    /// The same for the control connection.
+    cpipes: Vec<Vec<Vec<u8>>>,
+    cencoders: Vec<Vec<Encoder>>,
     sent: HashMap<u64, (Envelope, Vec<u8>)>,
     sent_count: Vec<Vec<u64>>,
     next_handle: u64,
@@ -353,6 +622,8 @@ impl World {
                 .collect(),
             pipes: vec![vec![Vec::new(); ranks]; ranks],
             encoders: vec![vec![Encoder::new(); ranks]; ranks],
+            cpipes: vec![vec![Vec::new(); ranks]; ranks],
+            cencoders: vec![vec![Encoder::new(); ranks]; ranks],
             sent: HashMap::new(),
             sent_count: vec![vec![0; ranks]; ranks],
             next_handle: 1,
@@ -365,24 +636,87 @@ impl World {
             tag,
             context,
         };
-        let header = self.encoders[src][dst].encode(Kind::Eager, env, payload.len() as u64);
-        self.pipes[src][dst].extend_from_slice(&header);
-        self.pipes[src][dst].extend_from_slice(&payload);
         let k = key(src, dst, self.sent_count[src][dst]);
         self.sent_count[src][dst] += 1;
+        let len = payload.len() as u64;
+        let node = &mut self.nodes[src];
+        let header = if len <= THRESHOLD && node.allowance[dst].spend(len) {
+            let h = self.encoders[src][dst].encode(Kind::Eager, env, len);
+            self.pipes[src][dst].extend_from_slice(&h);
+            self.pipes[src][dst].extend_from_slice(&payload);
+            None
+        } else {
+            let offer = node.next_offer;
+            node.next_offer += 1;
+            node.offers.insert(offer, (dst, k));
+            Some(self.encoders[src][dst].encode_ref(Kind::Rts, env, len, offer))
+        };
+        if let Some(h) = header {
+            self.pipes[src][dst].extend_from_slice(&h);
+        }
         self.sent.insert(k, (env, payload));
     }
 
-    fn deliver(&mut self, src: usize, dst: usize, budget: usize, piece: usize) {
-        let pipe = std::mem::take(&mut self.pipes[src][dst]);
-        let used = self.nodes[dst].read(src, &pipe, budget, piece);
-        self.pipes[src][dst] = pipe[used..].to_vec();
+    /// Writes the frames every endpoint queued.
+    fn flush(&mut self) {
+        for src in 0..self.nodes.len() {
+            for (dst, frame) in std::mem::take(&mut self.nodes[src].out) {
+                let me = src as u32;
+                let enc = &mut self.cencoders[src][dst];
+                let pipe = &mut self.cpipes[src][dst];
+                match frame {
+                    Frame::Credit(c) => {
+                        pipe.extend(enc.encode_ref(
+                            Kind::Credit,
+                            Envelope {
+                                source: me,
+                                ..Envelope::default()
+                            },
+                            c.bytes,
+                            c.msgs,
+                        ));
+                    }
+                    Frame::Cts { token, want, offer } => {
+                        let env = Header::token_envelope(me, token);
+                        pipe.extend(enc.encode_ref(Kind::Cts, env, want, offer));
+                    }
+                    Frame::Data {
+                        token,
+                        want,
+                        offer,
+                        key,
+                    } => {
+                        let env = Header::token_envelope(me, token);
+                        pipe.extend(enc.encode_ref(Kind::Data, env, want, offer));
+                        pipe.extend_from_slice(&self.sent[&key].1[..want as usize]);
+                    }
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, src: usize, dst: usize, control: bool, budget: usize, piece: usize) {
+        let pipes = if control {
+            &mut self.cpipes
+        } else {
+            &mut self.pipes
+        };
+        let pipe = std::mem::take(&mut pipes[src][dst]);
+        let used = self.nodes[dst].read(src, control, &pipe, budget, piece);
+        let rest = pipe[used..].to_vec();
+        if control {
+            self.cpipes[src][dst] = rest;
+        } else {
+            self.pipes[src][dst] = rest;
+        }
+        self.flush();
     }
 
     fn post(&mut self, node: usize, sel: Selector, capacity: usize) {
         let handle = self.next_handle;
         self.next_handle += 1;
         self.nodes[node].post(sel, handle, capacity);
+        self.flush();
     }
 
     /// Delivers everything, posting catch-all receives for what is left
@@ -391,7 +725,8 @@ impl World {
         let ranks = self.nodes.len();
         for _round in 0..10_000 {
             for (src, dst) in (0..ranks).flat_map(|s| (0..ranks).map(move |d| (s, d))) {
-                self.deliver(src, dst, usize::MAX, usize::MAX);
+                self.deliver(src, dst, false, usize::MAX, usize::MAX);
+                self.deliver(src, dst, true, usize::MAX, usize::MAX);
             }
             for node in 0..ranks {
                 for context in 0..CONTEXTS {
@@ -408,13 +743,32 @@ impl World {
                     }
                 }
             }
-            let idle = self.pipes.iter().flatten().all(Vec::is_empty)
+            let idle = self
+                .pipes
+                .iter()
+                .chain(&self.cpipes)
+                .flatten()
+                .all(Vec::is_empty)
                 && self.nodes.iter().all(|n| {
-                    n.rx.unexpected_len() == 0 && n.conns.iter().all(Inbound::at_boundary)
+                    n.rx.unexpected_len() == 0
+                        && n.conns.iter().all(Inbound::at_boundary)
+                        && n.awaiting.is_empty()
+                        && n.offers.is_empty()
                 });
             if idle {
                 return;
             }
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            eprintln!(
+                "node {i}: posted {} unexpected {} awaiting {:?} offers {:?} stalled {:?} pipes {:?}",
+                n.rx.posted_len(),
+                n.rx.unexpected_len(),
+                n.awaiting,
+                n.offers,
+                n.conns.iter().map(Inbound::is_stalled).collect::<Vec<_>>(),
+                self.pipes[i].iter().map(Vec::len).collect::<Vec<_>>()
+            );
         }
         panic!("the simulation did not drain");
     }
@@ -422,8 +776,13 @@ impl World {
     fn check_everything_received_once(&mut self) {
         let mut received = 0;
         for node in &mut self.nodes {
-            assert!(node.conns.iter().all(Inbound::at_boundary));
+            assert!(node
+                .conns
+                .iter()
+                .chain(&node.controls)
+                .all(Inbound::at_boundary));
             assert_eq!(node.rx.store().used(), 0, "dump area bytes leaked");
+            assert!(node.conns.iter().all(|c| c.held_eager_bytes() == 0));
             for (handle, buf) in &node.buffers {
                 let Some((env, len)) = buf.done else {
                     continue;
@@ -468,6 +827,7 @@ fn selector(rng: &mut Rng, me: usize, ranks: usize) -> Selector {
 fn run(seed: u64, ranks: usize, steps: usize) -> Paths {
     let mut rng = Rng::new(seed);
     let mut w = World::new(ranks, 4, 3);
+    w.flush();
     for _ in 0..steps {
         let src = rng.below(ranks as u64) as usize;
         let dst = (src + 1 + rng.below(ranks as u64 - 1) as usize) % ranks;
@@ -482,7 +842,7 @@ fn run(seed: u64, ranks: usize, steps: usize) -> Paths {
             30..=69 => {
                 let budget = 1 + rng.below(120) as usize;
                 let piece = 1 + rng.below(48) as usize;
-                w.deliver(src, dst, budget, piece);
+                w.deliver(src, dst, rng.chance(40), budget, piece);
             }
             70..=94 => {
                 let sel = selector(&mut rng, dst, ranks);
@@ -516,7 +876,13 @@ fn run_seeds(seeds: std::ops::Range<u64>, ranks: usize, steps: usize) {
     assert!(paths.copy_out > 0, "{paths:?}");
     assert!(paths.stall_queue > 0, "{paths:?}");
     assert!(paths.stall_store > 0, "{paths:?}");
+    assert!(paths.stall_waiting > 0, "{paths:?}");
     assert!(paths.truncated > 0, "{paths:?}");
+    assert!(paths.rts_matched > 0, "{paths:?}");
+    assert!(paths.rts_late_post > 0, "{paths:?}");
+    assert!(paths.cancel_after_clear > 0, "{paths:?}");
+    assert!(paths.credit_frames > 0, "{paths:?}");
+    assert!(paths.post_waiting_full > 0, "{paths:?}");
 }
 
 #[test]

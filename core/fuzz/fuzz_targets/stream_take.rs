@@ -81,7 +81,7 @@ fn by_take(stream: &[u8], cuts: &mut Cuts) -> (Received, Option<WireError>) {
                 assert_eq!(rx.take_payload(len), None, "payload after a failure");
                 return (out, Some(e));
             }
-            if rx.current().is_some_and(|(h, off)| off >= h.len) {
+            if rx.current().is_some_and(|(h, off)| off >= h.payload_len()) {
                 assert_eq!(rx.take_payload(len), None, "payload past the end");
                 let step = rx.feed(&piece[pos..]).unwrap();
                 assert_eq!(step.consumed, 0);
@@ -89,7 +89,7 @@ fn by_take(stream: &[u8], cuts: &mut Cuts) -> (Received, Option<WireError>) {
                     panic!("no end after the whole payload: {:?}", step.event);
                 };
                 let (oh, buf) = open.take().expect("end outside a message");
-                assert_eq!((h, buf.len() as u64), (oh, h.len));
+                assert_eq!((h, buf.len() as u64), (oh, h.payload_len()));
                 out.push((oh, buf));
                 assert!(rx.at_boundary());
                 continue;
@@ -104,7 +104,7 @@ fn by_take(stream: &[u8], cuts: &mut Cuts) -> (Received, Option<WireError>) {
                 let (h, buf) = open.as_mut().expect("payload outside a message");
                 assert_eq!(before, Some((*h, off)), "offset is not where the stream is");
                 assert!(n > 0 && n <= len - pos, "took {n} of {}", len - pos);
-                assert!(off + n as u64 <= h.len, "took past the message");
+                assert!(off + n as u64 <= h.payload_len(), "took past the message");
                 assert_eq!(rx.current(), Some((*h, off + n as u64)));
                 buf.extend_from_slice(&piece[pos..pos + n]);
                 pos += n;

@@ -1,8 +1,9 @@
 //! Connection setup for the socket transports: eager, all-to-all, once.
 //!
 //! Every process listens on an ephemeral port of `O2G_ADDR`, publishes
-//! `ip:port` in the PMI key-value space under `o2g-addr-<rank>`, and after
-//! one PMI barrier
+//! `ip:port/v<version>` (PMI values carry no spaces) in the PMI
+//! key-value space under
+//! `o2g-addr-<rank>`, and after one PMI barrier
 //! - connects to every lower rank (and to itself when `O2G_SELF=0`, and
 //!   always for the `o2g` transport),
 //!   sending a hello that names its rank and carries the job secret, then
@@ -11,8 +12,9 @@
 //! # The hello and the job secret
 //!
 //! Anyone who can reach the listening port can connect, so a hello must
-//! prove that it comes from the job: it is `O2hi`, the sender's rank
-//! (LE u32) and the job secret, 32 lowercase hexadecimal digits. The
+//! prove that it comes from the job: it is `O2h`, the sender's wire
+//! version (one byte), its rank (LE u32) and the job secret, 32 lowercase
+//! hexadecimal digits. The
 //! secret is `O2G_JOB_SECRET` when set (o2grun sets it, fresh for each
 //! job); otherwise (MPICH's hydra, Slurm) rank 0 draws one from
 //! `/dev/urandom` and publishes it under `o2g-secret` before the barrier,
@@ -25,6 +27,15 @@
 //! nobody. The secret travels in the clear: it keeps out whoever does
 //! not know it, not whoever can watch the traffic (who could also inject
 //! into the TCP streams).
+//!
+//! # Versions
+//!
+//! Ranks that speak different versions of the wire format
+//! ([`o2g_core::proto::wire::VERSION`]) cannot talk: a connecting rank
+//! reads the version beside each address and stops with an error naming
+//! both versions, and an accepting rank refuses a hello of another
+//! version the same way. o2g before version 2 published a bare address and
+//! sent `O2hi`, which both read as version 1.
 //!
 //! A connect completes against the peer's listen backlog, so no process
 //! waits for another to reach `accept` first and the order cannot
@@ -41,13 +52,50 @@ use std::time::{Duration, Instant};
 
 use nix::sys::socket::{setsockopt, sockopt};
 
+use o2g_core::proto::wire::VERSION;
+
 use crate::config::{is_secret, Config, SECRET_LEN};
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 
-/// The hello a connecting process sends: magic, its rank (LE u32), the
-/// job secret.
-const HELLO_MAGIC: [u8; 4] = *b"O2hi";
+/// The hello a connecting process sends: magic, its wire version, its
+/// rank (LE u32), the job secret.
+const HELLO_MAGIC: [u8; 3] = *b"O2h";
+
+/// The byte where o2g before wire version 2 sent `i` (of `O2hi`).
+const OLD_HELLO_VERSION: u8 = b'i';
+
+/// The wire version a hello's or an address's version field stands for.
+fn wire_version(byte: u8) -> u8 {
+    if byte == OLD_HELLO_VERSION {
+        1
+    } else {
+        byte
+    }
+}
+
+/// Why a peer of wire version `theirs` cannot talk to this process.
+fn version_mismatch(peer: &str, theirs: u8) -> String {
+    format!(
+        "{peer} speaks o2g wire version {theirs} and this process speaks version {VERSION}: \
+         every rank of a job must run the same o2g"
+    )
+}
+
+/// What a rank publishes under `o2g-addr-<rank>`: no space or `=`, which
+/// PMI's wire protocol would split at.
+fn address_entry(addr: SocketAddr) -> String {
+    format!("{addr}/v{VERSION}")
+}
+
+/// The address and wire version in an `o2g-addr-<rank>` entry (a bare
+/// address is version 1).
+fn parse_address_entry(text: &str) -> Option<(SocketAddr, u8)> {
+    match text.split_once("/v") {
+        Some((addr, version)) => Some((addr.parse().ok()?, version.parse().ok()?)),
+        None => Some((text.parse().ok()?, 1)),
+    }
+}
 
 /// Bytes of a hello.
 const HELLO_LEN: usize = 8 + SECRET_LEN;
@@ -118,7 +166,8 @@ fn same_secret(secret: &[u8], offered: &[u8]) -> bool {
 /// The hello of rank `me` with `secret`.
 fn hello(me: u32, secret: &str) -> [u8; HELLO_LEN] {
     let mut h = [0u8; HELLO_LEN];
-    h[..4].copy_from_slice(&HELLO_MAGIC);
+    h[..3].copy_from_slice(&HELLO_MAGIC);
+    h[3] = VERSION;
     h[4..8].copy_from_slice(&me.to_le_bytes());
     h[8..].copy_from_slice(secret.as_bytes());
     h
@@ -126,8 +175,11 @@ fn hello(me: u32, secret: &str) -> [u8; HELLO_LEN] {
 
 /// The rank a complete hello names, if it is a hello of this job.
 fn check_hello(h: &[u8; HELLO_LEN], secret: &str) -> std::result::Result<u32, String> {
-    if h[..4] != HELLO_MAGIC {
+    if h[..3] != HELLO_MAGIC {
         return Err("not an o2g hello".into());
+    }
+    if wire_version(h[3]) != VERSION {
+        return Err(version_mismatch("its hello", wire_version(h[3])));
     }
     if !same_secret(secret.as_bytes(), &h[8..]) {
         return Err("its hello lacks this job's secret".into());
@@ -168,7 +220,7 @@ pub(crate) fn connect_all(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::io("listener address", e))?;
-    pmi.put(&format!("o2g-addr-{me}"), &addr.to_string())?;
+    pmi.put(&format!("o2g-addr-{me}"), &address_entry(addr))?;
     let mine = match (&config.job_secret, me) {
         (Some(s), _) => Some(s.clone()),
         (None, 0) => {
@@ -197,9 +249,14 @@ pub(crate) fn connect_all(
     let with_self = self_link;
     for peer in (0..me).chain(with_self.then_some(me)) {
         let text = pmi.get(&format!("o2g-addr-{peer}"))?;
-        let peer_addr: SocketAddr = text
-            .parse()
-            .map_err(|_| Error::Pmi(format!("rank {peer} published a bad address {text:?}")))?;
+        let (peer_addr, version) = parse_address_entry(&text)
+            .ok_or_else(|| Error::Pmi(format!("rank {peer} published a bad address {text:?}")))?;
+        if version != VERSION {
+            return Err(Error::Pmi(version_mismatch(
+                &format!("rank {peer}"),
+                version,
+            )));
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         let mut s = TcpStream::connect_timeout(&peer_addr, left.max(Duration::from_millis(1)))
             .map_err(|e| Error::io(format!("connecting to rank {peer} at {peer_addr}"), e))?;
@@ -479,6 +536,7 @@ mod tests {
     /// A hello as a stranger might send it.
     fn raw_hello(rank: u32, secret: &[u8]) -> Vec<u8> {
         let mut h = HELLO_MAGIC.to_vec();
+        h.push(VERSION);
         h.extend_from_slice(&rank.to_le_bytes());
         h.extend_from_slice(secret);
         h
@@ -570,7 +628,7 @@ mod tests {
     #[test]
     fn bad_hellos_are_refused_and_the_job_goes_on() {
         let (took, mut strangers, _) = job(3, Some(SECRET), |job| {
-            let addr: SocketAddr = job.published("o2g-addr-0").parse().expect("address");
+            let (addr, _) = parse_address_entry(&job.published("o2g-addr-0")).expect("address");
             let wrong = "fedcba9876543210fedcba9876543210";
             let hellos: Vec<Vec<u8>> = vec![
                 raw_hello(1, wrong.as_bytes()),
@@ -603,7 +661,7 @@ mod tests {
     #[test]
     fn without_o2g_job_secret_rank_0_publishes_one() {
         let (_, mut stranger, job) = job(3, None, |job| {
-            let addr: SocketAddr = job.published("o2g-addr-0").parse().expect("address");
+            let (addr, _) = parse_address_entry(&job.published("o2g-addr-0")).expect("address");
             let mut s = TcpStream::connect(addr).expect("connect");
             s.write_all(&raw_hello(2, SECRET.as_bytes()))
                 .expect("hello");
@@ -614,6 +672,45 @@ mod tests {
         assert!(is_secret(&published), "{published:?}");
         assert_ne!(published, SECRET);
         assert!(closed(&mut stranger), "the stranger was not refused");
+    }
+
+    #[test]
+    fn an_address_carries_the_wire_version() {
+        let addr: SocketAddr = "127.0.0.1:4000".parse().expect("address");
+        assert_eq!(
+            parse_address_entry(&address_entry(addr)),
+            Some((addr, VERSION))
+        );
+        assert_eq!(parse_address_entry("127.0.0.1:4000"), Some((addr, 1)));
+        assert_eq!(parse_address_entry("127.0.0.1:4000/vx"), None);
+    }
+
+    /// A rank that publishes another wire version stops the others with
+    /// an error that names both versions.
+    #[test]
+    fn a_peer_of_another_wire_version_is_refused_at_setup() {
+        let job = Job::new(1);
+        job.kv
+            .lock()
+            .expect("kv")
+            .insert("o2g-addr-0".into(), "127.0.0.1:9/v1".into());
+        let mut rank1 = Member {
+            job,
+            rank: 1,
+            size: 2,
+        };
+        match connect_all(&config(Some(SECRET)), &mut rank1, false) {
+            Err(e) => {
+                let why = e.to_string();
+                assert!(
+                    why.contains("rank 0")
+                        && why.contains("version 1")
+                        && why.contains("version 2"),
+                    "{why}"
+                );
+            }
+            Ok(_) => panic!("connected to a peer of another version"),
+        }
     }
 
     #[test]
@@ -628,6 +725,14 @@ mod tests {
         assert!(check_hello(&bad, SECRET)
             .unwrap_err()
             .contains("not an o2g hello"));
+        // o2g before rendezvous sent `O2hi`: version 1, named as such.
+        let mut old = h;
+        old[3] = b'i';
+        let why = check_hello(&old, SECRET).unwrap_err();
+        assert!(
+            why.contains("version 1") && why.contains("version 2"),
+            "{why}"
+        );
         assert_ne!(
             fresh_secret().expect("secret"),
             fresh_secret().expect("secret")

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use o2g_core::proto::envelope::{Envelope, Selector};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, RecvId, Slot};
-use o2g_core::proto::receive::{Dest, OnEnd, OnPost, Receiver, Store};
+use o2g_core::proto::receive::{Dest, OnEnd, OnPost, Receiver, Store, Waiting};
 
 use crate::error::{Error, Result};
 
@@ -219,7 +219,7 @@ struct Entry {
 
 /// Posted receives and unexpected messages of one process.
 pub(crate) struct Matcher {
-    rx: Receiver<Vec<Slot>, Vec<Bucket>, Vectors>,
+    rx: Receiver<Vec<Slot>, Vec<Bucket>, Vectors, Vec<Waiting>>,
     entries: Vec<Entry>,
     free: Vec<u32>,
     /// Payloads of stored messages, complete or arriving, by region id.
@@ -241,7 +241,12 @@ impl Matcher {
         )
         .unwrap_or_else(|_| unreachable!("bucket storage is not empty"));
         Self {
-            rx: Receiver::new(engine, Vectors::default(), u32::MAX),
+            rx: Receiver::new(
+                engine,
+                Vectors::default(),
+                vec![Waiting::EMPTY; QUEUE_CAPACITY],
+                u32::MAX,
+            ),
             entries: Vec::new(),
             free: Vec::new(),
             stored: HashMap::new(),
@@ -322,7 +327,9 @@ impl Matcher {
                 self.complete_from_store(token, info.envelope, info.len, region.id);
                 let _ = self.rx.release(msg);
             }
-            Err(_) => {
+            // Only a stored request to send answers this, and the
+            // user-space transports send eager messages only.
+            Ok(OnPost::Clear(_)) | Err(_) => {
                 self.free_entry(token);
                 return Err(Error::ResourceExhausted("posted receive queue"));
             }
@@ -394,7 +401,7 @@ impl Matcher {
     pub(crate) fn arrive(&mut self, envelope: Envelope, len: u64) -> Result<Sink, Full> {
         let dest = self.rx.on_header(envelope, len).map_err(|_| Full)?;
         match dest {
-            Dest::Direct { handle } => {
+            Dest::Direct { handle } | Dest::Data { handle, .. } => {
                 self.note_match(envelope);
                 if let Some(e) = self.entry(RecvToken::from_handle(handle)) {
                     e.state = State::Filling {
@@ -418,7 +425,7 @@ impl Matcher {
     /// The next payload bytes of the message going to `sink`.
     pub(crate) fn payload(&mut self, sink: &Sink, bytes: &[u8]) {
         match sink.dest {
-            Dest::Direct { handle } => {
+            Dest::Direct { handle } | Dest::Data { handle, .. } => {
                 let Some(e) = self.entry(RecvToken::from_handle(handle)) else {
                     return;
                 };

@@ -375,6 +375,15 @@ impl<P: Poller> Sockets<P> {
                             h.envelope.source, self.me
                         ));
                     }
+                    // Rendezvous and credit are not spoken here yet: a
+                    // header of another kind has no meaning for us.
+                    if h.kind != Kind::Eager {
+                        return Err(format!(
+                            "protocol error: world rank {rank} sent a {:?} message, which \
+                             this transport does not take (eager messages only)",
+                            h.kind
+                        ));
+                    }
                     let target = if c.overflow.is_empty() {
                         self.matcher
                             .arrive(h.envelope, h.len)
