@@ -53,12 +53,12 @@ fn receive(stream: &[u8], cuts: &[usize], accept: &[usize]) -> (Received, Option
                     assert_eq!(offset, buf.len() as u64, "offsets are contiguous");
                     assert!(!data.is_empty());
                     buf.extend_from_slice(data);
-                    assert!(buf.len() as u64 <= h.len);
+                    assert!(buf.len() as u64 <= h.payload_len());
                 }
                 Some(Event::End(h)) => {
                     let (open_h, buf) = open.take().expect("end outside a message");
                     assert_eq!(h, open_h);
-                    assert_eq!(buf.len() as u64, h.len);
+                    assert_eq!(buf.len() as u64, h.payload_len());
                     out.push((h, buf));
                 }
                 // Nothing more from this offer: either the chunk is used
