@@ -534,17 +534,23 @@ where
             self.stats.matched_bytes = self.stats.matched_bytes.saturating_add(len);
             return Ok(Dest::Direct { handle });
         }
-        let stored = self
-            .engine
-            .unexpected_len()
-            .saturating_add(self.streaming as usize);
-        if stored >= self.engine.unexpected_capacity() {
+        if self.unexpected_full() {
             return Err(Stall);
         }
         let id = self.store.book(len).ok_or(Stall)?;
         let region = self.region(id);
         self.streaming = self.streaming.saturating_add(1);
         Ok(Dest::Stored(region))
+    }
+
+    /// Whether the unexpected queue has no slot left for one more message
+    /// (stored ones and those streaming into the store each hold one).
+    fn unexpected_full(&self) -> bool {
+        let stored = self
+            .engine
+            .unexpected_len()
+            .saturating_add(self.streaming as usize);
+        stored >= self.engine.unexpected_capacity()
     }
 
     /// Counts a header that stalled its connection (once per stall).
@@ -669,11 +675,7 @@ where
                 .map(OnRts::Clear)
                 .ok_or(Stall);
         }
-        let stored = self
-            .engine
-            .unexpected_len()
-            .saturating_add(self.streaming as usize);
-        if stored >= self.engine.unexpected_capacity() {
+        if self.unexpected_full() {
             return Err(Stall);
         }
         match self
