@@ -357,6 +357,13 @@ pub enum Failure {
     },
     /// A clear-to-send named no offer this end made to the peer.
     UnknownOffer(u32),
+    /// A clear-to-send asked for more bytes than its offer holds.
+    WantTooLong {
+        /// Bytes asked for.
+        want: u64,
+        /// The offer's length.
+        size: u64,
+    },
 }
 
 impl Failure {
@@ -1081,6 +1088,11 @@ enum Role {
     /// What answers them and never stalls: clear-to-send, rendezvous data
     /// (whose receive is waiting) and credit.
     Control,
+    /// Both families on one connection, for an end whose process writes
+    /// and reads every byte itself (the user-space socket transports). A
+    /// stall then holds back the answers behind it too, so such an end
+    /// must report a wait that nothing can end instead of waiting.
+    Combined(Grant),
 }
 
 /// The receiving end of one connection; see the module documentation.
@@ -1118,6 +1130,14 @@ impl Inbound {
     /// so an answer never waits behind a message that waits for room.
     pub const fn control(rank: Rank, limits: Limits) -> Self {
         Self::with_role(rank, limits, Role::Control)
+    }
+
+    /// The receiving end of a connection that carries everything `rank`
+    /// sends: matchable messages (within `window` of eager credit) and
+    /// their answers. A stalled header holds back the answers behind it,
+    /// so the caller must notice when nothing can end a stall.
+    pub const fn combined(rank: Rank, limits: Limits, window: Window) -> Self {
+        Self::with_role(rank, limits, Role::Combined(Grant::new(window)))
     }
 
     const fn with_role(rank: Rank, limits: Limits, role: Role) -> Self {
@@ -1168,7 +1188,7 @@ impl Inbound {
     /// credits).
     pub const fn held_eager_bytes(&self) -> u64 {
         match &self.role {
-            Role::Messages(g) => g.held_bytes(),
+            Role::Messages(g) | Role::Combined(g) => g.held_bytes(),
             Role::EagerOnly | Role::Control => 0,
         }
     }
@@ -1177,7 +1197,7 @@ impl Inbound {
     /// store (a receive took it, or it was released): its credit is due
     /// again.
     pub fn give_back(&mut self, len: u64) {
-        if let Role::Messages(g) = &mut self.role {
+        if let Role::Messages(g) | Role::Combined(g) = &mut self.role {
             g.give_back(len);
         }
     }
@@ -1186,7 +1206,7 @@ impl Inbound {
     /// hands out the whole window).
     pub fn credit_due(&mut self) -> Option<Credit> {
         match &mut self.role {
-            Role::Messages(g) => g.due(),
+            Role::Messages(g) | Role::Combined(g) => g.due(),
             Role::EagerOnly | Role::Control => None,
         }
     }
@@ -1259,21 +1279,22 @@ impl Inbound {
             }
             match (h.kind, &mut self.role) {
                 (Kind::Eager, Role::EagerOnly) => self.undecided = Some(false),
-                (Kind::Eager, Role::Messages(grant)) => {
+                (Kind::Eager, Role::Messages(grant) | Role::Combined(grant)) => {
                     grant.spend(h.len).map_err(Failure::OverCredit)?;
                     self.undecided = Some(false);
                 }
-                (Kind::Rts, Role::Messages(_)) | (Kind::Data, Role::Control) => {
+                (Kind::Rts, Role::Messages(_) | Role::Combined(_))
+                | (Kind::Data, Role::Control | Role::Combined(_)) => {
                     self.undecided = Some(false);
                 }
-                (Kind::Cts, Role::Control) => {
+                (Kind::Cts, Role::Control | Role::Combined(_)) => {
                     self.control = Some(Control::Cts {
                         token: h.token(),
                         want: h.len,
                         offer: h.reference,
                     });
                 }
-                (Kind::Credit, Role::Control) => {
+                (Kind::Credit, Role::Control | Role::Combined(_)) => {
                     self.control = Some(Control::Credit(Credit {
                         bytes: h.len,
                         msgs: h.reference,
