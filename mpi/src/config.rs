@@ -9,6 +9,8 @@
 //! | `O2G_MAX_MESSAGE` | 4 GiB | largest payload accepted in one message |
 //! | `O2G_ADDR` | `127.0.0.1` | address this process listens on and publishes to its peers |
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
+//! | `O2G_RNDV_THRESHOLD` | 64 KiB | socket transports: messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit |
+//! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
 //! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
@@ -22,6 +24,8 @@
 
 use std::net::IpAddr;
 use std::time::Duration;
+
+use o2g_core::proto::credit::Window;
 
 use crate::error::{Error, Result};
 use crate::transport::dimmnet::RegionKind as DimmnetRegion;
@@ -47,6 +51,10 @@ pub(crate) struct Config {
     pub(crate) sndbuf: Option<usize>,
     pub(crate) rcvbuf: Option<usize>,
     pub(crate) max_message: u64,
+    /// `O2G_RNDV_THRESHOLD`: longest message sent eagerly.
+    pub(crate) rndv_threshold: u64,
+    /// `O2G_EAGER_CREDIT_*`: what each peer may leave stored here.
+    pub(crate) eager_credit: Window,
     pub(crate) addr: IpAddr,
     pub(crate) connect_timeout: Duration,
     pub(crate) o2g_dump_bytes: u64,
@@ -125,6 +133,17 @@ impl Config {
             Some("0") => false,
             Some(v) => return Err(Error::Config(format!("O2G_SELF={v:?}: expected 0 or 1"))),
         };
+        let eager_credit = Window {
+            bytes: parse(&var, "O2G_EAGER_CREDIT_BYTES")?.unwrap_or(4 << 20),
+            msgs: parse(&var, "O2G_EAGER_CREDIT_MSGS")?.unwrap_or(256),
+        };
+        if eager_credit.msgs == 0 || eager_credit.bytes == 0 {
+            return Err(Error::Config(
+                "O2G_EAGER_CREDIT_BYTES and O2G_EAGER_CREDIT_MSGS must be at least 1 \
+                 (a small threshold, not zero credit, sends everything by rendezvous)"
+                    .into(),
+            ));
+        }
         Ok(Self {
             transport,
             transport_name,
@@ -132,6 +151,8 @@ impl Config {
             sndbuf: parse(&var, "O2G_SNDBUF")?,
             rcvbuf: parse(&var, "O2G_RCVBUF")?,
             max_message: parse(&var, "O2G_MAX_MESSAGE")?.unwrap_or(4 << 30),
+            rndv_threshold: parse(&var, "O2G_RNDV_THRESHOLD")?.unwrap_or(64 << 10),
+            eager_credit,
             addr: parse(&var, "O2G_ADDR")?.unwrap_or(IpAddr::from([127, 0, 0, 1])),
             connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
             o2g_dump_bytes: parse(&var, "O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
@@ -186,5 +207,16 @@ mod tests {
         assert_eq!(c.transport, TransportKind::SocketsEpoll);
         assert_eq!(c.sndbuf, None);
         assert_eq!(c.max_message, 4 << 30);
+        assert_eq!(c.rndv_threshold, 64 << 10);
+    }
+
+    #[test]
+    fn zero_eager_credit_is_refused_with_a_hint() {
+        for var in ["O2G_EAGER_CREDIT_BYTES", "O2G_EAGER_CREDIT_MSGS"] {
+            let e = with(&[(var, "0")]).expect_err(var).to_string();
+            assert!(e.contains("at least 1") && e.contains("threshold"), "{e}");
+        }
+        let c = with(&[("O2G_EAGER_CREDIT_MSGS", "3"), ("O2G_RNDV_THRESHOLD", "0")]).expect("ok");
+        assert_eq!((c.eager_credit.msgs, c.rndv_threshold), (3, 0));
     }
 }

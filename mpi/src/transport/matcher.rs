@@ -27,7 +27,9 @@ use std::collections::HashMap;
 
 use o2g_core::proto::envelope::{Envelope, Selector};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, RecvId, Slot};
-use o2g_core::proto::receive::{Dest, OnEnd, OnPost, Receiver, Store, Waiting};
+use o2g_core::proto::receive::{
+    Clear, Dest, Failure, Inbound, OnEnd, OnPost, Receiver, Store, Waiting,
+};
 
 use crate::error::{Error, Result};
 
@@ -194,11 +196,16 @@ impl Store for Vectors {
     fn give_back(&mut self, _id: u64) {}
 }
 
+/// The receive state machine as user space instantiates it.
+pub(crate) type Machine = Receiver<Vec<Slot>, Vec<Bucket>, Vectors, Vec<Waiting>>;
+
 #[derive(Debug)]
 enum State {
     Free,
     /// Waiting for a message.
     Posted(RecvId),
+    /// Matched to a request to send; waiting for its data.
+    Awaiting,
     /// Matched; the message is arriving into `data`.
     Filling {
         envelope: Envelope,
@@ -219,7 +226,7 @@ struct Entry {
 
 /// Posted receives and unexpected messages of one process.
 pub(crate) struct Matcher {
-    rx: Receiver<Vec<Slot>, Vec<Bucket>, Vectors, Vec<Waiting>>,
+    rx: Machine,
     entries: Vec<Entry>,
     free: Vec<u32>,
     /// Payloads of stored messages, complete or arriving, by region id.
@@ -227,6 +234,12 @@ pub(crate) struct Matcher {
     /// Envelopes of synchronous-mode messages that matched a receive and
     /// still need their acknowledgement sent.
     sync_matched: Vec<Envelope>,
+    /// Receives that took a stored request to send: their clear-to-send
+    /// is owed to the sender.
+    clears: Vec<Clear>,
+    /// Eager bytes taken out of the store, by sender, whose credit is due
+    /// back to it.
+    returned: Vec<(u32, u64)>,
 }
 
 impl Matcher {
@@ -251,7 +264,15 @@ impl Matcher {
             free: Vec::new(),
             stored: HashMap::new(),
             sync_matched: Vec::new(),
+            clears: Vec::new(),
+            returned: Vec::new(),
         }
+    }
+
+    /// The state machine, for a connection's [`Inbound`] to decide and end
+    /// messages with.
+    pub(crate) fn machine(&mut self) -> &mut Machine {
+        &mut self.rx
     }
 
     fn entry(&mut self, t: RecvToken) -> Option<&mut Entry> {
@@ -284,6 +305,7 @@ impl Matcher {
     /// capacity.
     fn complete_from_store(&mut self, t: RecvToken, envelope: Envelope, len: u64, region: u64) {
         self.note_match(envelope);
+        self.returned.push((envelope.source, len));
         let mut data = self.stored.remove(&region).unwrap_or_default();
         data.truncate(self.entry(t).map_or(0, |e| e.capacity));
         self.complete(
@@ -327,9 +349,11 @@ impl Matcher {
                 self.complete_from_store(token, info.envelope, info.len, region.id);
                 let _ = self.rx.release(msg);
             }
-            // Only a stored request to send answers this, and the
-            // user-space transports send eager messages only.
-            Ok(OnPost::Clear(_)) | Err(_) => {
+            Ok(OnPost::Clear(clear)) => {
+                self.entries[index as usize].state = State::Awaiting;
+                self.clears.push(clear);
+            }
+            Err(_) => {
                 self.free_entry(token);
                 return Err(Error::ResourceExhausted("posted receive queue"));
             }
@@ -342,6 +366,18 @@ impl Matcher {
         if envelope.is_sync() {
             self.sync_matched.push(envelope);
         }
+    }
+
+    /// The clear-to-send messages owed since the last call, for receives
+    /// posted after their request to send arrived.
+    pub(crate) fn take_clears(&mut self) -> Vec<Clear> {
+        std::mem::take(&mut self.clears)
+    }
+
+    /// The eager messages taken out of the store since the last call, as
+    /// (sender, length): credit due back to each sender.
+    pub(crate) fn take_returned(&mut self) -> Vec<(u32, u64)> {
+        std::mem::take(&mut self.returned)
     }
 
     /// Envelopes of the synchronous-mode messages matched since the last
@@ -400,8 +436,23 @@ impl Matcher {
     /// A header arrived: where do its `len` payload bytes go?
     pub(crate) fn arrive(&mut self, envelope: Envelope, len: u64) -> Result<Sink, Full> {
         let dest = self.rx.on_header(envelope, len).map_err(|_| Full)?;
-        match dest {
+        self.placed(&dest, envelope, len);
+        Ok(Sink {
+            dest,
+            envelope,
+            len,
+        })
+    }
+
+    /// The machine placed a message of `len` bytes with `envelope`
+    /// (for rendezvous data, the request's): makes room for its payload.
+    pub(crate) fn placed(&mut self, dest: &Dest, envelope: Envelope, len: u64) {
+        match *dest {
             Dest::Direct { handle } | Dest::Data { handle, .. } => {
+                let (envelope, len) = match *dest {
+                    Dest::Data { envelope, size, .. } => (envelope, size),
+                    _ => (envelope, len),
+                };
                 self.note_match(envelope);
                 if let Some(e) = self.entry(RecvToken::from_handle(handle)) {
                     e.state = State::Filling {
@@ -415,16 +466,16 @@ impl Matcher {
                 self.stored.insert(region.id, first_buffer(len, usize::MAX));
             }
         }
-        Ok(Sink {
-            dest,
-            envelope,
-            len,
-        })
     }
 
     /// The next payload bytes of the message going to `sink`.
     pub(crate) fn payload(&mut self, sink: &Sink, bytes: &[u8]) {
-        match sink.dest {
+        self.append(&sink.dest, sink.len, bytes);
+    }
+
+    /// The next payload bytes of a message of `len` bytes going to `dest`.
+    pub(crate) fn append(&mut self, dest: &Dest, len: u64, bytes: &[u8]) {
+        match *dest {
             Dest::Direct { handle } | Dest::Data { handle, .. } => {
                 let Some(e) = self.entry(RecvToken::from_handle(handle)) else {
                     return;
@@ -436,7 +487,7 @@ impl Matcher {
             }
             Dest::Stored(region) => {
                 if let Some(data) = self.stored.get_mut(&region.id) {
-                    let keep = usize::try_from(sink.len).unwrap_or(usize::MAX);
+                    let keep = usize::try_from(len).unwrap_or(usize::MAX);
                     append_bounded(data, bytes, keep);
                 }
             }
@@ -445,7 +496,13 @@ impl Matcher {
 
     /// The message going to `sink` is complete.
     pub(crate) fn end(&mut self, sink: Sink) {
-        match self.rx.on_end(sink.dest, sink.envelope, sink.len) {
+        let end = self.rx.on_end(sink.dest, sink.envelope, sink.len);
+        self.ended(end);
+    }
+
+    /// Carries out what the machine decided at a message's end.
+    pub(crate) fn ended(&mut self, end: OnEnd) {
+        match end {
             OnEnd::Completed { handle, .. } => {
                 let t = RecvToken::from_handle(handle);
                 let Some(e) = self.entry(t) else { return };
@@ -486,6 +543,44 @@ impl Matcher {
         let mut failed = None;
         self.rx.drop_dest(sink.dest, |handle| failed = Some(handle));
         if let Some(handle) = failed {
+            let outcome = RecvOutcome::Failed {
+                rank,
+                reason: reason.to_owned(),
+            };
+            self.complete(RecvToken::from_handle(handle), outcome);
+        }
+    }
+
+    /// Bytes receive `handle` can take (0 for a stale handle).
+    pub(crate) fn capacity(&mut self, handle: u64) -> u64 {
+        self.entry(RecvToken::from_handle(handle))
+            .map_or(0, |e| e.capacity as u64)
+    }
+
+    /// The clear-to-send of `token` cannot go to world rank `rank` (it is
+    /// gone, for `reason`): the receive waiting for that data fails.
+    pub(crate) fn abandon(&mut self, token: u64, rank: u32, reason: &str) {
+        if let Some(f) = self.rx.abandon(token) {
+            let outcome = RecvOutcome::Failed {
+                rank,
+                reason: reason.to_owned(),
+            };
+            self.complete(RecvToken::from_handle(f.handle), outcome);
+        }
+    }
+
+    /// The connection `inbound` failed for `why` (`reason` in words):
+    /// the receive it was filling, those posted for its rank and those
+    /// waiting for its rendezvous data fail; a half-stored message is
+    /// dropped. Complete stored messages stay receivable.
+    pub(crate) fn fail_conn(&mut self, inbound: &mut Inbound, why: Failure, reason: &str) {
+        if let Some(Dest::Stored(region)) = inbound.dest() {
+            self.stored.remove(&region.id);
+        }
+        let rank = inbound.rank();
+        let mut failed = Vec::new();
+        self.rx.fail(inbound, why, false, |f| failed.push(f.handle));
+        for handle in failed {
             let outcome = RecvOutcome::Failed {
                 rank,
                 reason: reason.to_owned(),

@@ -77,6 +77,16 @@ pub(crate) struct Out {
 }
 
 impl Out {
+    /// A whole message whose payload this end already owns (rendezvous
+    /// data, or a message without payload): queued without a copy.
+    pub(crate) fn whole(header: [u8; HEADER_LEN], data: Vec<u8>, token: u64) -> Self {
+        Self {
+            sending: Sending::new(header),
+            data,
+            token,
+        }
+    }
+
     /// What is left of a message after the first `done` bytes of `header`
     /// and of `data` were written.
     pub(crate) fn rest(

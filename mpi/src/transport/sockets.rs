@@ -1,8 +1,8 @@
 //! The machinery both TCP transports share: one nonblocking connection per
-//! peer, the o2g-core stream reassembler on each, send queues, and the
-//! progress loop. What differs between `sockets-select` and
-//! `sockets-epoll` is only how the loop learns which sockets are ready:
-//! the [`Poller`] behind it.
+//! peer, read through o2g-core's receive state machine, send queues, and
+//! the progress loop. What differs between `sockets-select`,
+//! `sockets-poll` and `sockets-epoll` is only how the loop learns which
+//! sockets are ready: the [`Poller`] behind it.
 //!
 //! # Progress
 //!
@@ -11,58 +11,70 @@
 //! write returns `WouldBlock`, so the same loop is right for level-triggered
 //! `select` and for edge-triggered epoll: a socket is always drained until
 //! the kernel says it is empty. Reading goes through one scratch buffer;
-//! the reassembler turns the bytes into header/payload/end events that the
-//! [`Matcher`] places.
+//! each connection's [`Inbound`] (the reader the kernel module and the
+//! simulation run too) says what every byte is, and the [`Matcher`] keeps
+//! the payloads where the machine puts them.
+//!
+//! # The protocol (`docs/protocol.md`)
+//!
+//! A message up to `O2G_RNDV_THRESHOLD` bytes goes eagerly (header and
+//! payload) while the sender has eager credit at the receiver; a longer
+//! one, or any one when the credit is spent, goes as a request to send.
+//! The receiver answers a request once a receive matches it with a
+//! clear-to-send, and the payload follows as rendezvous data, straight
+//! into that receive; so a large message that arrives before its receive
+//! costs the receiver 32 bytes, not its size. The receiver gives eager
+//! credit back as the program takes stored messages. Both directions of a
+//! pair share one connection here, since this process writes and reads
+//! every byte of it; answers are written between messages, never inside
+//! one.
 //!
 //! # Sending
 //!
 //! Framing and the queue of unsent bytes are `outbox.rs`'s. A blocking
-//! send writes straight from the caller's buffer, polling (and so
-//! receiving) whenever the socket is full. Sends to one peer leave in
+//! eager send writes straight from the caller's buffer, polling (and so
+//! receiving) whenever the socket is full. A blocking rendezvous send
+//! waits up to [`RNDV_WAIT`] for its clear-to-send and then writes the
+//! data from the caller's buffer; if the receiver has not matched by then
+//! it copies the data and returns, so two ranks that send to each other
+//! before receiving do not wait for each other. Sends to one peer leave in
 //! order.
 //!
 //! # What a peer may say
 //!
 //! Each header's sender must be the rank the connection belongs to (the
-//! rank its hello named, checked with the job secret in `bootstrap.rs`).
-//! Anything else is a protocol error that fails that connection, like a
-//! malformed header: the peer is marked dead with a reason naming both
-//! ranks, so receives from it fail, and nothing it sent from then on is
-//! delivered.
+//! rank its hello named, checked with the job secret in `bootstrap.rs`);
+//! eager messages must stay within the credit given; rendezvous data and
+//! clear-to-send messages must name a receive or an offer that waits for
+//! them. Anything else is a protocol error that fails that connection,
+//! like a malformed header: the peer is marked dead with a reason naming
+//! both ranks, so receives from it fail, and nothing it sent from then on
+//! is delivered.
 //!
-//! # Unexpected-queue overflow and back-pressure
+//! # Back-pressure
 //!
-//! When the matching engine's unexpected queue is full (16384 messages),
-//! later messages of that connection wait, in order, in a per-connection
-//! overflow list and enter the engine as soon as it has room, so nothing
-//! is dropped and per-sender order holds. A message at the head of the
-//! list still enters at once if a posted receive matches it; the rest
-//! wait for the program to receive one of the unexpected messages.
-//!
-//! The list is bounded ([`OVERFLOW_MESSAGES`], [`OVERFLOW_BYTES`]): while
-//! it is over either bound the transport stops reading that connection,
-//! so TCP holds the sender back, and it reads on as soon as the list
-//! drains. This cannot make a correct program wait where an unbounded
-//! list would not: nothing behind the head of the list can match any
-//! receive until the head has entered the engine, whether it was read or
-//! still sits in the socket; the message being read when the bound is hit
-//! may enter the engine half-received and continue there, so a large one
-//! never blocks the list it is part of. A wait that nothing can end any
-//! more (every live connection held back, nothing to send) fails with
+//! A header for which the machine has no room (16384 unexpected messages
+//! stored, or as many receives waiting for rendezvous data) stalls its
+//! connection: the transport stops reading it, so TCP holds the sender
+//! back, and decides again when the program has received something. With
+//! eager credit a correct program stalls only when it leaves that many
+//! requests to send unreceived. A wait that nothing can end any more
+//! (every live connection stalled, nothing to send) fails with
 //! [`Error::Deadlock`] instead of hanging.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind, Read};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use o2g_core::proto::credit::{Allowance, Credit, Window};
 use o2g_core::proto::envelope::Envelope;
-use o2g_core::proto::stream::{Event, Reassembler};
-use o2g_core::proto::wire::{Encoder, Kind, Limits};
+use o2g_core::proto::receive::{Clear, Control, Decision, Failure, Inbound, Next};
+use o2g_core::proto::wire::{Encoder, Header, Kind, Limits, HEADER_LEN};
 
 use super::bootstrap::Link;
-use super::matcher::{matcher_receive_methods, Matcher, Sink};
+use super::matcher::{matcher_receive_methods, Matcher};
 use super::outbox::{start_isend, Out, Sending, Sends};
 use super::{SendToken, Transport};
 use crate::config::Config;
@@ -71,14 +83,9 @@ use crate::error::{Error, Result};
 /// Size of the read scratch buffer.
 const SCRATCH: usize = 256 << 10;
 
-/// Messages one connection's overflow list may hold before the transport
-/// stops reading that connection. Checked before each read, so one read
-/// ([`SCRATCH`] bytes, at most `SCRATCH / 32` headers) may go past it.
-const OVERFLOW_MESSAGES: usize = 256;
-
-/// Payload bytes one connection's overflow list may hold before the
-/// transport stops reading that connection (also up to one read more).
-const OVERFLOW_BYTES: usize = 1 << 20;
+/// Longest a blocking rendezvous send waits for its clear-to-send before
+/// it copies the data and returns (see the module documentation).
+const RNDV_WAIT: Duration = Duration::from_millis(20);
 
 /// One connection's readiness, as a poller reports it.
 #[derive(Clone, Copy, Debug)]
@@ -92,7 +99,7 @@ pub(crate) struct Ready {
 pub(crate) struct Interest<'a> {
     pub(crate) rank: usize,
     /// The socket to read from, if reading is wanted this round (not while
-    /// the connection is held back).
+    /// the connection is stalled).
     pub(crate) read: Option<BorrowedFd<'a>>,
     /// The socket to write to, if writing is wanted this round.
     pub(crate) write: Option<BorrowedFd<'a>>,
@@ -126,35 +133,57 @@ pub(crate) trait Poller {
     ) -> io::Result<()>;
 }
 
-/// Where the payload of the message being read goes.
-enum Target {
-    Matcher(Sink),
-    Overflow,
+/// How a message leaves.
+enum Route {
+    /// Header and payload now (its credit is spent).
+    Eager,
+    /// A request to send now, the data once cleared.
+    Rendezvous,
+    /// Later, from a copy: the sender has no credit for it, or earlier
+    /// messages wait already.
+    Defer,
 }
 
-/// A message waiting in a connection's overflow list.
-struct Held {
-    envelope: Envelope,
-    /// The length its header announced.
-    len: u64,
-    /// What arrived of its payload so far.
+/// A message that waits at its sender for eager credit.
+struct Deferred {
+    env: Envelope,
     data: Vec<u8>,
-    /// Whether all of it arrived (only the last entry may be incomplete:
-    /// it is the message being read).
-    complete: bool,
+    /// Its `isend` token (released for a blocking send).
+    token: u64,
+}
+
+/// A rendezvous send waiting for its clear-to-send.
+enum Offer {
+    /// An `isend`'s copy of the data, and its token.
+    Owned { data: Vec<u8>, token: u64 },
+    /// A blocking send whose caller's buffer of `len` bytes is still
+    /// borrowed; the clear-to-send's receive token and length once it came.
+    Borrowed {
+        len: u64,
+        cleared: Option<(u64, u64)>,
+    },
 }
 
 struct Conn {
     stream: TcpStream,
     /// The end to write to when it is not `stream` (a connection to self).
     writer: Option<TcpStream>,
-    rx: Reassembler,
+    inbound: Inbound,
+    /// Bytes read from the socket that the machine has not taken yet: the
+    /// connection stalled in the middle of them.
+    unread: Vec<u8>,
     tx: Encoder,
-    target: Option<Target>,
-    overflow: VecDeque<Held>,
-    /// Payload bytes held in `overflow`.
-    overflow_bytes: usize,
+    /// Eager credit this end has at the peer.
+    allowance: Allowance,
+    /// Rendezvous sends to the peer that wait for its clear-to-send.
+    offers: HashMap<u32, Offer>,
+    next_offer: u32,
+    /// Messages that wait for credit, in sending order.
+    deferred: VecDeque<Deferred>,
     out: VecDeque<Out>,
+    /// A blocking send is writing a message straight from its caller's
+    /// buffer: nothing else may be written until it is out.
+    inline: bool,
     readable: bool,
     writable: bool,
     dead: Option<String>,
@@ -167,8 +196,10 @@ pub(crate) struct Sockets<P: Poller> {
     matcher: Matcher,
     poller: P,
     scratch: Vec<u8>,
-    /// Whether some overflow list may be non-empty.
-    overflowing: bool,
+    /// Whether some connection may be stalled.
+    stalling: bool,
+    /// Longest message sent eagerly.
+    threshold: u64,
     sends: Sends,
     ready: Vec<Ready>,
     /// The other ends of the idle connections, kept open.
@@ -180,10 +211,66 @@ impl Conn {
         self.writer.as_mut().unwrap_or(&mut self.stream)
     }
 
-    /// Whether the overflow list is over its bound, so that the socket is
-    /// not read until the list drains.
+    /// Whether the connection waits for room, so that the socket is not
+    /// read until the program receives something.
     fn held_back(&self) -> bool {
-        self.overflow.len() >= OVERFLOW_MESSAGES || self.overflow_bytes >= OVERFLOW_BYTES
+        self.inbound.is_stalled()
+    }
+
+    /// Queues a message whose bytes this end owns; `token` (0: none)
+    /// completes when it is out.
+    fn queue(&mut self, header: [u8; HEADER_LEN], data: Vec<u8>, token: u64) {
+        self.out.push_back(Out::whole(header, data, token));
+    }
+
+    /// Queues a credit message returning `credit`, from world rank `me`.
+    fn queue_credit(&mut self, me: u32, credit: Credit) {
+        let env = Envelope {
+            source: me,
+            ..Envelope::default()
+        };
+        let header = self
+            .tx
+            .encode_ref(Kind::Credit, env, credit.bytes, credit.msgs);
+        self.queue(header, Vec::new(), 0);
+    }
+}
+
+/// What a connection's failure means, for the error a program sees.
+fn describe(why: Failure, rank: usize, me: u32) -> String {
+    match why {
+        Failure::Protocol(e) => format!("protocol error: {e}"),
+        Failure::WrongSource(named) => format!(
+            "protocol error: the connection from world rank {rank} carried a message whose \
+             header names world rank {named} as its sender (this is rank {me})"
+        ),
+        Failure::Urgent => "protocol error: urgent data".into(),
+        Failure::Truncated => "closed the connection in the middle of a message".into(),
+        Failure::Closed => "closed the connection".into(),
+        Failure::OverCredit(o) => format!(
+            "protocol error: world rank {rank} sent an eager message of {} bytes with {} \
+             bytes and {} messages of eager credit left at rank {me}",
+            o.len, o.bytes_left, o.msgs_left
+        ),
+        Failure::Unsupported(kind) => {
+            format!("protocol error: world rank {rank} sent a {kind:?} message, which has no meaning here")
+        }
+        Failure::UnknownToken(t) => format!(
+            "protocol error: world rank {rank} sent rendezvous data for receive token {t:#x}, \
+             which no receive of rank {me} waits under"
+        ),
+        Failure::DataTooLong { len, size } => format!(
+            "protocol error: world rank {rank} sent {len} bytes of rendezvous data for a \
+             message of {size} bytes"
+        ),
+        Failure::WantTooLong { want, size } => format!(
+            "protocol error: world rank {rank} asked for {want} bytes of a message of {size} \
+             bytes"
+        ),
+        Failure::UnknownOffer(o) => format!(
+            "protocol error: world rank {rank} sent a clear-to-send for offer {o}, which rank \
+             {me} has not made to it (or already answered)"
+        ),
     }
 }
 
@@ -202,6 +289,7 @@ impl<P: Poller> Sockets<P> {
         let limits = Limits {
             max_payload: config.max_message,
         };
+        let window: Window = config.eager_credit;
         let mut conns = Vec::with_capacity(streams.len());
         for (rank, s) in streams.into_iter().enumerate() {
             conns.push(match s {
@@ -210,19 +298,27 @@ impl<P: Poller> Sockets<P> {
                     poller
                         .register(rank, &stream, writer.as_ref())
                         .map_err(|e| Error::io("registering a connection", e))?;
-                    Some(Conn {
+                    let mut c = Conn {
                         stream,
                         writer,
-                        rx: Reassembler::new(limits),
+                        inbound: Inbound::combined(rank as u32, limits, window),
+                        unread: Vec::new(),
                         tx: Encoder::new(),
-                        target: None,
-                        overflow: VecDeque::new(),
-                        overflow_bytes: 0,
+                        allowance: Allowance::new(),
+                        offers: HashMap::new(),
+                        next_offer: 0,
+                        deferred: VecDeque::new(),
                         out: VecDeque::new(),
+                        inline: false,
                         readable: true,
                         writable: true,
                         dead: None,
-                    })
+                    };
+                    // The first thing each end says: the whole window.
+                    if let Some(credit) = c.inbound.credit_due() {
+                        c.queue_credit(me, credit);
+                    }
+                    Some(c)
                 }
             });
         }
@@ -232,7 +328,8 @@ impl<P: Poller> Sockets<P> {
             matcher: Matcher::new(),
             poller,
             scratch: vec![0; SCRATCH],
-            overflowing: false,
+            stalling: false,
+            threshold: config.rndv_threshold,
             sends: Sends::new(),
             ready: Vec::new(),
             _idle_far_ends: idle_far_ends,
@@ -263,8 +360,9 @@ impl<P: Poller> Sockets<P> {
         dest == self.me && matches!(self.conns.get(dest as usize), Some(None))
     }
 
-    /// Marks a peer dead and fails everything that waited on it.
-    fn kill(&mut self, rank: usize, reason: String) {
+    /// Marks a peer dead for `why` (`reason` in words) and fails
+    /// everything that waited on it.
+    fn kill(&mut self, rank: usize, why: Failure, reason: String) {
         let Some(Some(c)) = self.conns.get_mut(rank) else {
             return;
         };
@@ -276,19 +374,20 @@ impl<P: Poller> Sockets<P> {
         if let Some(w) = &c.writer {
             let _ = w.shutdown(Shutdown::Both);
         }
-        match c.target.take() {
-            Some(Target::Matcher(sink)) => self.matcher.fail(sink, rank as u32, &reason),
-            // The message being read will never be whole; the complete
-            // ones before it are still delivered.
-            Some(Target::Overflow) => {
-                if let Some(h) = c.overflow.pop_back() {
-                    c.overflow_bytes -= h.data.len();
-                }
-            }
-            None => {}
-        }
+        // The message being read will never be whole; complete stored
+        // ones stay receivable.
+        self.matcher.fail_conn(&mut c.inbound, why, &reason);
+        c.unread = Vec::new();
         for out in c.out.drain(..) {
             self.sends.fail(out.token, &reason);
+        }
+        for (_, offer) in c.offers.drain() {
+            if let Offer::Owned { token, .. } = offer {
+                self.sends.fail(token, &reason);
+            }
+        }
+        for d in c.deferred.drain(..) {
+            self.sends.fail(d.token, &reason);
         }
         c.dead = Some(reason);
     }
@@ -299,6 +398,9 @@ impl<P: Poller> Sockets<P> {
             let Some(Some(c)) = self.conns.get_mut(rank) else {
                 return;
             };
+            if c.inline || c.dead.is_some() {
+                return;
+            }
             let Some(o) = c.out.front_mut() else {
                 return;
             };
@@ -313,149 +415,278 @@ impl<P: Poller> Sockets<P> {
                     c.out.pop_front();
                     self.sends.finish(token);
                 }
-                Err(e) => return self.kill(rank, format!("write failed: {e}")),
+                Err(e) => return self.kill(rank, Failure::Closed, format!("write failed: {e}")),
             }
         }
     }
 
-    /// Reads until the socket is empty, placing every message.
+    /// Reads until the socket is empty or the connection stalls, placing
+    /// every message.
     fn read_conn(&mut self, rank: usize) {
-        loop {
-            let Some(Some(c)) = self.conns.get_mut(rank) else {
-                return;
-            };
+        let mut scratch = std::mem::take(&mut self.scratch);
+        while let Some(Some(c)) = self.conns.get_mut(rank) {
             if c.dead.is_some() || c.held_back() {
-                return;
+                break;
             }
-            let n = match c.stream.read(&mut self.scratch) {
+            let n = match c.stream.read(&mut scratch) {
                 Ok(0) => {
-                    let why = if c.rx.at_boundary() {
-                        "closed the connection"
+                    let why = if c.inbound.at_boundary() {
+                        Failure::Closed
                     } else {
-                        "closed the connection in the middle of a message"
+                        Failure::Truncated
                     };
-                    return self.kill(rank, why.into());
+                    self.kill(rank, why, describe(why, rank, self.me));
+                    break;
                 }
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     c.readable = false;
-                    return;
+                    break;
                 }
-                Err(e) => return self.kill(rank, format!("read failed: {e}")),
+                Err(e) => {
+                    self.kill(rank, Failure::Closed, format!("read failed: {e}"));
+                    break;
+                }
             };
-            if let Err(reason) = self.feed(rank, n) {
-                return self.kill(rank, reason);
-            }
+            self.take_input(rank, &scratch[..n]);
         }
+        self.scratch = scratch;
+        self.settle_credit(rank);
+        self.send_deferred(rank);
     }
 
-    /// Runs `scratch[..n]` of connection `rank` through its reassembler.
-    fn feed(&mut self, rank: usize, n: usize) -> Result<(), String> {
+    /// Sends the messages that waited for credit, in order, while the
+    /// credit lasts (a rendezvous request needs none).
+    fn send_deferred(&mut self, rank: usize) {
+        let threshold = self.threshold;
         let Some(Some(c)) = self.conns.get_mut(rank) else {
-            return Ok(());
+            return;
         };
-        let mut input = &self.scratch[..n];
-        loop {
-            let step =
-                c.rx.feed(input)
-                    .map_err(|e| format!("protocol error: {e}"))?;
-            input = &input[step.consumed..];
-            match step.event {
-                None => return Ok(()),
-                Some(Event::Header(h)) => {
-                    // A peer speaks only for itself: a message claiming
-                    // another sender could match receives meant for that
-                    // one.
-                    if h.envelope.source as usize != rank {
-                        return Err(format!(
-                            "protocol error: the connection from world rank {rank} carried a \
-                             message whose header names world rank {} as its sender \
-                             (this is rank {})",
-                            h.envelope.source, self.me
-                        ));
-                    }
-                    // Rendezvous and credit are not spoken here yet: a
-                    // header of another kind has no meaning for us.
-                    if h.kind != Kind::Eager {
-                        return Err(format!(
-                            "protocol error: world rank {rank} sent a {:?} message, which \
-                             this transport does not take (eager messages only)",
-                            h.kind
-                        ));
-                    }
-                    let target = if c.overflow.is_empty() {
-                        self.matcher
-                            .arrive(h.envelope, h.len)
-                            .ok()
-                            .map(Target::Matcher)
-                    } else {
-                        None
-                    };
-                    c.target = Some(target.unwrap_or_else(|| {
-                        self.overflowing = true;
-                        c.overflow.push_back(Held {
-                            envelope: h.envelope,
-                            len: h.len,
-                            data: Vec::new(),
-                            complete: false,
-                        });
-                        Target::Overflow
-                    }));
-                }
-                Some(Event::Payload { data, .. }) => match &c.target {
-                    Some(Target::Matcher(sink)) => self.matcher.payload(sink, data),
-                    Some(Target::Overflow) => {
-                        if let Some(m) = c.overflow.back_mut() {
-                            m.data.extend_from_slice(data);
-                            c.overflow_bytes += data.len();
-                        }
-                    }
-                    None => {}
-                },
-                Some(Event::End(_)) => match c.target.take() {
-                    Some(Target::Matcher(sink)) => self.matcher.end(sink),
-                    Some(Target::Overflow) => {
-                        if let Some(m) = c.overflow.back_mut() {
-                            m.complete = true;
-                        }
-                    }
-                    None => {}
-                },
+        while let Some(d) = c.deferred.front() {
+            let len = d.data.len() as u64;
+            let rendezvous = len > threshold;
+            if !rendezvous && !c.allowance.spend(len) {
+                break;
+            }
+            let Some(d) = c.deferred.pop_front() else {
+                break;
+            };
+            if rendezvous {
+                let id = c.next_offer;
+                c.next_offer = c.next_offer.wrapping_add(1);
+                let rts = c.tx.encode_ref(Kind::Rts, d.env, len, id);
+                c.offers.insert(
+                    id,
+                    Offer::Owned {
+                        data: d.data,
+                        token: d.token,
+                    },
+                );
+                c.queue(rts, Vec::new(), 0);
+            } else {
+                let header = c.tx.encode(Kind::Eager, d.env, len);
+                c.queue(header, d.data, d.token);
             }
         }
     }
 
-    /// Moves overflowed messages into the engine while it has room (or a
-    /// posted receive takes them); the message still being read goes in
-    /// with what arrived of it and continues there.
-    fn drain_overflow(&mut self) {
-        if !self.overflowing {
+    /// Runs `input` from connection `rank` through its reader; keeps what
+    /// a stall leaves, fails the connection on a protocol error.
+    fn take_input(&mut self, rank: usize, input: &[u8]) {
+        match self.run(rank, input) {
+            Ok(used) if used < input.len() => {
+                if let Some(Some(c)) = self.conns.get_mut(rank) {
+                    c.unread.extend_from_slice(&input[used..]);
+                    self.stalling = true;
+                }
+            }
+            Ok(_) => {}
+            Err(why) => self.kill(rank, why, describe(why, rank, self.me)),
+        }
+    }
+
+    /// Feeds connection `rank`'s reader `input` until it is used up or the
+    /// connection stalls; the bytes used.
+    fn run(&mut self, rank: usize, input: &[u8]) -> std::result::Result<usize, Failure> {
+        let mut at = 0;
+        loop {
+            let Some(Some(c)) = self.conns.get_mut(rank) else {
+                return Ok(at);
+            };
+            match c.inbound.next(input.len() - at) {
+                Next::Header { max } => {
+                    at += c.inbound.feed_header(&input[at..at + max])?;
+                }
+                Next::Payload { len, .. } => {
+                    let total = c.inbound.current().map_or(0, |(h, _)| h.len);
+                    if let Some(dest) = c.inbound.dest() {
+                        self.matcher.append(dest, total, &input[at..at + len]);
+                    }
+                    at += len;
+                }
+                Next::Decide => {
+                    if !self.decide(rank)? {
+                        return Ok(at);
+                    }
+                }
+                Next::End => {
+                    if let Some(end) = c.inbound.finish(self.matcher.machine()) {
+                        self.matcher.ended(end);
+                    }
+                }
+                Next::Control(Control::Cts { token, want, offer }) => {
+                    self.on_cts(rank, token, want, offer)?;
+                }
+                Next::Control(Control::Credit(credit)) => c.allowance.add(credit),
+                Next::Stalled | Next::NeedInput => return Ok(at),
+                Next::Failed => return Err(c.inbound.failure().unwrap_or(Failure::Closed)),
+            }
+        }
+    }
+
+    /// Asks the machine about connection `rank`'s pending header and does
+    /// what it says; whether reading goes on (`false`: stalled).
+    fn decide(&mut self, rank: usize) -> std::result::Result<bool, Failure> {
+        let Some(Some(c)) = self.conns.get_mut(rank) else {
+            return Ok(false);
+        };
+        match c.inbound.decide(self.matcher.machine())? {
+            Decision::Go => {
+                if let (Some(dest), Some((h, _))) = (c.inbound.dest(), c.inbound.current()) {
+                    self.matcher.placed(dest, h.envelope, h.len);
+                }
+            }
+            Decision::Wait => {
+                self.stalling = true;
+                return Ok(false);
+            }
+            Decision::Clear(clear) => self.send_cts(clear),
+            Decision::Stored { .. } => {}
+        }
+        Ok(true)
+    }
+
+    /// Lets stalled connections go on where the machine now has room.
+    fn resume_stalled(&mut self) {
+        if !self.stalling {
             return;
         }
         let mut left = false;
-        for c in self.conns.iter_mut().flatten() {
-            while let Some(h) = c.overflow.front() {
-                if h.complete {
-                    if self.matcher.deliver(h.envelope, &h.data).is_err() {
-                        break;
-                    }
-                } else {
-                    // Only the last entry is incomplete, and it is being
-                    // read (`kill` drops it otherwise).
-                    let Ok(sink) = self.matcher.arrive(h.envelope, h.len) else {
-                        break;
+        for rank in 0..self.conns.len() {
+            let Some(Some(c)) = self.conns.get(rank) else {
+                continue;
+            };
+            if c.dead.is_some() || !c.held_back() {
+                continue;
+            }
+            match self.decide(rank) {
+                Ok(true) => {
+                    let Some(Some(c)) = self.conns.get_mut(rank) else {
+                        continue;
                     };
-                    self.matcher.payload(&sink, &h.data);
-                    c.target = Some(Target::Matcher(sink));
+                    let unread = std::mem::take(&mut c.unread);
+                    self.take_input(rank, &unread);
+                    self.settle_credit(rank);
+                    self.send_deferred(rank);
                 }
-                if let Some(h) = c.overflow.pop_front() {
-                    c.overflow_bytes -= h.data.len();
+                Ok(false) => {}
+                Err(why) => self.kill(rank, why, describe(why, rank, self.me)),
+            }
+            left |= self.conns[rank]
+                .as_ref()
+                .is_some_and(|c| c.dead.is_none() && c.held_back());
+        }
+        self.stalling = left;
+    }
+
+    /// Queues a credit message to `rank` if enough credit is due to it.
+    fn settle_credit(&mut self, rank: usize) {
+        let me = self.me;
+        if let Some(Some(c)) = self.conns.get_mut(rank) {
+            if c.dead.is_none() {
+                if let Some(credit) = c.inbound.credit_due() {
+                    c.queue_credit(me, credit);
                 }
             }
-            left |= !c.overflow.is_empty();
         }
-        self.overflowing = left;
+    }
+
+    /// Sends what receives owe: clear-to-send messages for requests that
+    /// posts took, and credit for stored messages the program received.
+    fn settle_owed(&mut self) {
+        for clear in self.matcher.take_clears() {
+            self.send_cts(clear);
+        }
+        for (rank, len) in self.matcher.take_returned() {
+            if let Some(Some(c)) = self.conns.get_mut(rank as usize) {
+                c.inbound.give_back(len);
+                self.settle_credit(rank as usize);
+            }
+        }
+    }
+
+    /// Answers a matched request to send: asks its sender for the bytes
+    /// the receive can take.
+    fn send_cts(&mut self, clear: Clear) {
+        let me = self.me;
+        let want = clear.size.min(self.matcher.capacity(clear.handle));
+        match self.conns.get_mut(clear.rank as usize) {
+            Some(Some(c)) if c.dead.is_none() => {
+                let env = Header::token_envelope(me, clear.token);
+                let header = c.tx.encode_ref(Kind::Cts, env, want, clear.offer);
+                c.queue(header, Vec::new(), 0);
+            }
+            // The sender died after its request arrived.
+            _ => {
+                let reason = self
+                    .peer_failure(clear.rank)
+                    .unwrap_or_else(|| "the sender is gone".into());
+                self.matcher.abandon(clear.token, clear.rank, &reason);
+            }
+        }
+    }
+
+    /// A clear-to-send from `rank` for `offer`: its data may go, `want`
+    /// bytes of it, for the receive the peer calls `token`.
+    fn on_cts(
+        &mut self,
+        rank: usize,
+        token: u64,
+        want: u64,
+        offer: u32,
+    ) -> std::result::Result<(), Failure> {
+        let me = self.me;
+        let Some(Some(c)) = self.conns.get_mut(rank) else {
+            return Ok(());
+        };
+        match c.offers.remove(&offer) {
+            None => Err(Failure::UnknownOffer(offer)),
+            Some(Offer::Owned { mut data, token: t }) => {
+                if want > data.len() as u64 {
+                    let size = data.len() as u64;
+                    return Err(Failure::WantTooLong { want, size });
+                }
+                data.truncate(want as usize);
+                let env = Header::token_envelope(me, token);
+                let header = c.tx.encode_ref(Kind::Data, env, want, offer);
+                c.queue(header, data, t);
+                Ok(())
+            }
+            Some(Offer::Borrowed { len, .. }) => {
+                if want > len {
+                    return Err(Failure::WantTooLong { want, size: len });
+                }
+                c.offers.insert(
+                    offer,
+                    Offer::Borrowed {
+                        len,
+                        cleared: Some((token, want)),
+                    },
+                );
+                Ok(())
+            }
+        }
     }
 
     /// Does all work the hints say is possible; whether any was.
@@ -469,10 +700,13 @@ impl<P: Poller> Sockets<P> {
                 continue;
             }
             let read = c.readable && !c.held_back();
-            let write = c.writable && !c.out.is_empty();
             if read {
                 self.read_conn(rank);
             }
+            let Some(Some(c)) = self.conns.get(rank) else {
+                continue;
+            };
+            let write = c.writable && !c.out.is_empty() && !c.inline;
             if write {
                 self.flush_conn(rank);
             }
@@ -484,9 +718,10 @@ impl<P: Poller> Sockets<P> {
     /// Waits for readiness (with write interest on `also_write` even if
     /// its queue is empty), then does the work.
     fn poll(&mut self, timeout: Option<Duration>, also_write: Option<usize>) -> Result<()> {
-        self.drain_overflow();
+        self.resume_stalled();
+        self.settle_owed();
         let wants = |rank: usize, c: &Conn| {
-            let w = !c.out.is_empty() || also_write == Some(rank);
+            let w = (!c.out.is_empty() && !c.inline) || also_write == Some(rank);
             (!c.held_back(), w)
         };
         let (mut alive, mut active, mut ready_now) = (0, 0, false);
@@ -495,9 +730,10 @@ impl<P: Poller> Sockets<P> {
                 alive += 1;
                 let (r, w) = wants(rank, c);
                 active += usize::from(r || w);
-                // A connection let go by the drain above may have bytes
-                // waiting that no new readiness event will announce.
-                ready_now |= r && c.readable;
+                // A connection let go above may have bytes waiting that no
+                // new readiness event will announce; one with a queue may
+                // have room that nobody tried yet.
+                ready_now |= (r && c.readable) || (w && c.writable && !c.out.is_empty());
             }
         }
         if timeout.is_none() && alive == 0 {
@@ -507,10 +743,11 @@ impl<P: Poller> Sockets<P> {
         }
         if timeout.is_none() && active == 0 {
             return Err(Error::Deadlock(format!(
-                "waiting for a message, but every live connection is held back: the \
-                 unexpected-message queue is full ({} messages) and no posted receive \
-                 matches the next message of any peer, so nothing more can arrive until \
-                 the program receives messages that are already here",
+                "waiting for a message, but every live connection is stalled: the \
+                 unexpected-message queue is full ({} messages, or as many receives wait for \
+                 rendezvous data) and no posted receive matches the next message of any \
+                 peer, so nothing more can arrive until the program receives messages that \
+                 are already here",
                 super::matcher::QUEUE_CAPACITY
             )));
         }
@@ -547,7 +784,129 @@ impl<P: Poller> Sockets<P> {
         }
         self.ready = ready;
         self.pump();
+        self.settle_owed();
         Ok(())
+    }
+
+    /// Writes one message to `dest` straight from `data`, after everything
+    /// queued before it, receiving while the socket is full.
+    fn write_inline(&mut self, dest: u32, header: [u8; HEADER_LEN], data: &[u8]) -> Result<()> {
+        while !self.conn(dest)?.out.is_empty() {
+            self.progress(None)?;
+        }
+        self.conn(dest)?.inline = true;
+        let written = self.write_inline_now(dest, header, data);
+        if let Some(Some(c)) = self.conns.get_mut(dest as usize) {
+            c.inline = false;
+        }
+        written
+    }
+
+    fn write_inline_now(&mut self, dest: u32, header: [u8; HEADER_LEN], data: &[u8]) -> Result<()> {
+        let mut sending = Sending::new(header);
+        loop {
+            let c = self.conn(dest)?;
+            match sending.write(c.wstream(), data) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => {
+                    self.kill(dest as usize, Failure::Closed, format!("write failed: {e}"));
+                    return self.conn(dest).map(drop);
+                }
+            }
+            let c = self.conn(dest)?;
+            c.writable = false;
+            self.poll(None, Some(dest as usize))?;
+        }
+    }
+
+    /// How a message of `len` bytes to `dest` leaves; an eager one's
+    /// credit is spent. Without credit a message waits here rather than
+    /// going as a request: on one connection, requests that stall the
+    /// receiver would hold back the data of requests it already cleared.
+    fn route(&mut self, dest: u32, len: u64) -> Result<Route> {
+        let threshold = self.threshold;
+        let c = self.conn(dest)?;
+        Ok(if !c.deferred.is_empty() {
+            Route::Defer
+        } else if len > threshold {
+            Route::Rendezvous
+        } else if c.allowance.spend(len) {
+            Route::Eager
+        } else {
+            Route::Defer
+        })
+    }
+
+    /// Queues a copy of `data` until `dest` gives credit; its token.
+    fn defer(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<u64> {
+        let token = self.sends.start();
+        self.conn(dest)?.deferred.push_back(Deferred {
+            env,
+            data: data.to_vec(),
+            token,
+        });
+        Ok(token)
+    }
+
+    /// Makes a new offer to `dest`; returns its id and the request to
+    /// send naming it.
+    fn offer(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        len: u64,
+        offer: Offer,
+    ) -> Result<(u32, [u8; HEADER_LEN])> {
+        let c = self.conn(dest)?;
+        let id = c.next_offer;
+        c.next_offer = c.next_offer.wrapping_add(1);
+        c.offers.insert(id, offer);
+        Ok((id, c.tx.encode_ref(Kind::Rts, env, len, id)))
+    }
+
+    /// A blocking rendezvous send: the request, then the data from the
+    /// caller's buffer once the receiver matched, or a copy if it did not
+    /// within [`RNDV_WAIT`].
+    fn send_rendezvous(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
+        let len = data.len() as u64;
+        let (id, rts) = self.offer(dest, env, len, Offer::Borrowed { len, cleared: None })?;
+        self.write_inline(dest, rts, &[])?;
+        let until = Instant::now() + RNDV_WAIT;
+        loop {
+            let me = self.me;
+            let c = self.conn(dest)?;
+            match c.offers.get(&id) {
+                Some(Offer::Borrowed {
+                    cleared: Some((token, want)),
+                    ..
+                }) => {
+                    let (token, want) = (*token, *want);
+                    c.offers.remove(&id);
+                    let env = Header::token_envelope(me, token);
+                    let header = c.tx.encode_ref(Kind::Data, env, want, id);
+                    return self.write_inline(dest, header, &data[..want as usize]);
+                }
+                Some(Offer::Borrowed { cleared: None, .. }) => {}
+                _ => unreachable!("only this send answers offer {id}"),
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                // Not matched yet: the data goes when it is, from a copy.
+                let token = self.sends.start();
+                self.sends.release(SendToken(token));
+                let c = self.conn(dest)?;
+                c.offers.insert(
+                    id,
+                    Offer::Owned {
+                        data: data.to_vec(),
+                        token,
+                    },
+                );
+                return Ok(());
+            }
+            self.poll(Some(left), None)?;
+        }
     }
 }
 
@@ -559,26 +918,18 @@ impl<P: Poller> Transport for Sockets<P> {
                 .deliver(env, data)
                 .map_err(|_| Error::ResourceExhausted("unexpected-message queue"));
         }
-        // Earlier isends to `dest` leave first.
-        while !self.conn(dest)?.out.is_empty() {
-            self.progress(None)?;
+        match self.route(dest, data.len() as u64)? {
+            Route::Eager => {}
+            Route::Rendezvous => return self.send_rendezvous(dest, env, data),
+            Route::Defer => {
+                let token = self.defer(dest, env, data)?;
+                self.sends.release(SendToken(token));
+                return Ok(());
+            }
         }
         let c = self.conn(dest)?;
-        let mut sending = Sending::new(c.tx.encode(Kind::Eager, env, data.len() as u64));
-        loop {
-            let c = self.conn(dest)?;
-            match sending.write(c.wstream(), data) {
-                Ok(true) => return Ok(()),
-                Ok(false) => {}
-                Err(e) => {
-                    self.kill(dest as usize, format!("write failed: {e}"));
-                    return self.conn(dest).map(drop);
-                }
-            }
-            let c = self.conn(dest)?;
-            c.writable = false;
-            self.poll(None, Some(dest as usize))?;
-        }
+        let header = c.tx.encode(Kind::Eager, env, data.len() as u64);
+        self.write_inline(dest, header, data)
     }
 
     fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
@@ -586,11 +937,26 @@ impl<P: Poller> Transport for Sockets<P> {
             self.send(dest, env, data)?;
             return Ok(SendToken(0));
         }
-        self.conn(dest)?;
+        let len = data.len() as u64;
+        let route = self.route(dest, len)?;
+        if let Route::Defer = route {
+            return self.defer(dest, env, data).map(SendToken);
+        }
+        if let Route::Rendezvous = route {
+            let token = self.sends.start();
+            let owned = Offer::Owned {
+                data: data.to_vec(),
+                token,
+            };
+            let (_, rts) = self.offer(dest, env, len, owned)?;
+            self.conn(dest)?.queue(rts, Vec::new(), 0);
+            self.flush_conn(dest as usize);
+            return Ok(SendToken(token));
+        }
         let Some(Some(c)) = self.conns.get_mut(dest as usize) else {
-            unreachable!("conn() just found rank {dest}'s connection");
+            unreachable!("route() just found rank {dest}'s connection");
         };
-        let header = c.tx.encode(Kind::Eager, env, data.len() as u64);
+        let header = c.tx.encode(Kind::Eager, env, len);
         let w = c.writer.as_mut().unwrap_or(&mut c.stream);
         match start_isend(w, &mut c.out, &mut self.sends, header, data) {
             Ok(token) => {
@@ -600,7 +966,7 @@ impl<P: Poller> Transport for Sockets<P> {
                 Ok(token)
             }
             Err(e) => {
-                self.kill(dest as usize, format!("write failed: {e}"));
+                self.kill(dest as usize, Failure::Closed, format!("write failed: {e}"));
                 self.conn(dest).map(|_| SendToken(0))
             }
         }
@@ -617,16 +983,15 @@ impl<P: Poller> Transport for Sockets<P> {
     matcher_receive_methods!();
 
     fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
-        self.drain_overflow();
+        self.resume_stalled();
+        self.settle_owed();
         let worked = self.pump();
         let timeout = if worked {
             Some(Duration::ZERO)
         } else {
             timeout
         };
-        self.poll(timeout, None)?;
-        self.drain_overflow();
-        Ok(())
+        self.poll(timeout, None)
     }
 
     fn peer_failure(&self, rank: u32) -> Option<String> {
@@ -637,10 +1002,9 @@ impl<P: Poller> Transport for Sockets<P> {
     }
 
     fn has_queued_sends(&self) -> bool {
-        self.conns
-            .iter()
-            .flatten()
-            .any(|c| c.dead.is_none() && !c.out.is_empty())
+        self.conns.iter().flatten().any(|c| {
+            c.dead.is_none() && !(c.out.is_empty() && c.offers.is_empty() && c.deferred.is_empty())
+        })
     }
 }
 
@@ -651,9 +1015,9 @@ mod tests {
 
     use std::io::Write;
     use std::net::TcpListener;
-    use std::time::Instant;
 
     use o2g_core::proto::envelope::{Selector, SourceSel, TagSel};
+    use o2g_core::proto::stream::{Event, Reassembler};
 
     use super::super::bootstrap;
     use super::super::epoll::Epoll;
@@ -686,15 +1050,106 @@ mod tests {
         (near, peer)
     }
 
-    /// World rank 0 of `size` waiting with `poller`, and the far ends of
-    /// its connections to ranks 1.. (index 0 is rank 1).
-    fn rank0<P: Poller>(size: u32, poller: P, config: &Config) -> (Sockets<P>, Vec<TcpStream>) {
+    /// A raw peer of rank 0: its socket, its encoder, and a reader of what
+    /// rank 0 says to it.
+    struct Peer {
+        s: TcpStream,
+        enc: Encoder,
+        rx: Reassembler,
+        /// Bytes of `pending` already written.
+        at: usize,
+        pending: Vec<u8>,
+    }
+
+    impl Peer {
+        fn new(s: TcpStream) -> Self {
+            Self {
+                s,
+                enc: Encoder::new(),
+                rx: Reassembler::new(Limits {
+                    max_payload: u64::MAX,
+                }),
+                at: 0,
+                pending: Vec::new(),
+            }
+        }
+
+        /// Queues bytes to write, in order.
+        fn say(&mut self, bytes: &[u8]) {
+            self.pending.extend_from_slice(bytes);
+        }
+
+        /// Writes what the nonblocking socket takes of what was said.
+        fn push(&mut self) {
+            while self.at < self.pending.len() {
+                match self.s.write(&self.pending[self.at..]) {
+                    Ok(n) => self.at += n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => panic!("peer write: {e}"),
+                }
+            }
+        }
+
+        /// Whether everything said went out.
+        fn all_out(&self) -> bool {
+            self.at == self.pending.len()
+        }
+
+        /// The headers rank 0 sent that are here now (payloads skipped).
+        fn heard(&mut self) -> Vec<Header> {
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 64 << 10];
+            loop {
+                let n = match self.s.read(&mut buf) {
+                    Ok(0) => return got,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return got,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => panic!("peer read: {e}"),
+                };
+                let mut input = &buf[..n];
+                loop {
+                    let step = self.rx.feed(input).expect("rank 0 speaks the protocol");
+                    input = &input[step.consumed..];
+                    match step.event {
+                        Some(Event::Header(h)) => got.push(h),
+                        Some(_) => {}
+                        None => break,
+                    }
+                }
+            }
+        }
+
+        /// Answers every clear-to-send heard with its data: `payload`
+        /// of the offer, cut to what was asked. Returns how many.
+        fn answer(&mut self, me: u32, payload: impl Fn(u32) -> Vec<u8>) -> usize {
+            let mut n = 0;
+            for h in self.heard() {
+                if h.kind == Kind::Cts {
+                    let mut data = payload(h.reference);
+                    data.truncate(h.len as usize);
+                    let env = Header::token_envelope(me, h.token());
+                    let header = self.enc.encode_ref(Kind::Data, env, h.len, h.reference);
+                    self.say(&header);
+                    self.say(&data);
+                    n += 1;
+                }
+            }
+            self.push();
+            n
+        }
+    }
+
+    /// World rank 0 of `size` waiting with `poller`, and its peers, ranks
+    /// 1.. (index 0 is rank 1).
+    fn rank0<P: Poller>(size: u32, poller: P, config: &Config) -> (Sockets<P>, Vec<Peer>) {
         let mut links = vec![None];
         let mut peers = Vec::new();
         for _ in 1..size {
             let (near, far) = pair(config);
             links.push(Some((near, None)));
-            peers.push(far);
+            peers.push(Peer::new(far));
         }
         let t = Sockets::new(0, size, links, poller, config, Vec::new()).expect("transport");
         (t, peers)
@@ -716,23 +1171,16 @@ mod tests {
         }
     }
 
-    /// A whole message on the wire.
+    /// A whole eager message on the wire.
     fn message(enc: &mut Encoder, e: Envelope, payload: &[u8]) -> Vec<u8> {
         let mut m = enc.encode(Kind::Eager, e, payload.len() as u64).to_vec();
         m.extend_from_slice(payload);
         m
     }
 
-    /// Writes what a nonblocking socket takes of `bytes[*at..]`.
-    fn push(s: &mut TcpStream, bytes: &[u8], at: &mut usize) {
-        while *at < bytes.len() {
-            match s.write(&bytes[*at..]) {
-                Ok(n) => *at += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => panic!("peer write: {e}"),
-            }
-        }
+    /// A request to send `len` bytes under `offer`.
+    fn rts(enc: &mut Encoder, e: Envelope, len: u64, offer: u32) -> [u8; HEADER_LEN] {
+        enc.encode_ref(Kind::Rts, e, len, offer)
     }
 
     /// Progresses `t` until `done`, failing the test after [`PATIENCE`].
@@ -744,184 +1192,339 @@ mod tests {
         let end = Instant::now() + PATIENCE;
         while !done(t) {
             assert!(Instant::now() < end, "gave up waiting for {what}");
-            t.progress(Some(Duration::from_millis(10)))
+            t.progress(Some(Duration::from_millis(1)))
                 .expect("progress");
         }
     }
 
-    /// Messages held in the per-connection overflow lists.
-    fn overflowed<P: Poller>(t: &Sockets<P>) -> usize {
-        t.conns.iter().flatten().map(|c| c.overflow.len()).sum()
+    /// Receives from `peer` the message `sel` selects into `cap` bytes,
+    /// answering clear-to-send messages with `payload(offer)`.
+    fn receive<P: Poller>(
+        t: &mut Sockets<P>,
+        peer: &mut Peer,
+        sel: Selector,
+        cap: usize,
+        payload: impl Fn(u32) -> Vec<u8>,
+    ) -> RecvOutcome {
+        let r = t.post_recv(sel, cap).expect("post");
+        let mut got = None;
+        progress_until(t, &format!("a message for {sel:?}"), |t| {
+            peer.push();
+            peer.answer(1, &payload);
+            got = t.test_recv(r);
+            got.is_some()
+        });
+        got.expect("outcome")
     }
 
-    /// A peer floods rank 0 with far more unexpected messages than its
-    /// engine holds: what rank 0 keeps stays bounded and the peer is held
-    /// back by TCP; then rank 0 receives them all, in order.
+    /// The payload of offer `i` in the floods: its number.
+    fn numbered(i: u32) -> Vec<u8> {
+        u64::from(i).to_le_bytes().to_vec()
+    }
+
+    /// A peer floods rank 0 with far more requests to send than its
+    /// machine holds: rank 0 stalls that connection at the machine's
+    /// bound and TCP holds the peer back. A receive whose data would come
+    /// behind the flood cannot end (the stall holds back the answers on
+    /// this one connection): the wait fails with a deadlock error instead
+    /// of hanging, and the receives of the messages already here still
+    /// take them.
     fn flood_is_bounded<P: Poller>(poller: P) {
-        const EXTRA: usize = 40_000;
+        const EXTRA: usize = 20_000;
         let total = QUEUE_CAPACITY + EXTRA;
         // Buffers well above loopback's MSS (64 KiB), so that TCP keeps
         // moving, yet small beside the flood.
         let cfg = config(&[("O2G_SNDBUF", "131072"), ("O2G_RCVBUF", "131072")]);
         let (mut t, mut peers) = rank0(2, poller, &cfg);
-        let mut enc = Encoder::new();
-        let mut flood = Vec::new();
+        let peer = &mut peers[0];
         for i in 0..total {
-            flood.extend(message(
-                &mut enc,
-                env(1, i as u32),
-                &(i as u64).to_le_bytes(),
-            ));
+            let h = rts(&mut peer.enc, env(1, i as u32), 8, i as u32);
+            peer.say(&h);
         }
         // Write while rank 0 makes progress, until the peer is held back
         // (nothing more goes out for half a second) or everything went out.
-        let mut at = 0;
         let (mut last, mut since) = (usize::MAX, Instant::now());
         let end = Instant::now() + PATIENCE;
-        while at < flood.len() && since.elapsed() < Duration::from_millis(500) {
+        while !peer.all_out() && since.elapsed() < Duration::from_millis(500) {
             assert!(Instant::now() < end, "the flood neither ended nor stalled");
-            push(&mut peers[0], &flood, &mut at);
+            peer.push();
             t.progress(Some(Duration::from_millis(2)))
                 .expect("progress");
-            if at != last {
-                (last, since) = (at, Instant::now());
+            if peer.at != last {
+                (last, since) = (peer.at, Instant::now());
             }
         }
-        let held = overflowed(&t);
-        let bound = OVERFLOW_MESSAGES + SCRATCH / o2g_core::proto::wire::HEADER_LEN;
-        assert_eq!(t.matcher.unexpected_count(), QUEUE_CAPACITY);
-        assert!(held <= bound, "{held} messages overflowed (bound {bound})");
-        assert!(at < flood.len(), "the peer was never held back");
-        // Receiving lets the rest in; nothing is lost or reordered.
-        for i in 0..total {
-            let r = t.post_recv(from(1, i as u32), 8).expect("post");
-            let mut got = None;
-            progress_until(&mut t, &format!("message {i}"), |t| {
-                push(&mut peers[0], &flood, &mut at);
-                got = t.test_recv(r);
-                got.is_some()
-            });
-            match got {
-                Some(RecvOutcome::Done { data, .. }) => {
-                    assert_eq!(data, (i as u64).to_le_bytes(), "message {i}")
-                }
-                other => panic!("message {i}: {other:?}"),
+        assert_eq!(t.matcher.machine().unexpected_len(), QUEUE_CAPACITY);
+        assert!(t.conns[1].as_ref().is_some_and(Conn::held_back));
+        assert!(!peer.all_out(), "the peer was never held back");
+        assert_eq!(t.matcher.reserved_bytes(), 0);
+        let r = t.post_recv(from(1, 0), 8).expect("post");
+        let end = Instant::now() + PATIENCE;
+        let why = loop {
+            assert!(Instant::now() < end, "the wait neither ended nor failed");
+            peer.push();
+            peer.answer(1, numbered);
+            match t.progress(None) {
+                Ok(()) => assert!(t.test_recv(r).is_none(), "its data came past the stall"),
+                Err(Error::Deadlock(why)) => break why,
+                Err(e) => panic!("{e}"),
             }
-        }
+        };
+        assert!(why.contains("every live connection is stalled"), "{why}");
     }
 
     #[test]
-    fn a_flood_of_unexpected_messages_is_bounded_epoll() {
+    fn a_flood_of_requests_to_send_is_bounded_epoll() {
         flood_is_bounded(Epoll::new().expect("epoll"));
     }
 
     #[test]
-    fn a_flood_of_unexpected_messages_is_bounded_select() {
+    fn a_flood_of_requests_to_send_is_bounded_select() {
         flood_is_bounded(Select::new());
     }
 
     #[test]
-    fn a_flood_of_unexpected_messages_is_bounded_poll() {
+    fn a_flood_of_requests_to_send_is_bounded_poll() {
         flood_is_bounded(Poll::new());
     }
 
-    /// Writes `bytes` from `peer` while `t` progresses, until `done`.
-    fn feed_until<P: Poller>(
-        t: &mut Sockets<P>,
-        peer: &mut TcpStream,
-        bytes: &[u8],
-        at: &mut usize,
-        what: &str,
-        mut done: impl FnMut(&Sockets<P>) -> bool,
-    ) {
-        progress_until(t, what, |t| {
-            push(peer, bytes, at);
-            done(t)
-        });
-    }
-
-    /// Rank 1's messages with tags `0..QUEUE_CAPACITY` and 8-byte
-    /// payloads, then `more`: the first fill rank 0's unexpected queue.
-    fn filler(more: &[(u32, Vec<u8>)]) -> Vec<u8> {
-        let mut enc = Encoder::new();
-        let mut bytes = Vec::new();
-        for i in 0..QUEUE_CAPACITY {
-            bytes.extend(message(&mut enc, env(1, i as u32), &[1; 8]));
-        }
-        for (tag, payload) in more {
-            bytes.extend(message(&mut enc, env(1, *tag), payload));
-        }
-        bytes
-    }
-
-    /// The message being read when the overflow bound is reached is larger
-    /// than the bound: once the program receives, it enters the engine
-    /// half-received and arrives whole, and the connection reads on.
+    /// Without eager credit at the receiver, small messages wait at the
+    /// sender: `isend`s stay pending and a blocking send returns (its
+    /// data copied); once the receiver grants credit they leave in order,
+    /// eager, and a large message sent after them follows them as a
+    /// request to send.
     #[test]
-    fn a_message_larger_than_the_bound_is_not_stuck_behind_it() {
-        let big: Vec<u8> = (0..4 * OVERFLOW_BYTES).map(|i| i as u8).collect();
-        let tail = [7u8; 3];
-        let bytes = filler(&[(1 << 20, big.clone()), (1 << 21, tail.to_vec())]);
-        let cfg = config(&[("O2G_SNDBUF", "131072"), ("O2G_RCVBUF", "131072")]);
+    fn without_credit_small_messages_wait_at_the_sender_in_order() {
+        let (mut t, mut peers) = rank0(2, Poll::new(), &config(&[]));
+        let a = t.isend(1, env(0, 1), b"first").expect("isend");
+        t.send(1, env(0, 2), b"second").expect("send");
+        let big = t.isend(1, env(0, 3), &vec![3u8; 1 << 20]).expect("isend");
+        t.progress(Some(Duration::from_millis(50)))
+            .expect("progress");
+        let peer = &mut peers[0];
+        let early: Vec<Kind> = peer.heard().iter().map(|h| h.kind).collect();
+        assert_eq!(early, [Kind::Credit], "nothing may go out before credit");
+        assert!(!t.test_send(a).expect("pending"));
+        let grant = peer.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 10, 8);
+        peer.say(&grant);
+        peer.push();
+        let mut heard = Vec::new();
+        progress_until(&mut t, "the waiting messages", |_| {
+            heard.extend(peer.heard());
+            heard.len() == 3
+        });
+        let order: Vec<(Kind, u32)> = heard.iter().map(|h| (h.kind, h.envelope.tag)).collect();
+        assert_eq!(order, [(Kind::Eager, 1), (Kind::Eager, 2), (Kind::Rts, 3)]);
+        assert!(t.test_send(a).expect("sent"));
+        assert!(!t.test_send(big).expect("waits for its clear-to-send"));
+    }
+
+    /// A peer that sends more eager messages than its credit allows breaks
+    /// the protocol: its connection fails with an error that says so, and
+    /// the messages within the credit stay receivable.
+    #[test]
+    fn eager_messages_past_the_credit_fail_the_connection() {
+        let cfg = config(&[("O2G_EAGER_CREDIT_MSGS", "4")]);
         let (mut t, mut peers) = rank0(2, Poll::new(), &cfg);
-        let mut at = 0;
-        feed_until(&mut t, &mut peers[0], &bytes, &mut at, "the bound", |t| {
-            t.conns[1].as_ref().is_some_and(Conn::held_back)
+        let peer = &mut peers[0];
+        for i in 0..5 {
+            let m = message(&mut peer.enc, env(1, i), &[i as u8; 16]);
+            peer.say(&m);
+        }
+        peer.push();
+        progress_until(&mut t, "the connection's failure", |t| {
+            t.peer_failure(1).is_some()
         });
-        assert!(at < bytes.len(), "the peer was not held back");
-        // One receive frees a slot: the big message moves into the engine.
-        let r = t.post_recv(from(1, 0), 8).expect("post");
-        assert!(t.test_recv(r).is_some());
-        let r = t.post_recv(from(1, 1 << 20), big.len()).expect("post");
-        let mut got = None;
-        progress_until(&mut t, "the big message", |t| {
-            push(&mut peers[0], &bytes, &mut at);
-            got = t.test_recv(r);
-            got.is_some()
-        });
+        let why = t.peer_failure(1).expect("failed");
         assert!(
-            matches!(&got, Some(RecvOutcome::Done { data, .. }) if *data == big),
-            "the big message arrived wrong"
+            why.contains("eager credit") && why.contains("rank 1"),
+            "{why}"
         );
-        let r = t.post_recv(from(1, 1 << 21), 3).expect("post");
-        let mut got = None;
-        progress_until(&mut t, "the last message", |t| {
-            push(&mut peers[0], &bytes, &mut at);
-            got = t.test_recv(r);
-            got.is_some()
-        });
-        assert!(matches!(&got, Some(RecvOutcome::Done { data, .. }) if data[..] == tail));
+        for i in 0..4 {
+            assert!(
+                t.iprobe(from(1, i)).is_some(),
+                "message {i} within the credit"
+            );
+        }
+        assert!(t.iprobe(from(1, 4)).is_none());
     }
 
-    /// A receive that only a message behind a full unexpected queue could
-    /// satisfy, with every connection held back, fails with a deadlock
-    /// error instead of hanging; receiving the queued messages ends it.
+    /// Credit comes back as the program receives stored messages: a peer
+    /// that keeps to its credit can send far more eager messages than the
+    /// window, and gets the first credit before anything else.
     #[test]
-    fn a_wait_nothing_can_end_fails_instead_of_hanging() {
-        let extra: Vec<(u32, Vec<u8>)> = (0..2 * OVERFLOW_MESSAGES)
-            .map(|i| ((1 << 20) + i as u32, vec![2; 8]))
-            .collect();
-        let bytes = filler(&extra);
-        let cfg = config(&[]);
-        let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &cfg);
-        let mut at = 0;
-        feed_until(&mut t, &mut peers[0], &bytes, &mut at, "the bound", |t| {
-            t.conns[1].as_ref().is_some_and(Conn::held_back)
+    fn credit_returns_as_stored_messages_are_received() {
+        let cfg = config(&[
+            ("O2G_EAGER_CREDIT_MSGS", "4"),
+            ("O2G_EAGER_CREDIT_BYTES", "64"),
+        ]);
+        let (mut t, mut peers) = rank0(2, Poll::new(), &cfg);
+        let peer = &mut peers[0];
+        let mut credit = Allowance::new();
+        let mut sent = 0u32;
+        progress_until(&mut t, "40 eager messages", |t| {
+            for h in peer.heard() {
+                assert_eq!(h.kind, Kind::Credit, "{h:?}");
+                credit.add(Credit {
+                    bytes: h.len,
+                    msgs: h.reference,
+                });
+            }
+            while sent < 40 && credit.spend(16) {
+                let m = message(&mut peer.enc, env(1, sent), &[sent as u8; 16]);
+                peer.say(&m);
+                sent += 1;
+            }
+            peer.push();
+            // Receive whatever arrived.
+            for tag in 0..sent {
+                if t.iprobe(from(1, tag)).is_some() {
+                    let r = t.post_recv(from(1, tag), 16).expect("post");
+                    match t.test_recv(r) {
+                        Some(RecvOutcome::Done { data, .. }) => {
+                            assert_eq!(data, [tag as u8; 16])
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+            }
+            sent == 40 && t.matcher.machine().unexpected_len() == 0
         });
-        let last = (1 << 20) + 2 * OVERFLOW_MESSAGES as u32 - 1;
-        let r = t.post_recv(from(1, last), 8).expect("post");
-        match t.progress(None) {
-            Err(Error::Deadlock(why)) => assert!(why.contains("unexpected-message queue is full")),
-            other => panic!("progress returned {other:?}"),
+        assert!(t.peer_failure(1).is_none());
+    }
+
+    /// A request to send that arrives before its receive costs rank 0 no
+    /// payload room; the receive posted later gets the data straight, and
+    /// a short receive asks for only what it can take and reports the
+    /// full length.
+    #[test]
+    fn a_large_message_waits_at_its_sender_until_received() {
+        const BIG: usize = 4 << 20;
+        let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &config(&[]));
+        let peer = &mut peers[0];
+        let big = |_: u32| (0..BIG).map(|i| (i * 7) as u8).collect::<Vec<u8>>();
+        for tag in [1, 2] {
+            let h = rts(&mut peer.enc, env(1, tag), BIG as u64, tag);
+            peer.say(&h);
         }
-        for i in 0..QUEUE_CAPACITY {
-            let q = t.post_recv(from(1, i as u32), 8).expect("post");
-            assert!(t.test_recv(q).is_some(), "message {i} was not here");
+        peer.push();
+        progress_until(&mut t, "the requests", |t| t.iprobe(from(1, 2)).is_some());
+        assert_eq!(t.iprobe(from(1, 1)), Some((env(1, 1), BIG as u64)));
+        assert_eq!(t.matcher.reserved_bytes(), 0);
+        match receive(&mut t, peer, from(1, 1), BIG, big) {
+            RecvOutcome::Done { data, len, .. } => {
+                assert_eq!(len, BIG as u64);
+                assert!(data == big(1), "the data arrived wrong");
+            }
+            other => panic!("{other:?}"),
         }
-        progress_until(&mut t, "the last message", |t| {
-            push(&mut peers[0], &bytes, &mut at);
-            matches!(t.test_recv(r), Some(RecvOutcome::Done { .. }))
+        match receive(&mut t, peer, from(1, 2), 1000, big) {
+            RecvOutcome::Done { data, len, .. } => {
+                assert_eq!((len, data.len()), (BIG as u64, 1000));
+                assert!(data[..] == big(2)[..1000]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(t.peer_failure(1).is_none());
+    }
+
+    /// Rank 0's own rendezvous sends: an `isend` completes once its data
+    /// went out after the clear-to-send; a blocking send whose receiver
+    /// does not match in time returns and sends later, from a copy.
+    #[test]
+    fn rendezvous_sends_go_when_cleared() {
+        const LEN: usize = 1 << 20;
+        let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &config(&[]));
+        let data: Vec<u8> = (0..LEN).map(|i| (i % 253) as u8).collect();
+        let token = t.isend(1, env(0, 3), &data).expect("isend");
+        t.send(1, env(0, 4), &data).expect("send returns unmatched");
+        let peer = &mut peers[0];
+        let mut rts_seen = Vec::new();
+        progress_until(&mut t, "both requests", |_| {
+            rts_seen.extend(peer.heard().into_iter().filter(|h| h.kind == Kind::Rts));
+            rts_seen.len() == 2
         });
+        assert!(!t.test_send(token).expect("pending"));
+        // The receiver matches both: clear-to-send for all of the first,
+        // half of the second.
+        for (h, want) in rts_seen.iter().zip([LEN, LEN / 2]) {
+            assert_eq!((h.len, h.envelope.source), (LEN as u64, 0));
+            let env = Header::token_envelope(1, 0x1000 + u64::from(h.envelope.tag));
+            let cts = peer
+                .enc
+                .encode_ref(Kind::Cts, env, want as u64, h.reference);
+            peer.say(&cts);
+        }
+        peer.push();
+        let mut got: Vec<(Header, Vec<u8>)> = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        progress_until(&mut t, "both data messages", |_| {
+            if let Ok(n) = peer.s.read(&mut buf) {
+                let mut input = &buf[..n];
+                while let Ok(step) = peer.rx.feed(input) {
+                    input = &input[step.consumed..];
+                    match step.event {
+                        Some(Event::Header(h)) => got.push((h, Vec::new())),
+                        Some(Event::Payload { data, .. }) => {
+                            got.last_mut().expect("header").1.extend_from_slice(data)
+                        }
+                        Some(Event::End(_)) => {}
+                        None => break,
+                    }
+                }
+            }
+            got.iter()
+                .filter(|(h, d)| h.kind == Kind::Data && d.len() as u64 == h.len)
+                .count()
+                == 2
+        });
+        let datas: Vec<_> = got.iter().filter(|(h, _)| h.kind == Kind::Data).collect();
+        assert_eq!(datas[0].0.token(), 0x1003);
+        assert!(datas[0].1 == data);
+        assert_eq!(datas[1].0.token(), 0x1004);
+        assert!(datas[1].1[..] == data[..LEN / 2]);
+        assert!(t.test_send(token).expect("done"));
+        assert!(!t.has_queued_sends());
+    }
+
+    /// Clear-to-send and data messages that name nothing this end made,
+    /// or ask for too much, fail the connection with an error that says
+    /// which rule the peer broke.
+    #[test]
+    fn rendezvous_answers_that_name_nothing_fail_the_connection() {
+        type Says = fn(&mut Peer) -> Vec<u8>;
+        let cases: [(&str, Says); 3] = [
+            ("which no receive of rank 0 waits", |p| {
+                p.enc
+                    .encode_ref(Kind::Data, Header::token_envelope(1, 77), 0, 0)
+                    .to_vec()
+            }),
+            ("clear-to-send for offer 9", |p| {
+                p.enc
+                    .encode_ref(Kind::Cts, Header::token_envelope(1, 77), 1, 9)
+                    .to_vec()
+            }),
+            ("asked for 2097152 bytes of a message of 1048576", |p| {
+                p.enc
+                    .encode_ref(Kind::Cts, Header::token_envelope(1, 77), 2 << 20, 0)
+                    .to_vec()
+            }),
+        ];
+        for (expect, bytes) in cases {
+            let (mut t, mut peers) = rank0(2, Poll::new(), &config(&[]));
+            // Offer 0: a rendezvous isend from rank 0.
+            let _ = t.isend(1, env(0, 1), &vec![1u8; 1 << 20]).expect("isend");
+            let peer = &mut peers[0];
+            let b = bytes(peer);
+            peer.say(&b);
+            peer.push();
+            progress_until(&mut t, expect, |t| t.peer_failure(1).is_some());
+            let why = t.peer_failure(1).expect("failed");
+            assert!(
+                why.contains(expect) && why.contains("protocol error"),
+                "{why}"
+            );
+        }
     }
 
     /// Rank 1's connection carries a header that names rank 2 as the
@@ -934,9 +1537,11 @@ mod tests {
         let from2 = t.post_recv(from(2, 9), 8).expect("post");
         let mut enc = Encoder::new();
         peers[0]
+            .s
             .write_all(&message(&mut enc, env(1, 8), b"fine"))
             .expect("write");
         peers[0]
+            .s
             .write_all(&message(&mut enc, env(2, 9), b"forged"))
             .expect("write");
         let mut forged = None;
@@ -952,6 +1557,7 @@ mod tests {
         );
         assert!(t.iprobe(from(1, 8)).is_some(), "rank 1's earlier message");
         peers[1]
+            .s
             .write_all(&message(&mut Encoder::new(), env(2, 9), b"real"))
             .expect("write");
         let mut got = None;
@@ -966,31 +1572,47 @@ mod tests {
         assert!(t.peer_failure(2).is_none());
     }
 
-    /// A peer announces a 4 GiB message and sends nothing more: rank 0
-    /// sees the envelope but reserves almost nothing, unexpected or into a
-    /// posted 4 GiB receive.
+    /// Announcements of 4 GiB: as an eager message it is past any credit
+    /// and fails the connection before anything is reserved; as a request
+    /// to send it reserves nothing, and the data that follows a 4 GiB
+    /// receive's clear-to-send reserves only what arrived.
     #[test]
     fn a_4_gib_announcement_reserves_little() {
         let cfg = config(&[]);
         let (mut t, mut peers) = rank0(3, Epoll::new().expect("epoll"), &cfg);
-        let mut enc = Encoder::new();
-        let header = enc.encode(Kind::Eager, env(1, 1), 4 << 30);
-        peers[0].write_all(&header).expect("write");
-        progress_until(&mut t, "the announcement", |t| {
-            t.matcher.reserved_bytes() >= FIRST_RESERVE
+        let header = peers[0].enc.encode(Kind::Eager, env(1, 1), 4 << 30);
+        peers[0].s.write_all(&header).expect("write");
+        progress_until(&mut t, "the eager announcement", |t| {
+            t.peer_failure(1).is_some()
         });
-        // Stored messages become visible only once whole.
-        assert!(t.iprobe(from(1, 1)).is_none());
+        assert!(t.peer_failure(1).expect("failed").contains("eager credit"));
+        assert_eq!(t.matcher.reserved_bytes(), 0);
+        let peer = &mut peers[1];
+        let h = rts(&mut peer.enc, env(2, 2), 4 << 30, 5);
+        peer.say(&h);
+        peer.push();
+        progress_until(&mut t, "the request", |t| t.iprobe(from(2, 2)).is_some());
+        assert_eq!(t.matcher.reserved_bytes(), 0);
         let r = t.post_recv(from(2, 2), 4 << 30).expect("post");
-        let mut enc = Encoder::new();
-        let header = enc.encode(Kind::Eager, env(2, 2), 4 << 30);
-        peers[1].write_all(&header).expect("write");
-        peers[1].write_all(&[5; 1000]).expect("write");
-        progress_until(&mut t, "the second announcement", |t| {
-            t.matcher.reserved_bytes() >= 2 * FIRST_RESERVE
+        let mut cts = None;
+        progress_until(&mut t, "the clear-to-send", |_| {
+            cts = peer.heard().into_iter().find(|h| h.kind == Kind::Cts);
+            cts.is_some()
+        });
+        let cts = cts.expect("cts");
+        assert_eq!((cts.len, cts.reference), (4 << 30, 5));
+        let env = Header::token_envelope(2, cts.token());
+        let data = peer.enc.encode_ref(Kind::Data, env, 4 << 30, 5);
+        peer.s.write_all(&data).expect("write");
+        peer.s.write_all(&[5; 1000]).expect("write");
+        progress_until(&mut t, "the data's first bytes", |t| {
+            t.matcher.reserved_bytes() >= 1000
         });
         let reserved = t.matcher.reserved_bytes();
-        assert!(reserved <= 1 << 20, "{reserved} bytes reserved");
+        assert!(
+            reserved <= FIRST_RESERVE.max(1 << 20),
+            "{reserved} bytes reserved"
+        );
         assert!(t.test_recv(r).is_none());
     }
 }
