@@ -538,6 +538,60 @@ pub(crate) fn backlog() -> Check {
     Ok(())
 }
 
+/// Messages of the `late_tag` case, and their size: together more than
+/// the o2g module's default area for unexpected messages (64 MiB).
+const LATE_TAG_COUNT: usize = 20;
+const LATE_TAG_MSG: usize = 4 << 20;
+
+/// The program of issue 20: rank 1 starts `LATE_TAG_COUNT` sends of
+/// 4 MiB with tag 1, then one with tag 2; rank 0 waits for the tag-2
+/// message first, then takes the others in order. MPI's progress rule
+/// says it completes: the tag-1 messages must not stand in the way of
+/// the tag-2 one, however little room the receiver has for them. With
+/// `O2G_CONF_ONE_HUGE=1` one tag-1 message is instead larger than all
+/// the others together.
+pub(crate) fn late_tag() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    let huge = std::env::var("O2G_CONF_ONE_HUGE").is_ok_and(|v| v == "1");
+    let size = |i: usize| {
+        if huge && i == 0 {
+            LATE_TAG_COUNT * LATE_TAG_MSG
+        } else {
+            LATE_TAG_MSG
+        }
+    };
+    let fill = |i: usize| vec![(i % 251) as u8 + 1; size(i)];
+    if world.rank() == 1 {
+        let msgs: Vec<Vec<u8>> = (0..LATE_TAG_COUNT).map(fill).collect();
+        let reqs = msgs
+            .iter()
+            .map(|m| world.isend(m, 0, 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        world.send(&[0xCD_u8; 100], 0, 2)?;
+        wait_all(reqs)?;
+    } else if world.rank() == 0 {
+        let mut last = [0u8; 100];
+        let st = world.recv(&mut last, 1, 2)?;
+        ensure!(
+            st.count_bytes() == 100 && last.iter().all(|b| *b == 0xCD),
+            "tag-2 message: {} bytes, content wrong",
+            st.count_bytes()
+        );
+        for i in 0..LATE_TAG_COUNT {
+            let mut buf = vec![0u8; size(i)];
+            let st = world.recv(&mut buf, 1, 1)?;
+            ensure!(
+                st.count_bytes() == size(i) && buf == fill(i),
+                "tag-1 message {i}: {} bytes, content wrong",
+                st.count_bytes()
+            );
+        }
+    }
+    universe.finalize()?;
+    Ok(())
+}
+
 /// Rank 1 leaves without `MPI_Finalize`'s synchronisation (it closes its
 /// connections and tells the launcher it is done, as a dropped universe
 /// does); rank 0 gets an error, not a hang. (A rank that exits without

@@ -5,7 +5,8 @@
 //! (source, destination, tag, length). Each rank starts all its sends at
 //! once, then receives its messages with randomly chosen selectors: exact,
 //! any-tag, any-source or both, always for some message the model says is
-//! still pending, so the receive can never hang. Each payload names its
+//! still pending, so the receive can never hang; some receives are posted
+//! after a short random delay. Each payload names its
 //! message, and the model checks that the message received is one the
 //! selector allows and that no earlier matching message from the same
 //! sender was skipped (non-overtaking, §3.5).
@@ -70,7 +71,8 @@ pub(crate) fn run() -> Check {
             src: rng.below(size as u64) as i32,
             dst: rng.below(size as u64) as i32,
             tag: rng.below(4) as i32,
-            // Mostly small, sometimes larger than a socket buffer.
+            // Mostly small, sometimes larger than a socket buffer and
+            // than the rendezvous threshold.
             len: match rng.below(20) {
                 0 => 40_000 + rng.below(40_000) as usize,
                 _ => 1 + rng.below(64) as usize,
@@ -99,6 +101,11 @@ pub(crate) fn run() -> Check {
             2 => (ANY_SOURCE, target.tag),
             _ => (ANY_SOURCE, ANY_TAG),
         };
+        // Sometimes post late, so that more has arrived unexpected (or
+        // waits at its sender) by then.
+        if rng.below(8) == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(rng.below(2000)));
+        }
         let mut buf = vec![0u64; 80_000];
         let st = match rng.below(3) {
             0 => world.recv(&mut buf, src, tag)?,
