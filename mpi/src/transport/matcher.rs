@@ -196,6 +196,13 @@ impl Store for Vectors {
     fn give_back(&mut self, _id: u64) {}
 }
 
+/// Eager messages from one sender taken out of the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Returned {
+    pub(crate) bytes: u64,
+    pub(crate) msgs: u32,
+}
+
 /// The receive state machine as user space instantiates it.
 pub(crate) type Machine = Receiver<Vec<Slot>, Vec<Bucket>, Vectors, Vec<Waiting>>;
 
@@ -238,8 +245,9 @@ pub(crate) struct Matcher {
     /// is owed to the sender.
     clears: Vec<Clear>,
     /// Eager bytes taken out of the store, by sender, whose credit is due
-    /// back to it.
-    returned: Vec<(u32, u64)>,
+    /// back to it (one entry per sender, so it stays small where nobody
+    /// takes it: transports without credit).
+    returned: HashMap<u32, Returned>,
 }
 
 impl Matcher {
@@ -265,7 +273,7 @@ impl Matcher {
             stored: HashMap::new(),
             sync_matched: Vec::new(),
             clears: Vec::new(),
-            returned: Vec::new(),
+            returned: HashMap::new(),
         }
     }
 
@@ -305,7 +313,9 @@ impl Matcher {
     /// capacity.
     fn complete_from_store(&mut self, t: RecvToken, envelope: Envelope, len: u64, region: u64) {
         self.note_match(envelope);
-        self.returned.push((envelope.source, len));
+        let r = self.returned.entry(envelope.source).or_default();
+        r.bytes = r.bytes.saturating_add(len);
+        r.msgs = r.msgs.saturating_add(1);
         let mut data = self.stored.remove(&region).unwrap_or_default();
         data.truncate(self.entry(t).map_or(0, |e| e.capacity));
         self.complete(
@@ -374,10 +384,10 @@ impl Matcher {
         std::mem::take(&mut self.clears)
     }
 
-    /// The eager messages taken out of the store since the last call, as
-    /// (sender, length): credit due back to each sender.
-    pub(crate) fn take_returned(&mut self) -> Vec<(u32, u64)> {
-        std::mem::take(&mut self.returned)
+    /// The eager bytes taken out of the store since the last call, by
+    /// sender: credit due back to each.
+    pub(crate) fn take_returned(&mut self) -> Vec<(u32, Returned)> {
+        self.returned.drain().collect()
     }
 
     /// Envelopes of the synchronous-mode messages matched since the last

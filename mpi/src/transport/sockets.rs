@@ -618,9 +618,13 @@ impl<P: Poller> Sockets<P> {
         for clear in self.matcher.take_clears() {
             self.send_cts(clear);
         }
-        for (rank, len) in self.matcher.take_returned() {
+        for (rank, r) in self.matcher.take_returned() {
             if let Some(Some(c)) = self.conns.get_mut(rank as usize) {
-                c.inbound.give_back(len);
+                // One message at a time, as the grant counts them; the
+                // bytes all at once.
+                for i in 0..r.msgs {
+                    c.inbound.give_back(if i == 0 { r.bytes } else { 0 });
+                }
                 self.settle_credit(rank as usize);
             }
         }
