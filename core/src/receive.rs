@@ -177,6 +177,12 @@ impl Held {
     }
 }
 
+/// Whether a stored message is a request to send (its payload waits at
+/// the sender) rather than an eager payload held in the store.
+pub const fn is_request(info: &MsgInfo) -> bool {
+    matches!(Held::from_location(info.location), Held::Offer(_))
+}
+
 /// A receive matched to a request to send: send a clear-to-send to `rank`
 /// naming `token` and `offer`, asking for `min(size, capacity)` bytes.
 /// The data then arrives as a [`Dest::Data`].
@@ -634,10 +640,7 @@ where
     /// `waiting` as its posted queue never sees that).
     pub fn post(&mut self, sel: Selector, handle: u64) -> Result<OnPost, QueueFull> {
         if self.free_waiting == NO_ENTRY
-            && self
-                .engine
-                .probe(sel)
-                .is_some_and(|(_, i)| matches!(Held::from_location(i.location), Held::Offer(_)))
+            && self.engine.probe(sel).is_some_and(|(_, i)| is_request(&i))
         {
             return Err(QueueFull);
         }
@@ -845,10 +848,7 @@ where
 
     fn give_back(&mut self, msg: MsgId, claimed_only: bool) -> Result<MsgInfo, StaleId> {
         // A request to send is not released: only a post takes it.
-        let is_request = self
-            .engine
-            .message(msg)
-            .is_some_and(|i| matches!(Held::from_location(i.location), Held::Offer(_)));
+        let is_request = self.engine.message(msg).is_some_and(|i| is_request(&i));
         let freed = if is_request {
             Err(StaleId)
         } else if claimed_only {
@@ -1082,6 +1082,10 @@ enum Role {
     /// Eager messages only, without credit (an end that speaks no
     /// rendezvous yet).
     EagerOnly,
+    /// Matchable messages without credit: eager ones, which may stall
+    /// when there is no room, and requests to send (an end whose store
+    /// cannot honour credit yet: the module's dump area).
+    Uncredited,
     /// Matchable messages: eager ones within the peer's credit, and
     /// requests to send. These may stall.
     Messages(Grant),
@@ -1123,6 +1127,14 @@ impl Inbound {
     /// `window` of eager credit.
     pub const fn messages(rank: Rank, limits: Limits, window: Window) -> Self {
         Self::with_role(rank, limits, Role::Messages(Grant::new(window)))
+    }
+
+    /// The receiving end of the connection that carries `rank`'s
+    /// matchable messages, eager ones without credit: the peer may send
+    /// any eager message, and one that finds no room stalls the
+    /// connection until something is released.
+    pub const fn uncredited(rank: Rank, limits: Limits) -> Self {
+        Self::with_role(rank, limits, Role::Uncredited)
     }
 
     /// The receiving end of the connection that carries `rank`'s control
@@ -1189,7 +1201,7 @@ impl Inbound {
     pub const fn held_eager_bytes(&self) -> u64 {
         match &self.role {
             Role::Messages(g) | Role::Combined(g) => g.held_bytes(),
-            Role::EagerOnly | Role::Control => 0,
+            Role::EagerOnly | Role::Uncredited | Role::Control => 0,
         }
     }
 
@@ -1207,7 +1219,7 @@ impl Inbound {
     pub fn credit_due(&mut self) -> Option<Credit> {
         match &mut self.role {
             Role::Messages(g) | Role::Combined(g) => g.due(),
-            Role::EagerOnly | Role::Control => None,
+            Role::EagerOnly | Role::Uncredited | Role::Control => None,
         }
     }
 
@@ -1278,12 +1290,14 @@ impl Inbound {
                 return Err(Failure::WrongSource(h.envelope.source));
             }
             match (h.kind, &mut self.role) {
-                (Kind::Eager, Role::EagerOnly) => self.undecided = Some(false),
+                (Kind::Eager, Role::EagerOnly | Role::Uncredited) => {
+                    self.undecided = Some(false);
+                }
                 (Kind::Eager, Role::Messages(grant) | Role::Combined(grant)) => {
                     grant.spend(h.len).map_err(Failure::OverCredit)?;
                     self.undecided = Some(false);
                 }
-                (Kind::Rts, Role::Messages(_) | Role::Combined(_))
+                (Kind::Rts, Role::Messages(_) | Role::Uncredited | Role::Combined(_))
                 | (Kind::Data, Role::Control | Role::Combined(_)) => {
                     self.undecided = Some(false);
                 }
