@@ -52,9 +52,9 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::{
-    bindings, impl_has_work, new_work,
+    bindings, impl_has_work, new_mutex, new_work,
     prelude::*,
-    sync::{Arc, ArcBorrow, SetOnce},
+    sync::{Arc, ArcBorrow, Mutex, SetOnce},
     workqueue::{self, Work, WorkItem},
 };
 
@@ -64,11 +64,22 @@ use crate::reader::ConnRx;
 use crate::rx::Rx;
 use crate::shim::{self, ReadyFn};
 use crate::sock::{self, Callbacks, TcpSocket};
+use crate::tx::ConnTx;
+
+/// Which of a pair's two connections this is (see `abi::O2G_REGISTER_CONTROL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Role {
+    /// The process writes `Eager` and `Rts` messages; the module reads.
+    Messages,
+    /// The modules write and read clear-to-send, data and credit.
+    Control,
+}
 
 /// A TCP socket attached to an endpoint as the connection to one peer rank.
 #[pin_data]
 pub(crate) struct Conn {
     rank: u32,
+    role: Role,
     sock: TcpSocket,
     /// The callbacks found when the hook was installed; set once, under
     /// the callback lock, before the hook is published.
@@ -87,6 +98,11 @@ pub(crate) struct Conn {
     /// Reads in process context: deferred reads and resumption after a stall.
     #[pin]
     work: Work<Conn>,
+    /// What the module writes on a control connection (the send work
+    /// only). Lock order: after the endpoint's control list, before the
+    /// rx lock.
+    #[pin]
+    tx: Mutex<ConnTx>,
 }
 
 impl_has_work! {
@@ -94,8 +110,10 @@ impl_has_work! {
 }
 
 impl Conn {
-    /// Hooks `sock` as the connection to `rank`, accepting messages of up
-    /// to `max_message` bytes, and reads what is already queued on it.
+    /// Hooks `sock` as the `role` connection to `rank`, accepting
+    /// messages of up to `max_message` bytes, and reads what is already
+    /// queued on it. `local_rank` is this process's rank, the source of
+    /// what the module writes on a control connection.
     ///
     /// Errors: `ENOTCONN` (not established), `EBUSY` (already claimed),
     /// `ENOMEM`.
@@ -105,13 +123,16 @@ impl Conn {
     pub(crate) fn hook(
         sock: TcpSocket,
         rank: u32,
+        role: Role,
+        local_rank: u32,
         rx: Arc<Rx>,
         max_message: u64,
     ) -> Result<Arc<Conn>> {
-        let reader = ConnRx::new(rank, max_message);
+        let reader = ConnRx::new(rank, role, max_message);
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 rank,
+                role,
                 sock,
                 saved: SetOnce::new(),
                 rx,
@@ -119,6 +140,7 @@ impl Conn {
                 failed: AtomicBool::new(false),
                 live: AtomicBool::new(true),
                 work <- new_work!("o2g_conn_read"),
+                tx <- new_mutex!(ConnTx::new(local_rank), "o2g_conn_tx"),
             }),
             GFP_KERNEL_ACCOUNT,
         )?;
@@ -143,6 +165,7 @@ impl Conn {
         let ours = Callbacks {
             data_ready: Some(data_ready),
             state_change: Some(state_change),
+            write_space: Some(write_space),
         };
         // SAFETY: `hook_ref` keeps the `Conn` alive until `unhook` takes it
         // back under this same lock, and both hooks expect a `Conn`.
@@ -154,9 +177,10 @@ impl Conn {
         Ok(())
     }
 
-    /// Restores the original callback, drops the hook's reference, waits
+    /// Restores the original callbacks, drops the hook's reference, waits
     /// for the work item, and completes the receive it was filling with
-    /// `-ECONNABORTED`.
+    /// `-ECONNABORTED`; a control connection fails (`-ECONNRESET` for
+    /// what waited on it).
     ///
     /// After this returns no CPU is running a hook or the work for
     /// this socket: the softirq receive path runs the protocol under the
@@ -190,12 +214,33 @@ impl Conn {
         }
         // SAFETY: `work` is initialised and lives as long as `self`.
         unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
-        self.reader.lock().abort(self);
+        let mut reader = self.reader.lock();
+        if self.role == Role::Control {
+            // Nothing more comes or goes on it: offers to its rank and
+            // receives waiting for its data end now.
+            reader.fail(self, crate::proto::receive::Failure::Closed);
+        }
+        reader.abort(self);
     }
 
     /// The peer rank this connection leads to.
     pub(crate) fn rank(&self) -> u32 {
         self.rank
+    }
+
+    /// Which of the pair's connections this is.
+    pub(crate) fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The socket, for the send work.
+    pub(crate) fn sock(&self) -> &TcpSocket {
+        &self.sock
+    }
+
+    /// The sending side (control connections).
+    pub(crate) fn tx(&self) -> &Mutex<ConnTx> {
+        &self.tx
     }
 
     /// Whether this connection is `sock` (same `struct sock`).
@@ -211,6 +256,11 @@ impl Conn {
     /// Queues the endpoint's reclaim work.
     pub(crate) fn schedule_reclaim(&self) {
         self.rx.schedule_reclaim();
+    }
+
+    /// Queues the endpoint's send work.
+    pub(crate) fn schedule_send(&self) {
+        self.rx.schedule_send();
     }
 
     /// Records the failure; called under the rx lock.
@@ -388,6 +438,42 @@ unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
     let next = unsafe { sock::with_callbacks_read(sk, handle) };
     if let Some(next) = next {
         // SAFETY: `next` is the socket's original `sk_state_change`, called
+        // as the stack would have called it.
+        unsafe { next(sk) };
+    }
+}
+
+/// o2g's `sk_write_space`: room in the send buffer again. Calls the
+/// original (which wakes the process's `poll`), then, on a control
+/// connection, kicks the endpoint's send work, which resumes what waited
+/// for room.
+///
+/// Context: softirq (ACK processing, socket spinlock held) or process
+/// context (`release_sock()`, socket owned). Must not sleep. Takes
+/// `sk_callback_lock` for reading.
+///
+/// # Safety
+///
+/// Called by the network stack with a valid `sk` whose callbacks were set by
+/// [`Conn::hook`].
+unsafe extern "C" fn write_space(sk: *mut bindings::sock) {
+    let handle = |data: *mut core::ffi::c_void, current: Callbacks| {
+        let conn = data.cast::<Conn>().cast_const();
+        if conn.is_null() {
+            return current.write_space.filter(|&f| !is_ours(f, write_space));
+        }
+        // SAFETY: Non-null `sk_user_data` is the hook's `Conn` reference,
+        // valid while the callback read lock is held.
+        let conn = unsafe { ArcBorrow::from_raw(conn) };
+        if conn.sock.sk() == sk && conn.role == Role::Control {
+            conn.rx.schedule_send();
+        }
+        conn.saved.copy().unwrap_or_default().write_space
+    };
+    // SAFETY: The stack passes a valid socket for the duration of the call.
+    let next = unsafe { sock::with_callbacks_read(sk, handle) };
+    if let Some(next) = next {
+        // SAFETY: `next` is the socket's original `sk_write_space`, called
         // as the stack would have called it.
         unsafe { next(sk) };
     }

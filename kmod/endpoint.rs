@@ -37,12 +37,12 @@ use kernel::{
 };
 
 use crate::abi;
-use crate::conn::Conn;
+use crate::conn::{Conn, Role};
 use crate::pinned::PinnedBuf;
 use crate::proto::{
     envelope::SourceSel,
     matching::{CancelError, MsgId, RecvId},
-    receive::OnPost,
+    receive::{is_request, OnPost},
 };
 use crate::recv::{self, Capacities, PostedRecv, RecvState};
 use crate::rx::Rx;
@@ -72,7 +72,8 @@ plain_data!(
     abi::SocketStats,
     abi::StoredMessage,
     abi::EndpointList,
-    abi::EndpointSummary
+    abi::EndpointSummary,
+    abi::OfferArgs
 );
 
 /// The most sockets one endpoint may register: far above any MPI job's
@@ -81,15 +82,16 @@ const MAX_SOCKETS: usize = abi::O2G_MAX_SOCKETS as usize;
 
 /// State changed only from process context.
 struct Inner {
-    /// Sorted by rank, so that a POST finds its source's connection in
-    /// O(log n) however many idle connections are registered.
+    /// Sorted by rank and role, so that a POST finds its source's
+    /// connection in O(log n) however many idle connections are
+    /// registered.
     conns: KVec<Arc<Conn>>,
 }
 
 impl Inner {
-    /// Where `rank`'s connection is (`Ok`) or would go (`Err`).
-    fn position(&self, rank: u32) -> core::result::Result<usize, usize> {
-        self.conns.binary_search_by_key(&rank, |c| c.rank())
+    /// Where `rank`'s `role` connection is (`Ok`) or would go (`Err`).
+    fn position(&self, rank: u32, role: Role) -> core::result::Result<usize, usize> {
+        self.conns.binary_search_by_key(&(rank, role), |c| (c.rank(), c.role()))
     }
 }
 
@@ -156,7 +158,7 @@ impl MiscDevice for Endpoint {
                     major: abi::O2G_ABI_MAJOR,
                     minor: abi::O2G_ABI_MINOR,
                     reserved: 0,
-                    features: abi::feature::NOTICES,
+                    features: abi::feature::NOTICES | abi::feature::RENDEZVOUS,
                 },
             ),
             abi::O2G_IOC_REGISTER_SOCKET => me.register(input(arg)?).map(|()| 0),
@@ -180,6 +182,7 @@ impl MiscDevice for Endpoint {
                 *a = me.find(a.rank).ok_or(ENOENT)?.stats();
                 Ok(0)
             }),
+            abi::O2G_IOC_OFFER => io(arg, |a| me.offer(a).map(|()| 0)),
             _ => Err(ENOTTY),
         }
     }
@@ -199,12 +202,20 @@ impl Endpoint {
     /// Attaches the caller's connected TCP socket `reg.fd` as the connection
     /// to `reg.rank`.
     ///
-    /// Errors: `EINVAL` (flags/reserved set, rank out of range), `EBADF`,
-    /// `ENOTSOCK`, `EPROTOTYPE` (not TCP), `ENOTCONN`, `EBUSY` (socket already
-    /// claimed, here or elsewhere), `EEXIST` (rank already registered),
-    /// `ENOSPC` (endpoint full), `EBADFD` (before INIT).
+    /// With `O2G_REGISTER_CONTROL` it is the pair's control connection.
+    ///
+    /// Errors: `EINVAL` (unknown flags, `local_rank` without the control
+    /// flag, a rank out of range), `EBADF`, `ENOTSOCK`, `EPROTOTYPE` (not
+    /// TCP), `ENOTCONN`, `EBUSY` (socket already claimed, here or
+    /// elsewhere), `EEXIST` (that connection of the rank is registered
+    /// already), `ENOSPC` (endpoint full), `EBADFD` (before INIT).
     fn register(&self, reg: abi::SocketRegistration) -> Result {
-        if reg.flags != 0 || reg.reserved != 0 || reg.rank >= abi::O2G_MAX_RANK {
+        let role = match reg.flags {
+            0 if reg.local_rank == 0 => Role::Messages,
+            abi::O2G_REGISTER_CONTROL if reg.local_rank < abi::O2G_MAX_RANK => Role::Control,
+            _ => return Err(EINVAL),
+        };
+        if reg.rank >= abi::O2G_MAX_RANK {
             return Err(EINVAL);
         }
         let max_message = self.rx.with_recv(|_, st, _| Ok(st.book.caps.max_message))?;
@@ -213,19 +224,29 @@ impl Endpoint {
         if inner.conns.iter().any(|c| c.is_socket(&sock)) {
             return Err(EBUSY);
         }
-        let Err(at) = inner.position(reg.rank) else {
+        let Err(at) = inner.position(reg.rank, role) else {
             return Err(EEXIST);
         };
         if inner.conns.len() >= MAX_SOCKETS {
             return Err(ENOSPC);
         }
         inner.conns.reserve(1, GFP_KERNEL_ACCOUNT)?;
+        let mut controls = self.rx.controls();
+        let control_at = match controls.binary_search_by_key(&reg.rank, |c| c.rank()) {
+            // `inner` has no control connection to this rank, so neither
+            // has this list.
+            Ok(_) => return Err(EEXIST),
+            Err(i) => i,
+        };
+        if role == Role::Control {
+            controls.reserve(1, GFP_KERNEL_ACCOUNT)?;
+        }
         // Counted live before the hook can read (and fail) it.
         self.rx.with_recv(|_, st, _| {
             st.rx.add_conn();
             Ok(())
         })?;
-        let conn = match Conn::hook(sock, reg.rank, self.rx.clone(), max_message) {
+        let conn = match Conn::hook(sock, reg.rank, role, reg.local_rank, self.rx.clone(), max_message) {
             Ok(conn) => conn,
             Err(e) => {
                 let _ = self.rx.with_recv(|_, st, _| {
@@ -237,6 +258,12 @@ impl Endpoint {
         };
         // Capacity was reserved before hooking, so this cannot fail; if it
         // ever did, the socket must not stay hooked with nobody tracking it.
+        if role == Role::Control && controls.insert_within_capacity(control_at, conn.clone()).is_err() {
+            drop(controls);
+            self.detach(&conn);
+            return Err(ENOMEM);
+        }
+        drop(controls);
         if let Err(e) = inner.conns.insert_within_capacity(at, conn) {
             let (kernel::alloc::kvec::InsertError::IndexOutOfBounds(conn)
             | kernel::alloc::kvec::InsertError::OutOfCapacity(conn)) = e;
@@ -246,23 +273,44 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Detaches the connection to `rank`; its socket works as a plain socket
-    /// again. Errors: `ENOENT` if no such rank is registered.
+    /// Detaches the connections to `rank` (both, if it has a control
+    /// connection); their sockets work as plain sockets again. Errors:
+    /// `ENOENT` if no such rank is registered.
     fn unregister(&self, rank: u32) -> Result {
-        let conn = {
+        let mut gone = KVec::new();
+        {
             let mut inner = self.inner.lock();
-            let idx = inner.position(rank).map_err(|_| ENOENT)?;
-            inner.conns.remove(idx)?
-        };
-        self.detach(&conn);
+            for role in [Role::Control, Role::Messages] {
+                if let Ok(idx) = inner.position(rank, role) {
+                    gone.push(inner.conns.remove(idx)?, GFP_KERNEL)?;
+                }
+            }
+        }
+        if gone.is_empty() {
+            return Err(ENOENT);
+        }
+        for conn in gone.iter() {
+            self.detach(conn);
+        }
         Ok(())
     }
 
     /// Unhooks `conn` and stops counting it live. Leaving by choice, unlike
-    /// failing, leaves receives from any source posted.
+    /// failing, leaves receives from any source posted; leaving a control
+    /// connection fails it (see [`Conn::unhook`]), so that offers to its
+    /// rank and receives waiting for its data end.
     ///
     /// Context: process context, may sleep (see [`Conn::unhook`]).
     fn detach(&self, conn: &Arc<Conn>) {
+        if conn.role() == Role::Control {
+            let mut controls = self.rx.controls();
+            if let Some(i) = controls.iter().position(|c| Arc::ptr_eq(c, conn)) {
+                let _ = controls.remove(i);
+            }
+            // The send work holds the list during a pass: none is using
+            // this connection now, and none will.
+            conn.tx().lock().abandon(&self.rx);
+        }
         conn.unhook();
         let _ = self.rx.with_recv(|_, st, _| {
             st.rx.remove_conn(conn.leave_live());
@@ -305,10 +353,78 @@ impl Endpoint {
         })
     }
 
-    /// The connection to `rank`, if registered.
+    /// The messages connection to `rank`, if registered.
     fn find(&self, rank: u32) -> Option<Arc<Conn>> {
         let inner = self.inner.lock();
-        inner.position(rank).ok().map(|i| inner.conns[i].clone())
+        inner.position(rank, Role::Messages).ok().map(|i| inner.conns[i].clone())
+    }
+
+    /// Offers a rendezvous send's buffer, or replaces the buffer of an
+    /// offer not cleared yet; see `abi::O2G_IOC_OFFER`.
+    fn offer(&self, a: &mut abi::OfferArgs) -> Result {
+        let replace = match a.flags {
+            0 => false,
+            abi::O2G_OFFER_REPLACE => true,
+            _ => return Err(EINVAL),
+        };
+        if a.reserved != 0 || a.len > abi::O2G_MAX_MESSAGE || a.rank >= abi::O2G_MAX_RANK {
+            return Err(EINVAL);
+        }
+        if replace {
+            return self.replace_offer(a);
+        }
+        let live = {
+            let inner = self.inner.lock();
+            inner
+                .position(a.rank, Role::Control)
+                .ok()
+                .is_some_and(|i| !inner.conns[i].has_failed())
+        };
+        if !live {
+            return Err(errno::enotconn());
+        }
+        let len = a.len;
+        self.rx.with_recv(|shared, st, _| st.admit_offer(shared, len))?;
+        let buf = match PinnedBuf::pin_read_only(a.buf, len) {
+            Ok(buf) => buf,
+            Err(e) => {
+                self.unreserve(len);
+                return Err(e);
+            }
+        };
+        let (rank, user_data) = (a.rank, a.user_data);
+        let inserted = self.rx.with_recv(|_, st, _| Ok(st.offers.insert(rank, user_data, buf)))?;
+        match inserted {
+            Ok(id) => {
+                a.offer = id;
+                Ok(())
+            }
+            // Another OFFER took the last entry since the admission.
+            Err(buf) => {
+                drop(buf);
+                self.unreserve(len);
+                Err(ENOSPC)
+            }
+        }
+    }
+
+    /// The replacing half of [`Endpoint::offer`]. The new buffer has the
+    /// old one's length, so the pin budget does not change.
+    fn replace_offer(&self, a: &abi::OfferArgs) -> Result {
+        let buf = PinnedBuf::pin_read_only(a.buf, a.len)?;
+        let (rank, id) = (a.rank, a.offer);
+        let swapped = self.rx.with_recv(|_, st, _| Ok(st.offers.replace(rank, id, buf)))?;
+        match swapped {
+            // Unpinned here, in process context.
+            Ok(old) => {
+                drop(old);
+                Ok(())
+            }
+            Err((new, e)) => {
+                drop(new);
+                Err(e)
+            }
+        }
     }
 
     /// Sets the capacities and allocates the receive path, once.
@@ -359,8 +475,9 @@ impl Endpoint {
             if st.announced_since(ring_seen) {
                 return Ok(Some(PostResult::Rescan));
             }
-            if let Some((id, _)) = st.rx.probe(sel) {
-                let (info, region) = st.rx.claim(id).map_err(|_| EINVAL)?;
+            // A stored request to send needs the buffer pinned first.
+            if let Some((id, info)) = st.rx.probe(sel).filter(|(_, i)| !is_request(i)) {
+                let (info, region) = st.rx.claim(id).map_err(|_| EINVAL).map(|(_, r)| (info, r))?;
                 return Ok(Some(PostResult::Stored(st.stored(shared, id, info, region))));
             }
             if st.rx.unreachable(sel, failed()) {
@@ -394,6 +511,7 @@ impl Endpoint {
             buf,
             user_data: a.user_data,
         };
+        let mut send = false;
         let (result, unused) = self.rx.with_recv(|shared, st, _| {
             // Whatever happens below, the reservation ends in this section.
             st.settle();
@@ -417,15 +535,21 @@ impl Endpoint {
                     Ok(PostResult::Stored(st.stored(shared, msg, info, region))),
                     st.book.take(handle),
                 ),
-                // Only a stored request to send answers this, and an
-                // eager-only connection never stores one.
-                Ok(OnPost::Clear(_)) => (Err(EINVAL), st.book.take(handle)),
+                // The receive waits for the data its clear-to-send asks
+                // for; if that cannot be queued, it completed already.
+                Ok(OnPost::Clear(clear)) => {
+                    send = st.clear_to_send(shared, clear);
+                    (Ok(PostResult::Cleared), None)
+                }
                 Err(_) => (Err(ENOSPC), st.book.take(handle)),
             })
         })?;
         if let Some(recv) = unused {
             drop(recv);
             self.unreserve(len);
+        }
+        if send {
+            self.rx.schedule_send();
         }
         let result = result?;
         let queued = matches!(result, PostResult::Queued(_));
@@ -496,6 +620,10 @@ impl Endpoint {
             let Some((id, info)) = st.rx.probe(sel) else {
                 return Ok(None);
             };
+            if claim && is_request(&info) {
+                // Only a post can answer its sender.
+                return Err(errno::eopnotsupp());
+            }
             if claim {
                 st.rx.claim(id).map_err(|_| EINVAL)?;
             }
@@ -559,7 +687,7 @@ impl Endpoint {
             // The list is a snapshot: a connection stalling after it was
             // taken decided with this call's releases or receive in view.
             for &rank in &ranks[..n] {
-                if let Ok(i) = inner.position(rank) {
+                if let Ok(i) = inner.position(rank, Role::Messages) {
                     inner.conns[i].kick();
                 }
             }
@@ -576,6 +704,8 @@ impl Endpoint {
 /// What a POST ended with.
 enum PostResult {
     Queued(RecvId),
+    /// A stored request to send matched: its data will come.
+    Cleared,
     /// A stored message matched.
     Stored(abi::StoredMessage),
     /// Announcements the process has not read came first.
@@ -594,6 +724,7 @@ impl abi::PostArgs {
                 self.outcome = abi::outcome::UNEXPECTED;
                 self.msg = msg;
             }
+            PostResult::Cleared => self.outcome = abi::outcome::CLEARED,
             PostResult::Rescan => self.outcome = abi::outcome::RESCAN,
         }
     }
@@ -607,14 +738,26 @@ impl PinnedDrop for Endpoint {
     /// Context: process context (last `fput`), may sleep.
     fn drop(self: Pin<&mut Self>) {
         crate::registry::remove(&self);
+        // The send work stops using the control connections first.
+        let controls = core::mem::take(&mut *self.rx.controls());
+        self.rx.flush_send();
+        for conn in controls.iter() {
+            conn.tx().lock().abandon(&self.rx);
+        }
+        drop(controls);
         let conns = core::mem::take(&mut self.inner.lock().conns);
         for conn in conns.iter() {
             conn.unhook();
         }
         drop(conns);
         // Every hook is gone: unpin what is left, here in process context.
-        let held = self.rx.with(|st| st.recv.as_mut().map(|r| r.book.take_all()));
+        let held = self.rx.with(|st| {
+            st.recv
+                .as_mut()
+                .map(|r| (r.book.take_all(), r.offers.take_all()))
+        });
         drop(held);
+        self.rx.flush_send();
         self.rx.flush_reclaim();
     }
 }

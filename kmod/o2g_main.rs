@@ -42,6 +42,7 @@ mod bh_lock;
 mod conn;
 mod endpoint;
 mod misc_registration;
+mod offer;
 mod pinned;
 mod reader;
 mod recv;
@@ -50,6 +51,7 @@ mod rx;
 mod shared;
 mod shim;
 mod sock;
+mod tx;
 
 use kernel::{
     ioctl::{
@@ -81,6 +83,7 @@ const _: () = {
     assert!(O2G_IOC_SOCKET_STATS == _IOWR::<SocketStats>(O2G_IOC_TYPE, 0x0a));
     assert!(O2G_IOC_LIST_ENDPOINTS == _IOWR::<EndpointList>(O2G_IOC_TYPE, 0x0b));
     assert!(O2G_IOC_SYNC == _IO(O2G_IOC_TYPE, 0x0c));
+    assert!(O2G_IOC_OFFER == _IOWR::<OfferArgs>(O2G_IOC_TYPE, 0x0d));
 };
 
 module! {

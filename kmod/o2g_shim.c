@@ -3,6 +3,7 @@
  * o2g C shim: one-statement accessors for what the 7.2 Rust kernel crate
  * cannot reach. See o2g_shim.h for why each group exists.
  */
+#include <linux/bvec.h>
 #include <linux/capability.h>
 #include <linux/gfp.h>
 #include <linux/sched/mm.h>
@@ -140,6 +141,54 @@ o2g_ready_fn o2g_sk_state_change(const struct sock *sk)
 void o2g_sk_set_state_change(struct sock *sk, o2g_ready_fn fn)
 {
 	WRITE_ONCE(sk->sk_state_change, fn);
+}
+
+o2g_ready_fn o2g_sk_write_space(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_write_space);
+}
+
+void o2g_sk_set_write_space(struct sock *sk, o2g_ready_fn fn)
+{
+	WRITE_ONCE(sk->sk_write_space, fn);
+}
+
+/* MSG_NOSIGNAL: a peer gone gives -EPIPE, never SIGPIPE to a kworker. */
+/* The caller holds the socket's file, so sk->sk_socket is stable. */
+int o2g_send_bytes(struct sock *sk, const void *buf, size_t len, bool more)
+{
+	struct msghdr msg = {
+		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
+	};
+	struct kvec vec = { .iov_base = (void *)buf, .iov_len = len };
+
+	return kernel_sendmsg(sk->sk_socket, &msg, &vec, 1, len);
+}
+
+/*
+ * Up to 16 pages per call, starting `offset` bytes into pages[0]. TCP
+ * copies the bytes (no MSG_SPLICE_PAGES): the pages go back to the process
+ * as soon as the send completes, and a retransmission must not read what
+ * the process wrote there since.
+ */
+int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t len)
+{
+	struct bio_vec bvec[16];
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	size_t n = 0, bytes = 0;
+
+	pages += offset / PAGE_SIZE;
+	offset %= PAGE_SIZE;
+	while (n < ARRAY_SIZE(bvec) && bytes < len) {
+		size_t chunk = min(len - bytes, PAGE_SIZE - offset);
+
+		bvec_set_page(&bvec[n], pages[n], chunk, offset);
+		offset = 0;
+		bytes += chunk;
+		n++;
+	}
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bvec, n, bytes);
+	return sock_sendmsg(sk->sk_socket, &msg);
 }
 
 void o2g_spin_lock_bh(spinlock_t *lock)

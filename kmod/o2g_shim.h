@@ -12,6 +12,7 @@
 #include <linux/spinlock_types.h>
 #include <linux/types.h>
 
+struct page;
 struct sock;
 typedef void (*o2g_ready_fn)(struct sock *sk);
 
@@ -39,6 +40,17 @@ o2g_ready_fn o2g_sk_data_ready(const struct sock *sk);
 void o2g_sk_set_data_ready(struct sock *sk, o2g_ready_fn fn);
 o2g_ready_fn o2g_sk_state_change(const struct sock *sk);
 void o2g_sk_set_state_change(struct sock *sk, o2g_ready_fn fn);
+o2g_ready_fn o2g_sk_write_space(const struct sock *sk);
+void o2g_sk_set_write_space(struct sock *sk, o2g_ready_fn fn);
+
+/*
+ * Nonblocking sends on a control connection, from the module's send work
+ * (process context). Each returns the bytes queued, or -errno (-EAGAIN
+ * with nothing queued when the send buffer is full; sk_write_space
+ * follows once there is room).
+ */
+int o2g_send_bytes(struct sock *sk, const void *buf, size_t len, bool more);
+int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t len);
 
 /* o2g's ULP marker, attached while hooked (under lock_sock()). */
 void o2g_sk_attach_ulp(struct sock *sk);

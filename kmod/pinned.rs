@@ -68,10 +68,12 @@ pub(crate) unsafe fn walk_pages(
 /// process that pinned them, each with one pin this value owns; `first` is
 /// `addr`'s offset in the first page. If `pages` is not empty, `mm` is that
 /// process's mm, charged for `pages.len()` pinned pages and grabbed once.
+/// The pages were pinned writable unless `read_only`.
 pub(crate) struct PinnedBuf {
     pages: KVVec<*mut bindings::page>,
     first: usize,
     len: usize,
+    read_only: bool,
     /// The process whose `RLIMIT_MEMLOCK` the pages are charged to (with
     /// an `mmgrab` reference); null for an empty buffer.
     mm: *mut core::ffi::c_void,
@@ -95,10 +97,26 @@ impl PinnedBuf {
     ///
     /// Context: process context of the buffer's owner, may sleep.
     pub(crate) fn pin(addr: u64, len: u64) -> Result<Self> {
+        Self::pin_with(addr, len, false)
+    }
+
+    /// As [`PinnedBuf::pin`], for reading only: the source of a
+    /// rendezvous send, which may be read-only memory.
+    pub(crate) fn pin_read_only(addr: u64, len: u64) -> Result<Self> {
+        Self::pin_with(addr, len, true)
+    }
+
+    fn pin_with(addr: u64, len: u64, read_only: bool) -> Result<Self> {
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
         if len == 0 {
-            return Ok(Self { pages: KVVec::new(), first: 0, len: 0, mm: core::ptr::null_mut() });
+            return Ok(Self {
+                pages: KVVec::new(),
+                first: 0,
+                len: 0,
+                read_only,
+                mm: core::ptr::null_mut(),
+            });
         }
         let end = addr.checked_add(len).ok_or(EINVAL)?;
         let first_page = addr & !(PAGE_SIZE - 1);
@@ -109,7 +127,11 @@ impl PinnedBuf {
         if mm.is_null() {
             return Err(ENOMEM);
         }
-        let flags = bindings::FOLL_WRITE | bindings::FOLL_LONGTERM;
+        let flags = if read_only {
+            bindings::FOLL_LONGTERM
+        } else {
+            bindings::FOLL_WRITE | bindings::FOLL_LONGTERM
+        };
         while pages.len() < n {
             let done = pages.len();
             let want = i32::try_from(n - done).unwrap_or(i32::MAX);
@@ -135,7 +157,7 @@ impl PinnedBuf {
             // SAFETY: The kernel filled `got` more entries.
             unsafe { pages.inc_len(got as usize) };
         }
-        Ok(Self { pages, first: addr - first_page, len, mm })
+        Ok(Self { pages, first: addr - first_page, len, read_only, mm })
     }
 
     /// Length of the buffer in bytes.
@@ -162,6 +184,22 @@ impl PinnedBuf {
         unsafe { walk_pages(self.first + offset, n, page, fill) }?;
         Ok(n)
     }
+
+    /// Queues bytes `offset..offset + n` of the buffer (clamped to its end)
+    /// on `sock` without blocking; returns how many were queued (TCP
+    /// copies them). `EAGAIN` when the send buffer is full.
+    ///
+    /// Context: process context, may sleep (takes the socket lock).
+    pub(crate) fn send_on(&self, sock: &crate::sock::TcpSocket, offset: usize, n: usize) -> Result<usize> {
+        let n = n.min(self.len.saturating_sub(offset));
+        if n == 0 {
+            return Ok(0);
+        }
+        // SAFETY: The pages cover bytes `first..first + len` of the array
+        // and stay pinned while `self` lives (type invariants), and
+        // `first + offset + n <= first + len`.
+        unsafe { sock.send_pages(self.pages.as_ptr().cast_mut().cast(), self.first + offset, n) }
+    }
 }
 
 impl Drop for PinnedBuf {
@@ -174,9 +212,14 @@ impl Drop for PinnedBuf {
             return;
         }
         // SAFETY: Every entry holds a pin this value owns, charged to `mm`
-        // (type invariants); process context (see above).
+        // (type invariants); process context (see above). Only pages the
+        // module may have written are marked dirty.
         unsafe {
-            bindings::unpin_user_pages_dirty_lock(self.pages.as_mut_ptr(), self.pages.len() as _, true);
+            bindings::unpin_user_pages_dirty_lock(
+                self.pages.as_mut_ptr(),
+                self.pages.len() as _,
+                !self.read_only,
+            );
             shim::o2g_uncharge_pinned(self.mm, self.pages.len() as _);
         };
     }

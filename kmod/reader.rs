@@ -44,11 +44,12 @@ use core::ffi::{c_int, c_uint, c_void};
 use kernel::{bindings, prelude::*};
 
 use crate::abi::socket_state;
-use crate::conn::Conn;
+use crate::conn::{Conn, Role};
 use crate::proto::{
-    receive::{Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
-    wire::{Kind, Limits, HEADER_LEN},
+    receive::{Control, Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
+    wire::{Limits, HEADER_LEN},
 };
+use crate::tx::Outgoing;
 use crate::recv::{DeferredCopy, PostedRecv, RecvState};
 use crate::sock::errno;
 
@@ -65,16 +66,19 @@ pub(crate) struct ConnRx {
 type Source<'a> = &'a dyn Fn(usize, *mut u8, usize) -> Result;
 
 impl ConnRx {
-    /// A reader for a fresh connection from `rank` accepting messages up
-    /// to `max_message` bytes.
-    pub(crate) fn new(rank: u32, max_message: u64) -> Self {
+    /// A reader for a fresh `role` connection from `rank` accepting
+    /// messages up to `max_message` bytes. A messages connection takes
+    /// eager messages without credit (the dump area cannot honour credit
+    /// yet; a message that finds no room stalls it) and requests to send.
+    pub(crate) fn new(rank: u32, role: Role, max_message: u64) -> Self {
+        let limits = Limits {
+            max_payload: max_message,
+        };
         Self {
-            inbound: Inbound::new(
-                rank,
-                Limits {
-                    max_payload: max_message,
-                },
-            ),
+            inbound: match role {
+                Role::Messages => Inbound::uncredited(rank, limits),
+                Role::Control => Inbound::control(rank, limits),
+            },
             filling: None,
         }
     }
@@ -148,17 +152,20 @@ impl ConnRx {
                 // Bytes after a failure are dropped.
                 Next::Failed => return len,
                 Next::NeedInput => return pos,
-                Next::Decide | Next::Stalled => {
-                    if !self.decide(conn) {
-                        return pos;
+                Next::Decide | Next::Stalled => match self.decide(conn) {
+                    Decided::Go => {}
+                    Decided::Wait => return pos,
+                    Decided::Fail(why) => {
+                        self.fail(conn, why);
+                        return len;
                     }
-                }
+                },
                 Next::End => self.finish(conn),
-                // Only a control connection hands these out, and this
-                // module reads eager-only connections (see `Inbound::new`).
-                Next::Control(_) => {
-                    self.fail(conn, Failure::Unsupported(Kind::Cts));
-                    return len;
+                Next::Control(c) => {
+                    if let Err(why) = self.control(conn, c) {
+                        self.fail(conn, why);
+                        return len;
+                    }
                 }
                 Next::Payload { to, offset, len: n } => {
                     if self.copy(conn, src, pos, to, offset, n).is_err() {
@@ -186,41 +193,84 @@ impl ConnRx {
         }
     }
 
-    /// Asks the machine where the pending header's payload goes. Returns
-    /// false (and stalls) when there is no room.
+    /// Asks the machine where the pending header's payload goes, or
+    /// what a request to send or rendezvous data means.
     ///
     /// Before stalling, the reader applies the messages the process gave
     /// back through the release ring; it then publishes the stall and looks
     /// at that ring once more, so that a give-back racing with the stall is
     /// never missed (the process, having given back, sees the stall and
-    /// calls SYNC).
-    fn decide(&mut self, conn: &Conn) -> bool {
+    /// calls SYNC). A request that matched a posted receive queues its
+    /// clear-to-send for the send work; one that did not is announced.
+    fn decide(&mut self, conn: &Conn) -> Decided {
         let was_stalled = self.inbound.is_stalled();
         let rank = conn.rank();
+        let current = self.inbound.current().map(|(h, _)| h);
         let Self { inbound, filling } = self;
-        conn.rx()
-            .with_recv(|shared, st, _| {
-                let mut ok = placed(inbound.decide(&mut st.rx));
-                if !ok && st.apply_releases(shared) > 0 {
-                    ok = placed(inbound.decide(&mut st.rx));
+        let waits = |d: &core::result::Result<Decision, Failure>| matches!(d, Ok(Decision::Wait));
+        let mut send = false;
+        let decided = conn.rx().with_recv(|shared, st, c| {
+            let mut d = inbound.decide(&mut st.rx);
+            if waits(&d) && st.apply_releases(shared) > 0 {
+                d = inbound.decide(&mut st.rx);
+            }
+            if waits(&d) && !was_stalled {
+                st.stall(shared, rank);
+                if st.apply_releases(shared) > 0 {
+                    d = inbound.decide(&mut st.rx);
                 }
-                if !ok && !was_stalled {
-                    st.stall(shared, rank);
-                    if st.apply_releases(shared) > 0 {
-                        ok = placed(inbound.decide(&mut st.rx));
-                    }
-                    if ok {
-                        st.unstall(shared, rank);
-                    }
-                } else if ok && was_stalled {
+                if !waits(&d) {
                     st.unstall(shared, rank);
                 }
-                if let Some(&Dest::Direct { handle }) = inbound.dest() {
-                    *filling = st.book.lend(handle).map(|recv| (handle, recv));
+            } else if !waits(&d) && was_stalled {
+                st.unstall(shared, rank);
+            }
+            match d {
+                Ok(Decision::Clear(clear)) => send = st.clear_to_send(shared, clear),
+                Ok(Decision::Stored { .. }) => {
+                    if let Some(h) = current {
+                        st.announce_request(shared, c, h.envelope, h.len);
+                    }
                 }
-                Ok(ok)
+                _ => {}
+            }
+            if let Some(Dest::Direct { handle } | Dest::Data { handle, .. }) = inbound.dest() {
+                let handle = *handle;
+                *filling = st.book.lend(handle).map(|recv| (handle, recv));
+            }
+            Ok(d)
+        });
+        if send {
+            conn.schedule_send();
+        }
+        match decided {
+            Ok(Ok(Decision::Wait)) => Decided::Wait,
+            Ok(Ok(_)) => Decided::Go,
+            Ok(Err(why)) => Decided::Fail(why),
+            // Not initialised: cannot happen for a registered connection.
+            Err(_) => Decided::Wait,
+        }
+    }
+
+    /// A clear-to-send or credit for this end's sending side arrived on
+    /// a control connection: a `Cts` queues its offer's data for the send
+    /// work. The module grants no eager credit (see [`ConnRx::new`]) and
+    /// spends none, so a `Credit` changes nothing.
+    fn control(&mut self, conn: &Conn, c: Control) -> core::result::Result<(), Failure> {
+        let Control::Cts { token, want, offer } = c else {
+            return Ok(());
+        };
+        let rank = conn.rank();
+        conn.rx()
+            .with_recv(|_, st, _| {
+                Ok(st.offers.clear(rank, offer, token, want).map(|()| {
+                    // Room for every offer is kept (see `TxQueue`).
+                    let _ = st.tx.push(Outgoing::Data { rank, offer });
+                }))
             })
-            .unwrap_or(false)
+            .unwrap_or(Ok(()))?;
+        conn.schedule_send();
+        Ok(())
     }
 
     /// Copies payload bytes `off..off + n` of the current message from
@@ -263,11 +313,13 @@ impl ConnRx {
         let inbound = &mut self.inbound;
         let retired = conn.rx().with_recv(|shared, st, c| {
             let Some(end) = inbound.finish(&mut st.rx) else {
-                // Cannot happen: `Next::End` said a message was complete.
-                if let Some((handle, recv)) = filling {
-                    st.book.free_handle(handle);
-                    st.book.complete(shared, recv, Default::default(), 0, EINVAL.to_errno());
-                }
+                // A request to send ends here (it has no payload); a
+                // receive being filled cannot.
+                let Some((handle, recv)) = filling else {
+                    return Ok(false);
+                };
+                st.book.free_handle(handle);
+                st.book.complete(shared, recv, Default::default(), 0, EINVAL.to_errno());
                 return Ok(true);
             };
             Ok(match end {
@@ -379,7 +431,10 @@ impl ConnRx {
             }
             conn.mark_failed();
             let was_live = conn.leave_live();
-            let RecvState { rx, book } = st;
+            if conn.role() == Role::Control {
+                st.fail_offers(shared, rank, status);
+            }
+            let RecvState { rx, book, .. } = st;
             rx.fail(inbound, why, was_live, |f| {
                 complete_failed(shared, book, filling, f, status)
             });
@@ -417,7 +472,7 @@ impl ConnRx {
             if stalled {
                 st.unstall(shared, conn.rank());
             }
-            let RecvState { rx, book } = st;
+            let RecvState { rx, book, .. } = st;
             rx.abort(inbound, |f| complete_failed(shared, book, filling, f, status));
             Ok(())
         });
@@ -534,9 +589,11 @@ unsafe extern "C" fn actor(
     used as c_int
 }
 
-/// Whether an eager-only connection's header found its place. Such a
-/// connection never carries requests to send or rendezvous data, so the
-/// machine only answers `Go` or `Wait` for it.
-fn placed(decided: core::result::Result<Decision, Failure>) -> bool {
-    matches!(decided, Ok(Decision::Go | Decision::Stored { .. }))
+/// What reading does after a decision.
+enum Decided {
+    Go,
+    /// Stalled: stop until a release.
+    Wait,
+    /// The peer broke the protocol.
+    Fail(Failure),
 }

@@ -16,15 +16,17 @@
 use kernel::{alloc::KVVec, prelude::*};
 
 use crate::abi;
+use crate::offer::Offers;
 use crate::pinned::PinnedBuf;
-use crate::rx::Counters;
 use crate::proto::{
     dump::{DumpAlloc, Record},
     envelope::{Envelope, Selector, SourceSel, TagSel},
     matching::{Bucket, Engine, MsgId, MsgInfo, Slot},
-    receive::{Receiver, Region, Waiting},
+    receive::{is_request, Clear, Receiver, Region, Waiting},
 };
+use crate::rx::Counters;
 use crate::shared::SharedArea;
+use crate::tx::{Outgoing, TxQueue};
 
 /// A receive the process posted: its pinned buffer and its cookie.
 pub(crate) struct PostedRecv {
@@ -79,11 +81,12 @@ impl Capacities {
         })
     }
 
-    /// Ring records: enough for every receive that can be outstanding and,
-    /// with notices, one announcement per stored message besides.
+    /// Ring records: enough for every receive that can be outstanding,
+    /// as many offers and, with notices, one announcement per stored
+    /// message besides.
     pub(crate) fn ring_entries(&self) -> u32 {
         let announced = if self.notices { self.max_unexpected } else { 0 };
-        (self.max_posted + announced).next_power_of_two()
+        (2 * self.max_posted + announced).next_power_of_two()
     }
 }
 
@@ -95,6 +98,10 @@ pub(crate) type Machine =
 pub(crate) struct RecvState {
     pub(crate) rx: Machine,
     pub(crate) book: Book,
+    /// Rendezvous sends the process offered (as many as `max_posted`).
+    pub(crate) offers: Offers,
+    /// Clear-to-send and data messages for the send work.
+    pub(crate) tx: TxQueue,
 }
 
 /// Everything but the machine, so that its callbacks can complete
@@ -150,10 +157,15 @@ impl RecvState {
             table.push(None, GFP_KERNEL_ACCOUNT)?;
             free.push(i, GFP_KERNEL_ACCOUNT)?;
         }
+        let offers = Offers::new(caps.max_posted)?;
+        // One clear-to-send per receive that may wait for data, and one
+        // data message per offer.
+        let tx = TxQueue::new(2 * posted, posted)?;
         let book = Book {
             table,
             free,
-            retired: KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?,
+            // Finished receives and ended offers.
+            retired: KVVec::with_capacity(2 * posted, GFP_KERNEL_ACCOUNT)?,
             deferred: KVVec::with_capacity(posted, GFP_KERNEL_ACCOUNT)?,
             pinned: 0,
             caps,
@@ -163,7 +175,7 @@ impl RecvState {
             release_cons: 0,
             stalled: KVVec::with_capacity(abi::O2G_MAX_SOCKETS as usize, GFP_KERNEL_ACCOUNT)?,
         };
-        Ok(KBox::new(Self { rx, book }, GFP_KERNEL_ACCOUNT)?)
+        Ok(KBox::new(Self { rx, book, offers, tx }, GFP_KERNEL_ACCOUNT)?)
     }
 
     /// Admits a new post of `buf_len` bytes, reserving its slot and pin
@@ -203,7 +215,7 @@ impl RecvState {
     /// Context: any; rx lock held.
     pub(crate) fn apply_releases(&mut self, shared: &SharedArea) -> u32 {
         let mut freed = 0;
-        let Self { rx, book } = self;
+        let Self { rx, book, .. } = self;
         book.release_cons = shared.releases(book.release_cons, |id| {
             // The machine counts bad ids.
             if rx.release(MsgId::from_raw(id)).is_ok() {
@@ -245,6 +257,97 @@ impl RecvState {
         });
         self.book.last_notice = shared.ring_prod();
         c.notices += 1;
+    }
+
+    /// Announces a stored request to send (a message of `size` bytes
+    /// with `envelope`) in the ring, under the same rules as
+    /// [`RecvState::announce`]; it is not handed to the process, since
+    /// only a POST can answer its sender.
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn announce_request(
+        &mut self,
+        shared: &SharedArea,
+        c: &mut Counters,
+        envelope: Envelope,
+        size: u64,
+    ) {
+        if !self.book.caps.notices || self.book.notices_stopped {
+            return;
+        }
+        if !self.ring_has_room(shared) {
+            self.book.notices_stopped = true;
+            shared.set_word(abi::O2G_NOTICES_STOPPED, 1);
+            return;
+        }
+        shared.push(&abi::Completion {
+            kind: abi::record_kind::REQUEST,
+            len: size,
+            source: envelope.source,
+            tag: envelope.tag,
+            context: envelope.context,
+            ..Default::default()
+        });
+        self.book.last_notice = shared.ring_prod();
+        c.notices += 1;
+    }
+
+    /// A receive matched a request to send: queues the clear-to-send for
+    /// the send work, asking for what the receive can hold. Returns
+    /// whether it was queued; if not (the queue is full, which only a
+    /// peer forging data tokens can cause), the receive ends with
+    /// `-ECONNRESET`.
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn clear_to_send(&mut self, shared: &SharedArea, clear: Clear) -> bool {
+        let capacity = self.book.capacity(clear.handle).unwrap_or(0);
+        let cts = Outgoing::Cts {
+            rank: clear.rank,
+            token: clear.token,
+            want: clear.size.min(capacity),
+            offer: clear.offer,
+        };
+        if self.tx.push(cts).is_ok() {
+            return true;
+        }
+        if let Some(f) = self.rx.abandon(clear.token) {
+            if let Some(recv) = self.book.take(f.handle) {
+                let status = crate::sock::errno::econnreset().to_errno();
+                self.book.complete(shared, recv, f.envelope, f.len, status);
+            }
+        }
+        false
+    }
+
+    /// The control connection to `rank` failed: every offer to it ends
+    /// with `status`; their buffers go to the reclaim work.
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn fail_offers(&mut self, shared: &SharedArea, rank: u32, status: i32) {
+        let Self { offers, book, .. } = self;
+        offers.fail_rank(rank, |ended| {
+            crate::tx::publish_sent(shared, ended.user_data, 0, status);
+            if let Some(buf) = ended.buf {
+                book.retire(buf);
+            }
+        });
+    }
+
+    /// Admits an offer of `len` bytes: the ring keeps a record for it and
+    /// the pin budget its bytes (returned when its buffer is unpinned).
+    /// Errors: `ENOSPC` (table full), `EAGAIN` (ring), `ENOBUFS` (budget).
+    pub(crate) fn admit_offer(&mut self, shared: &SharedArea, len: u64) -> Result {
+        if self.offers.live() >= u64::from(self.book.caps.max_posted) {
+            return Err(ENOSPC);
+        }
+        if !self.ring_has_room(shared) {
+            return Err(EAGAIN);
+        }
+        if self.book.pinned.saturating_add(len) > self.book.caps.pin_budget {
+            return Err(crate::sock::errno::enobufs());
+        }
+        self.book.pinned += len;
+        Ok(())
     }
 
     /// Records that the connection to `rank` waits for room, and tells the
@@ -294,11 +397,12 @@ impl RecvState {
     /// one for every receive that may still complete (posted or being
     /// filled): a new post or announcement may take it without overflow.
     fn ring_has_room(&self, shared: &SharedArea) -> bool {
-        let owed = u64::from(shared.ring_pending()) + self.rx.outstanding();
+        let owed = u64::from(shared.ring_pending()) + self.rx.outstanding() + self.offers.live();
         owed < u64::from(self.book.caps.ring_entries())
     }
 
-    /// Stored unexpected message `id` as the ABI describes it.
+    /// Stored unexpected message `id` as the ABI describes it; a request
+    /// to send has no id or payload of its own here.
     pub(crate) fn stored(
         &self,
         shared: &SharedArea,
@@ -306,14 +410,15 @@ impl RecvState {
         info: MsgInfo,
         region: Region,
     ) -> abi::StoredMessage {
+        let request = is_request(&info);
         abi::StoredMessage {
-            id: id.to_raw(),
-            offset: shared.dump_offset() + region.at,
+            id: if request { 0 } else { id.to_raw() },
+            offset: if request { 0 } else { shared.dump_offset() + region.at },
             len: info.len,
             source: info.envelope.source,
             tag: info.envelope.tag,
             context: info.envelope.context,
-            reserved: 0,
+            flags: if request { abi::O2G_STORED_REQUEST } else { 0 },
         }
     }
 }
@@ -343,6 +448,13 @@ impl Book {
     pub(crate) fn lend(&mut self, handle: u64) -> Option<PostedRecv> {
         let i = u32::try_from(handle).ok()?;
         self.table.get_mut(i as usize)?.take()
+    }
+
+    /// The buffer length of the posted receive `handle`.
+    pub(crate) fn capacity(&self, handle: u64) -> Option<u64> {
+        let i = u32::try_from(handle).ok()?;
+        let recv = self.table.get(i as usize)?.as_ref()?;
+        Some(recv.buf.len() as u64)
     }
 
     /// Frees a handle whose receive was lent out.

@@ -11,11 +11,14 @@
 //! finish in softirq are unpinned by the reclaim work.
 
 use kernel::{
-    impl_has_work, new_condvar, new_work,
+    alloc::KVVec,
+    impl_has_work, new_condvar, new_mutex, new_work,
     prelude::*,
-    sync::{Arc, CondVar, SetOnce},
+    sync::{Arc, CondVar, Mutex, SetOnce},
     workqueue::{self, Work, WorkItem},
 };
+
+use crate::conn::Conn;
 
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::recv::RecvState;
@@ -54,10 +57,20 @@ pub(crate) struct Rx {
     shared: SetOnce<SharedArea>,
     #[pin]
     reclaim: Work<Rx>,
+    /// The control connections, sorted by rank: where the send work
+    /// writes. Lock order: after the endpoint's own mutex, before a
+    /// connection's tx mutex and the rx lock. Emptied at teardown (each
+    /// connection holds a reference to this `Rx`).
+    #[pin]
+    controls: Mutex<KVVec<Arc<Conn>>>,
+    /// Writes clear-to-send and rendezvous data (`tx.rs`).
+    #[pin]
+    send: Work<Rx, 1>,
 }
 
 impl_has_work! {
     impl HasWork<Rx> for Rx { self.reclaim }
+    impl HasWork<Rx, 1> for Rx { self.send }
 }
 
 impl Rx {
@@ -69,6 +82,8 @@ impl Rx {
                 wake <- new_condvar!("o2g_endpoint_wake"),
                 shared: SetOnce::new(),
                 reclaim <- new_work!("o2g_reclaim"),
+                controls <- new_mutex!(KVVec::new(), "o2g_endpoint_controls"),
+                send <- new_work!("o2g_send"),
             }),
             GFP_KERNEL_ACCOUNT,
         )
@@ -158,7 +173,7 @@ impl Rx {
     /// Context: any.
     pub(crate) fn schedule_reclaim(self: &Arc<Self>) {
         // Already queued is fine: one run reclaims everything.
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = workqueue::system().enqueue::<Arc<Rx>, 0>(self.clone());
     }
 
     /// Copies the stored messages the readers left to this work into their
@@ -204,6 +219,31 @@ impl Rx {
         }
     }
 
+    /// Queues the send work (messages for control connections wait, or
+    /// one of them has room again).
+    ///
+    /// Context: any.
+    pub(crate) fn schedule_send(self: &Arc<Self>) {
+        // Already queued is fine: one pass sends everything it can.
+        let _ = workqueue::system().enqueue::<Arc<Rx>, 1>(self.clone());
+    }
+
+    /// The control connections, sorted by rank.
+    ///
+    /// Context: process context, may sleep.
+    pub(crate) fn controls(&self) -> kernel::sync::MutexGuard<'_, KVVec<Arc<Conn>>> {
+        self.controls.lock()
+    }
+
+    /// Waits until a queued send work has finished.
+    ///
+    /// Context: process context, may sleep; no locks held.
+    pub(crate) fn flush_send(&self) {
+        // SAFETY: `send` is an initialised work item inside `self`, which
+        // the caller's reference keeps alive for the call.
+        unsafe { kernel::bindings::flush_work(Work::<Rx, 1>::raw_get(&self.send)) };
+    }
+
     /// Waits until a queued reclaim work has finished.
     ///
     /// Context: process context, may sleep; no locks held.
@@ -219,6 +259,22 @@ impl WorkItem for Rx {
 
     /// Context: process context (system workqueue), may sleep.
     fn run(this: Arc<Rx>) {
+        this.reclaim_now();
+    }
+}
+
+impl WorkItem<1> for Rx {
+    type Pointer = Arc<Rx>;
+
+    /// One pass of sending (see `tx.rs`).
+    ///
+    /// Context: process context (system workqueue), may sleep; takes the
+    /// control-connection list, then each connection's tx mutex, then
+    /// the rx lock briefly.
+    fn run(this: Arc<Rx>) {
+        let controls = this.controls.lock();
+        crate::tx::send_pass(&this, &controls);
+        drop(controls);
         this.reclaim_now();
     }
 }

@@ -31,6 +31,21 @@ extern "C" {
     pub(crate) fn o2g_sk_set_data_ready(sk: *mut bindings::sock, f: Option<ReadyFn>);
     pub(crate) fn o2g_sk_state_change(sk: *const bindings::sock) -> Option<ReadyFn>;
     pub(crate) fn o2g_sk_set_state_change(sk: *mut bindings::sock, f: Option<ReadyFn>);
+    pub(crate) fn o2g_sk_write_space(sk: *const bindings::sock) -> Option<ReadyFn>;
+    pub(crate) fn o2g_sk_set_write_space(sk: *mut bindings::sock, f: Option<ReadyFn>);
+
+    pub(crate) fn o2g_send_bytes(
+        sk: *mut bindings::sock,
+        buf: *const core::ffi::c_void,
+        len: usize,
+        more: bool,
+    ) -> core::ffi::c_int;
+    pub(crate) fn o2g_send_pages(
+        sk: *mut bindings::sock,
+        pages: *mut *mut core::ffi::c_void,
+        offset: usize,
+        len: usize,
+    ) -> core::ffi::c_int;
 
     pub(crate) fn o2g_sk_attach_ulp(sk: *mut bindings::sock);
     pub(crate) fn o2g_sk_detach_ulp(sk: *mut bindings::sock);

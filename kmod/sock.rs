@@ -51,6 +51,12 @@ pub(crate) mod errno {
         from(bindings::ENOBUFS)
     }
 
+    /// An operation the object cannot do (a claiming probe of a request
+    /// to send).
+    pub(crate) fn eopnotsupp() -> Error {
+        from(bindings::EOPNOTSUPP)
+    }
+
     /// A TCP socket that is not connected.
     pub(crate) fn enotconn() -> Error {
         from(bindings::ENOTCONN)
@@ -104,11 +110,55 @@ impl TcpSocket {
         unsafe { (*self.sock.as_ptr()).sk }
     }
 
+    /// Queues `buf` without blocking; returns how many bytes were queued.
+    /// `more` tells TCP that more follows at once (`MSG_MORE`). `EAGAIN`
+    /// when the send buffer is full; `EPIPE` or another error when the
+    /// connection is gone.
+    ///
+    /// Context: process context, may sleep (takes the socket lock).
+    pub(crate) fn send_bytes(&self, buf: &[u8], more: bool) -> Result<usize> {
+        // SAFETY: `sock` is valid (type invariants) and `buf` is readable
+        // for its length during the call.
+        let rc = unsafe { shim::o2g_send_bytes(self.sk(), buf.as_ptr().cast(), buf.len(), more) };
+        sent(rc)
+    }
+
+    /// Queues `len` bytes of the page array `pages`, from byte `offset` of
+    /// its first page on, without blocking (at most 16 pages per call);
+    /// returns how many bytes were queued. Errors as [`TcpSocket::send_bytes`].
+    ///
+    /// Context: process context, may sleep (takes the socket lock).
+    ///
+    /// # Safety
+    ///
+    /// The pages covering bytes `offset..offset + len` of the array must
+    /// stay allocated during the call.
+    pub(crate) unsafe fn send_pages(
+        &self,
+        pages: *mut *mut core::ffi::c_void,
+        offset: usize,
+        len: usize,
+    ) -> Result<usize> {
+        // SAFETY: `sock` is valid (type invariants); the pages stay
+        // allocated (caller).
+        let rc = unsafe { shim::o2g_send_pages(self.sk(), pages, offset, len) };
+        sent(rc)
+    }
+
     /// Takes the socket owner lock (`lock_sock`). May sleep.
     pub(crate) fn lock(&self) -> SockGuard<'_> {
         // SAFETY: `sk` is a valid socket (type invariants).
         unsafe { shim::o2g_lock_sock(self.sk()) };
         SockGuard { sock: self }
+    }
+}
+
+/// A send helper's answer: bytes queued, or the error.
+fn sent(rc: core::ffi::c_int) -> Result<usize> {
+    if rc < 0 {
+        Err(Error::from_errno(rc))
+    } else {
+        Ok(rc as usize)
     }
 }
 
@@ -183,13 +233,13 @@ impl CallbackGuard<'_> {
         unsafe { shim::o2g_sk_has_ulp(self.sk) }
     }
 
-    /// The current `sk_data_ready` and `sk_state_change`.
+    /// The current `sk_data_ready`, `sk_state_change` and `sk_write_space`.
     pub(crate) fn current(&self) -> Callbacks {
         // SAFETY: `sk` is valid and the callback lock is held.
         unsafe { Callbacks::read(self.sk) }
     }
 
-    /// Replaces `sk_user_data` and both callbacks together.
+    /// Replaces `sk_user_data` and the callbacks together.
     ///
     /// # Safety
     ///
@@ -203,6 +253,7 @@ impl CallbackGuard<'_> {
             shim::o2g_sk_set_user_data(self.sk, data);
             shim::o2g_sk_set_data_ready(self.sk, cbs.data_ready);
             shim::o2g_sk_set_state_change(self.sk, cbs.state_change);
+            shim::o2g_sk_set_write_space(self.sk, cbs.write_space);
         }
     }
 }
@@ -221,6 +272,8 @@ pub(crate) struct Callbacks {
     pub(crate) data_ready: Option<ReadyFn>,
     /// `sk_state_change`: FIN, RST or a local shutdown changed the state.
     pub(crate) state_change: Option<ReadyFn>,
+    /// `sk_write_space`: room in the send buffer again.
+    pub(crate) write_space: Option<ReadyFn>,
 }
 
 impl Callbacks {
@@ -233,6 +286,7 @@ impl Callbacks {
             Self {
                 data_ready: shim::o2g_sk_data_ready(sk),
                 state_change: shim::o2g_sk_state_change(sk),
+                write_space: shim::o2g_sk_write_space(sk),
             }
         }
     }

@@ -21,7 +21,7 @@ pub const O2G_IOC_TYPE: u32 = 0xBB;
 /// Major ABI version: bumped on any incompatible change.
 pub const O2G_ABI_MAJOR: u16 = 2;
 /// Minor ABI version: bumped when opcodes or fields are added compatibly.
-pub const O2G_ABI_MINOR: u16 = 0;
+pub const O2G_ABI_MINOR: u16 = 1;
 
 /// `_IOC_NONE`: the ioctl moves no data.
 pub const IOC_NONE: u32 = 0;
@@ -60,6 +60,9 @@ pub mod feature {
     /// INIT accepts [`super::O2G_INIT_NOTICES`]: stored messages are
     /// announced in the ring and given back through the release ring.
     pub const NOTICES: u64 = 1;
+    /// Rendezvous: REGISTER takes [`super::O2G_REGISTER_CONTROL`], and
+    /// [`super::O2G_IOC_OFFER`] exists (ABI minor 1).
+    pub const RENDEZVOUS: u64 = 2;
 }
 
 /// Reads the module's ABI version into a [`VersionInfo`].
@@ -78,11 +81,22 @@ pub struct SocketRegistration {
     pub fd: i32,
     /// The peer rank this socket leads to, below [`O2G_MAX_RANK`].
     pub rank: u32,
-    /// No flags are defined yet; must be zero.
+    /// [`O2G_REGISTER_CONTROL`] or zero.
     pub flags: u32,
-    /// Explicit padding; must be zero.
-    pub reserved: u32,
+    /// With [`O2G_REGISTER_CONTROL`]: this process's own rank, the source
+    /// of the headers the module writes; otherwise must be zero.
+    pub local_rank: u32,
 }
+
+/// [`SocketRegistration::flags`]: the socket is the pair's control
+/// connection, owned by the modules. Each rank may have one connection
+/// registered without the flag (the *messages* connection: the process
+/// writes `Eager` and `Rts` messages on it, the module reads them) and
+/// one with it: the module alone writes it (clear-to-send and rendezvous
+/// data, from a work item) and reads what the peer's module writes. The
+/// process must not write a control socket; bytes it writes there break
+/// the peer's framing, and the peer fails the connection.
+pub const O2G_REGISTER_CONTROL: u32 = 1;
 
 const _: () = assert!(core::mem::size_of::<SocketRegistration>() == 16);
 
@@ -146,8 +160,9 @@ pub struct InitArgs {
     pub pin_budget: u64,
     /// In: [`O2G_INIT_NOTICES`] or zero.
     pub flags: u32,
-    /// Out: number of ring records, a power of two at least `max_posted`
-    /// (`max_posted + max_unexpected` with notices).
+    /// Out: number of ring records, a power of two at least twice
+    /// `max_posted` (receives and as many offers; `2 * max_posted +
+    /// max_unexpected` with notices).
     pub ring_entries: u32,
     /// Out: offset of the first completion record in the mapping.
     pub ring_offset: u64,
@@ -222,6 +237,19 @@ pub mod record_kind {
     pub const COMPLETED: u32 = 0;
     /// An unexpected message was stored (with [`super::O2G_INIT_NOTICES`]).
     pub const STORED: u32 = 1;
+    /// A request to send was stored (with [`super::O2G_INIT_NOTICES`]):
+    /// `len` is the message's size; no payload is stored and the message
+    /// is *not* handed to the process. A receive takes it only through
+    /// [`super::O2G_IOC_POST`] (whose outcome is then
+    /// [`super::outcome::CLEARED`]); post it with the exact envelope
+    /// announced, and the module matches this request, since requests
+    /// with one envelope are taken oldest first.
+    pub const REQUEST: u32 = 2;
+    /// An offer ([`super::O2G_IOC_OFFER`]) finished: `user_data` is the
+    /// offer's, `len` the bytes the receiver asked for and were sent;
+    /// `status` is zero or `-ECONNRESET` (the control connection to the
+    /// offer's rank failed or was unregistered before all was sent).
+    pub const SENT: u32 = 3;
 }
 
 /// `source` of a receive that accepts any source (`MPI_ANY_SOURCE`).
@@ -242,6 +270,11 @@ pub mod outcome {
     /// [`super::PostArgs::ring_seen`]. Read them, match them, and post
     /// again if none fits.
     pub const RESCAN: u32 = 4;
+    /// A post matched a stored request to send: the module asked the
+    /// sender for the data, which lands in the pinned buffer; the
+    /// completion appears in the ring. A matched receive cannot be
+    /// cancelled (`recv_id` is zero).
+    pub const CLEARED: u32 = 5;
 }
 
 /// An unexpected message the module stored in the dump area.
@@ -260,11 +293,16 @@ pub struct StoredMessage {
     pub tag: u32,
     /// The communicator's context id.
     pub context: u32,
-    /// Explicit padding; always zero.
-    pub reserved: u32,
+    /// [`O2G_STORED_REQUEST`] or zero.
+    pub flags: u32,
 }
 
 const _: () = assert!(core::mem::size_of::<StoredMessage>() == 40);
+
+/// [`StoredMessage::flags`]: a request to send, not a payload: `len` is
+/// the message's size, `offset` and `id` are zero; a POST takes it (see
+/// [`outcome::CLEARED`]); a claiming PROBE cannot (`EOPNOTSUPP`).
+pub const O2G_STORED_REQUEST: u32 = 1;
 
 /// Argument of [`O2G_IOC_POST`]: post a receive into a user buffer.
 #[repr(C)]
@@ -564,4 +602,59 @@ pub const O2G_IOC_LIST_ENDPOINTS: u32 = ioc(
     IOC_READ | IOC_WRITE,
     0x0b,
     core::mem::size_of::<EndpointList>(),
+);
+
+/// Argument of [`O2G_IOC_OFFER`]: a rendezvous send's buffer, offered to
+/// the module before the process writes the message's `Rts` header.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OfferArgs {
+    /// In: address of the message (any alignment).
+    pub buf: u64,
+    /// In: its length, `..=O2G_MAX_MESSAGE`.
+    pub len: u64,
+    /// In: copied into the offer's [`record_kind::SENT`] record.
+    pub user_data: u64,
+    /// In: the rank the message goes to; a control connection to it must
+    /// be registered.
+    pub rank: u32,
+    /// In: [`O2G_OFFER_REPLACE`] or zero.
+    pub flags: u32,
+    /// Out: the offer's id, for the `Rts` header's reference field. In,
+    /// with [`O2G_OFFER_REPLACE`]: the offer whose buffer to replace.
+    pub offer: u32,
+    /// Out: explicit padding; always zero.
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<OfferArgs>() == 40);
+
+/// [`OfferArgs::flags`]: replace the buffer of offer [`OfferArgs::offer`]
+/// (to the same `rank`, of the same `len`) with `buf`, if its receiver
+/// has not cleared it yet; `user_data` is kept. For a blocking send that
+/// waited long enough for its receiver and now hands the module a copy,
+/// so that the caller's buffer is free again. Errors: `EBUSY` (the offer
+/// was cleared: its data goes out from the old buffer; wait for its
+/// `SENT` record), `ENOENT` (no such offer of this endpoint), `EINVAL`
+/// (another rank or length).
+pub const O2G_OFFER_REPLACE: u32 = 1;
+
+/// Offers a rendezvous send's buffer ([`OfferArgs`]): the module pins it
+/// (read-only, counted against `RLIMIT_MEMLOCK` and the pin budget) and,
+/// when the receiver's clear-to-send names the offer, its work item sends
+/// the data on the control connection, from the pinned pages, without
+/// the process. A [`record_kind::SENT`] record ends every offer; the
+/// pages stay pinned until then, so a process that frees or unmaps the
+/// buffer early cannot make the module read freed memory (it sends what
+/// the pinned pages hold). Closing the endpoint ends every offer.
+///
+/// Errors: `EINVAL` (flags, length, rank, reserved), `ENOTCONN` (no control
+/// connection to `rank`, or it failed), `ENOSPC` (offer table full:
+/// `max_posted` offers), `EAGAIN` (the ring could overflow: consume
+/// completions first), `ENOBUFS` (pin budget), `ENOMEM`
+/// (`RLIMIT_MEMLOCK`), `EFAULT`, `EBADFD` (before INIT).
+pub const O2G_IOC_OFFER: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x0d,
+    core::mem::size_of::<OfferArgs>(),
 );

@@ -140,6 +140,24 @@ pub enum Reaped {
     /// With [`EndpointConfig::notices`](crate::EndpointConfig::notices): an
     /// unexpected message was stored and is now this process's.
     Stored(crate::Announced),
+    /// With notices: a request to send was stored (`len` is the message's
+    /// size). It stays with the module: a receive takes it by posting
+    /// with exactly this envelope.
+    Request(crate::Envelope),
+    /// An offer ([`Endpoint::offer`](crate::Endpoint::offer)) ended.
+    Sent(Sent),
+}
+
+/// An offer ended: the module no longer reads its buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// The offer's `user_data`.
+    pub user_data: u64,
+    /// Bytes sent (what the receiver asked for).
+    pub len: u64,
+    /// Whether the data went out: a failure is the control connection's
+    /// ([`RecvError::ConnectionFailed`]).
+    pub status: Result<(), RecvError>,
 }
 
 #[cfg(test)]

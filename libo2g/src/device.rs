@@ -86,7 +86,23 @@ impl Device {
         raw::register_socket(self.fd.as_fd(), &reg).map_err(|e| Error::io("register socket", e))
     }
 
-    /// Detaches the socket of peer `rank`; it is a plain socket again.
+    /// Attaches a connected TCP socket as the control connection to peer
+    /// `rank` (see [`abi::O2G_REGISTER_CONTROL`]); `local_rank` is this
+    /// process's rank. The process must not write to it afterwards. Errors
+    /// as [`Device::register_socket`].
+    pub fn register_control(&self, sock: &impl AsFd, rank: u32, local_rank: u32) -> Result<()> {
+        let reg = abi::SocketRegistration {
+            fd: sock.as_fd().as_raw_fd(),
+            rank,
+            flags: abi::O2G_REGISTER_CONTROL,
+            local_rank,
+        };
+        raw::register_socket(self.fd.as_fd(), &reg)
+            .map_err(|e| Error::io("register control socket", e))
+    }
+
+    /// Detaches the sockets of peer `rank` (its control connection too);
+    /// they are plain sockets again.
     pub fn unregister_socket(&self, rank: u32) -> Result<()> {
         let arg = abi::RankArg { rank, reserved: 0 };
         raw::unregister_socket(self.fd.as_fd(), &arg).map_err(|e| Error::io("unregister socket", e))

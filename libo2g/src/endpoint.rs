@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::completion::{Completed, RawCompleted, Reaped};
+use crate::completion::{Completed, RawCompleted, Reaped, RecvError, Sent};
 use crate::mapping::Mapping;
 use crate::poll::timeout_ns;
 use crate::ring::RingConsumer;
@@ -95,8 +95,16 @@ impl Endpoint {
         self.device.register_socket(sock, rank)
     }
 
-    /// Detaches the socket of peer `rank`. Receives in the middle of a
-    /// message from it complete with [`crate::RecvError::Unregistered`].
+    /// Attaches a connected TCP socket as the control connection to peer
+    /// `rank`; see [`Device::register_control`].
+    pub fn register_control(&self, sock: &impl AsFd, rank: u32, local_rank: u32) -> Result<()> {
+        self.device.register_control(sock, rank, local_rank)
+    }
+
+    /// Detaches the sockets of peer `rank`. Receives in the middle of a
+    /// message from it complete with [`crate::RecvError::Unregistered`];
+    /// with a control connection, offers to it and receives waiting for
+    /// its data end with a connection failure.
     pub fn unregister_socket(&self, rank: u32) -> Result<()> {
         self.device.unregister_socket(rank)
     }
@@ -198,7 +206,9 @@ impl Endpoint {
             }
         };
         match args.outcome {
-            abi::outcome::QUEUED => {
+            // A matched request to send: queued, but no longer cancellable
+            // (its id is zero).
+            abi::outcome::QUEUED | abi::outcome::CLEARED => {
                 if let Some(p) = self.posted.get_mut(key) {
                     p.recv_id = args.recv_id;
                 }
@@ -280,7 +290,7 @@ impl Endpoint {
             }
         };
         match args.outcome {
-            abi::outcome::QUEUED => Ok(PostOutcome::Queued {
+            abi::outcome::QUEUED | abi::outcome::CLEARED => Ok(PostOutcome::Queued {
                 recv_id: args.recv_id,
             }),
             abi::outcome::UNEXPECTED => {
@@ -353,6 +363,10 @@ impl Endpoint {
     }
 
     fn cancel_ioctl(&self, recv_id: u64) -> Result<bool> {
+        // Id zero: a receive that matched a request to send when posted.
+        if recv_id == 0 {
+            return Ok(false);
+        }
         let rc = raw::cancel(self.device.as_fd(), &abi::IdArg { id: recv_id })
             .map_err(|e| Error::io("O2G_IOC_CANCEL", e))?;
         match rc {
@@ -388,7 +402,7 @@ impl Endpoint {
                 source: record.source,
                 tag: record.tag,
                 context: record.context,
-                reserved: 0,
+                flags: 0,
             };
             return match Announced::new(&self.layout, &msg) {
                 Ok(a) => Ok(Some(Reaped::Stored(a))),
@@ -399,6 +413,22 @@ impl Endpoint {
                     Err(e)
                 }
             };
+        }
+        if record.kind == abi::record_kind::REQUEST {
+            return Ok(Some(Reaped::Request(Envelope {
+                source: record.source,
+                tag: record.tag,
+                context: record.context,
+                len: record.len,
+            })));
+        }
+        if record.kind == abi::record_kind::SENT {
+            self.release();
+            return Ok(Some(Reaped::Sent(Sent {
+                user_data: record.user_data,
+                len: record.len,
+                status: RecvError::from_status(record.status),
+            })));
         }
         if record.kind != abi::record_kind::COMPLETED {
             return Err(Error::bad_answer(
@@ -652,5 +682,6 @@ fn unknown_outcome(op: &'static str, outcome: u32) -> Error {
     Error::bad_answer(op, format!("unknown outcome {outcome}"))
 }
 
+mod offer;
 #[cfg(test)]
 mod tests;

@@ -86,7 +86,7 @@ mod selector;
 mod slab;
 mod unexpected;
 
-pub use completion::{Completed, RawCompleted, Reaped, RecvError};
+pub use completion::{Completed, RawCompleted, Reaped, RecvError, Sent};
 pub use config::EndpointConfig;
 pub use device::Device;
 pub use endpoint::Endpoint;

@@ -89,6 +89,19 @@ pub(crate) fn free(fd: BorrowedFd<'_>, arg: &abi::IdArg) -> io::Result<()> {
     check(rc)
 }
 
+/// `O2G_IOC_OFFER`: offers `args.buf[..args.len]` for a rendezvous send
+/// (or, with `O2G_OFFER_REPLACE`, replaces an offer's buffer). The module
+/// pins the pages and only reads them; they stay pinned, so allocated,
+/// until the offer's `SENT` record, whatever the process does with the
+/// memory meanwhile.
+pub(crate) fn offer(fd: BorrowedFd<'_>, args: &mut abi::OfferArgs) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<OfferArgs>()` in a valid,
+    // exclusively borrowed struct of integers. The module reads the
+    // buffer through its own pins, never through this process's mapping.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_OFFER as _, args) };
+    check(rc)
+}
+
 /// `O2G_IOC_SYNC`: applies the release ring and resumes stalled connections.
 pub(crate) fn sync(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: `_IO`: the module reads no argument.

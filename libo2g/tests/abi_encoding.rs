@@ -55,7 +55,7 @@ fn argument_structs_have_fixed_layout() {
 fn receive_path_opcodes_match_nix_encoding() {
     use nix::{request_code_readwrite as rw, request_code_write as w};
     let t = abi::O2G_IOC_TYPE;
-    let cases: [(&str, u32, ioctl_num_type); 8] = [
+    let cases: [(&str, u32, ioctl_num_type); 9] = [
         (
             "INIT",
             abi::O2G_IOC_INIT,
@@ -96,6 +96,11 @@ fn receive_path_opcodes_match_nix_encoding() {
             abi::O2G_IOC_LIST_ENDPOINTS,
             rw!(t, 0x0b, size_of::<abi::EndpointList>()),
         ),
+        (
+            "OFFER",
+            abi::O2G_IOC_OFFER,
+            rw!(t, 0x0d, size_of::<abi::OfferArgs>()),
+        ),
     ];
     for (name, ours, nix) in cases {
         assert_eq!(ours as ioctl_num_type, nix, "O2G_IOC_{name}");
@@ -118,6 +123,7 @@ fn opcode_numbers_are_distinct() {
         abi::O2G_IOC_SOCKET_STATS,
         abi::O2G_IOC_LIST_ENDPOINTS,
         abi::O2G_IOC_SYNC,
+        abi::O2G_IOC_OFFER,
     ];
     // The `nr` byte alone tells them apart, and numbers them 0, 1, 2, ...
     let nrs: Vec<u32> = all.iter().map(|op| op & 0xff).collect();
@@ -146,7 +152,16 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(offset_of!(abi::StoredMessage, source), 24);
     assert_eq!(offset_of!(abi::StoredMessage, tag), 28);
     assert_eq!(offset_of!(abi::StoredMessage, context), 32);
-    assert_eq!(offset_of!(abi::StoredMessage, reserved), 36);
+    assert_eq!(offset_of!(abi::StoredMessage, flags), 36);
+
+    assert_eq!(size_of::<abi::OfferArgs>(), 40);
+    assert_eq!(offset_of!(abi::OfferArgs, len), 8);
+    assert_eq!(offset_of!(abi::OfferArgs, user_data), 16);
+    assert_eq!(offset_of!(abi::OfferArgs, rank), 24);
+    assert_eq!(offset_of!(abi::OfferArgs, flags), 28);
+    assert_eq!(offset_of!(abi::OfferArgs, offer), 32);
+    assert_eq!(offset_of!(abi::OfferArgs, reserved), 36);
+    assert_eq!(offset_of!(abi::SocketRegistration, local_rank), 12);
 
     assert_eq!(size_of::<abi::PostArgs>(), 96);
     assert_eq!(offset_of!(abi::PostArgs, buf_len), 8);

@@ -163,7 +163,7 @@ fn reap_returns_buffers_with_their_status() {
         match r {
             Reaped::Owned(c) => got.push((c.user_data, c.buf.len(), c.written, c.status)),
             Reaped::Raw(r) => panic!("unexpected raw completion {r:?}"),
-            Reaped::Stored(m) => panic!("unexpected announcement {m:?}"),
+            other => panic!("unexpected record {other:?}"),
         }
     }
     assert_eq!(
@@ -287,7 +287,7 @@ fn unexpected_messages_read_the_dump_area_in_place() {
         source: 1,
         tag: 2,
         context: 3,
-        reserved: 0,
+        flags: 0,
     };
     let msg = UnexpectedMessage::take(&ep.device, &ep.mapping, &ep.layout, stored).unwrap();
     assert_eq!(msg.data(), b"payload!");

@@ -15,6 +15,7 @@ mod ivshmem;
 mod notices;
 mod recv;
 mod remote;
+mod rendezvous;
 mod rsh;
 mod scale;
 mod sockets;
@@ -45,6 +46,10 @@ fn main() -> ExitCode {
         Some("recv-teardown") => recv::teardown(),
         Some("recv-sigkill") => recv::sigkill(),
         Some("recv-scale") => scale::scale(&args[1..]),
+        Some("rndv-paths") => rendezvous::paths(),
+        Some("rndv-misbehaviour") => rendezvous::misbehaviour(),
+        Some("rndv-errors") => rendezvous::errors(),
+        Some("rndv-teardown") => rendezvous::teardown(),
         Some("recv-remote") => remote::remote(&args[1..]),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         Some("trust-listen-child") => trust::listen_child(),

@@ -211,6 +211,7 @@ pub(crate) fn ring_full() -> CheckResult {
                 }
                 ep.give_back(a).map_err(e("give back"))?;
             }
+            other => return Err(format!("unexpected record {other:?}")),
         }
     }
     if completions != unread {

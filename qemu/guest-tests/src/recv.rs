@@ -92,6 +92,7 @@ pub(crate) fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
             Some(Reaped::Owned(c)) => return Ok(c),
             Some(Reaped::Raw(_)) => return Err("unexpected raw completion".into()),
             Some(Reaped::Stored(m)) => return Err(format!("unexpected announcement {m:?}")),
+            Some(other) => return Err(format!("unexpected record {other:?}")),
             None => {}
         }
         if Instant::now() > deadline {

@@ -300,7 +300,7 @@ pub(crate) fn urgent() -> CheckResult {
 }
 
 /// `/proc/vmstat`'s pin counters: (acquired, released).
-fn pin_counters() -> Result<(u64, u64), String> {
+pub(crate) fn pin_counters() -> Result<(u64, u64), String> {
     let text = std::fs::read_to_string("/proc/vmstat").map_err(|e| e.to_string())?;
     let get = |name: &str| {
         text.lines()

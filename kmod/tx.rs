@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the module writes: clear-to-send and rendezvous data on control
+//! connections, from the endpoint's send work in process context.
+//!
+//! Where a `Cts` or `Data` is decided (the reader in softirq, a POST), it
+//! is queued under the rx lock as an [`Outgoing`] and the send work is
+//! kicked. The work writes each message whole, without blocking: a
+//! connection whose send buffer is full keeps its half-written message
+//! (and the messages queued behind it for that rank) until its
+//! `sk_write_space` kicks the work again, so one slow peer never holds
+//! back the others. The module is the only writer of a control
+//! connection, so its framing is never shared with the process.
+//!
+//! A `Cts` that cannot be sent (the connection is gone) ends the receive
+//! waiting for its data with `-ECONNRESET`; an offer whose data cannot be
+//! sent ends with the same status in its `SENT` record.
+//!
+//! Locks: the work holds the endpoint's list of control connections
+//! (mutex) for a pass, then a connection's tx mutex, then, briefly, the rx
+//! lock; never the rx lock across a send.
+
+use kernel::{alloc::KVVec, prelude::*, sync::Arc};
+
+
+use crate::abi;
+use crate::conn::Conn;
+use crate::pinned::PinnedBuf;
+use crate::proto::wire::{Encoder, Header, Kind, HEADER_LEN};
+use crate::rx::Rx;
+use crate::sock::{errno, TcpSocket};
+
+/// A message for a control connection.
+#[derive(Clone, Copy)]
+pub(crate) enum Outgoing {
+    /// Clear to send `want` bytes of `rank`'s offer `offer`, for the
+    /// receive waiting under `token`.
+    Cts {
+        rank: u32,
+        token: u64,
+        want: u64,
+        offer: u32,
+    },
+    /// The data of offer `offer` to `rank`, which its receiver cleared.
+    Data { rank: u32, offer: u32 },
+}
+
+impl Outgoing {
+    fn rank(&self) -> u32 {
+        match *self {
+            Outgoing::Cts { rank, .. } | Outgoing::Data { rank, .. } => rank,
+        }
+    }
+}
+
+/// Messages decided and not yet started, oldest first; sized at INIT
+/// for every receive that may wait for data and every offer. At most
+/// `max_cts` entries are clear-to-send, so a peer that makes the module
+/// answer more requests than receives can wait (by forging data for
+/// them) cannot take the room kept for offers' data.
+pub(crate) struct TxQueue {
+    items: KVVec<Option<Outgoing>>,
+    head: usize,
+    len: usize,
+    cts: usize,
+    max_cts: usize,
+}
+
+impl TxQueue {
+    /// A queue of `n` messages, at most `max_cts` of them clear-to-send.
+    ///
+    /// Context: process context, may sleep.
+    pub(crate) fn new(n: usize, max_cts: usize) -> Result<Self> {
+        let mut items = KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
+        for _ in 0..n {
+            items.push(None, GFP_KERNEL_ACCOUNT)?;
+        }
+        Ok(Self {
+            items,
+            head: 0,
+            len: 0,
+            cts: 0,
+            max_cts,
+        })
+    }
+
+    /// Messages queued.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Queues `o`; gives it back when full (which sizing rules out for
+    /// a peer that follows the protocol).
+    pub(crate) fn push(&mut self, o: Outgoing) -> core::result::Result<(), Outgoing> {
+        let cap = self.items.len();
+        let is_cts = matches!(o, Outgoing::Cts { .. });
+        if self.len == cap || (is_cts && self.cts >= self.max_cts) {
+            return Err(o);
+        }
+        self.items[(self.head + self.len) % cap] = Some(o);
+        self.len += 1;
+        self.cts += usize::from(is_cts);
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Option<Outgoing> {
+        if self.len == 0 {
+            return None;
+        }
+        let o = self.items[self.head].take();
+        self.head = (self.head + 1) % self.items.len();
+        self.len -= 1;
+        if matches!(o, Some(Outgoing::Cts { .. })) {
+            self.cts -= 1;
+        }
+        o
+    }
+}
+
+/// The sending side of one control connection; only the send work and
+/// teardown touch it.
+pub(crate) struct ConnTx {
+    /// This process's rank: the source of every header written.
+    local_rank: u32,
+    encoder: Encoder,
+    partial: Option<Partial>,
+    /// A send failed: nothing more goes out on this connection.
+    broken: bool,
+}
+
+/// A message being written.
+struct Partial {
+    header: [u8; HEADER_LEN],
+    header_sent: usize,
+    what: Part,
+}
+
+enum Part {
+    /// A `Cts` for the receive waiting under this token.
+    Cts(u64),
+    /// An offer's data.
+    Data {
+        offer: u32,
+        buf: PinnedBuf,
+        want: usize,
+        sent: usize,
+    },
+}
+
+enum Progress {
+    Done,
+    /// The send buffer is full: `sk_write_space` resumes.
+    Blocked,
+    Broken,
+}
+
+impl ConnTx {
+    /// The sending side of a fresh control connection of `local_rank`.
+    pub(crate) fn new(local_rank: u32) -> Self {
+        Self {
+            local_rank,
+            encoder: Encoder::new(),
+            partial: None,
+            broken: false,
+        }
+    }
+
+    /// Writes what it can of the partial message.
+    ///
+    /// Context: process context, may sleep.
+    fn pump(&mut self, sock: &TcpSocket) -> Progress {
+        let Some(p) = self.partial.as_mut() else {
+            return Progress::Done;
+        };
+        let step = |r: Result<usize>| match r {
+            Ok(0) => Err(Progress::Broken),
+            Ok(n) => Ok(n),
+            Err(e) if e == EAGAIN => Err(Progress::Blocked),
+            Err(_) => Err(Progress::Broken),
+        };
+        while p.header_sent < HEADER_LEN {
+            let more = matches!(p.what, Part::Data { .. });
+            match step(sock.send_bytes(&p.header[p.header_sent..], more)) {
+                Ok(n) => p.header_sent += n,
+                Err(progress) => return progress,
+            }
+        }
+        if let Part::Data { buf, want, sent, .. } = &mut p.what {
+            while *sent < *want {
+                match step(buf.send_on(sock, *sent, *want - *sent)) {
+                    Ok(n) => *sent += n,
+                    Err(progress) => return progress,
+                }
+            }
+        }
+        Progress::Done
+    }
+
+    /// Ends whatever is half-written, for teardown: its receive or offer
+    /// ends with an error.
+    ///
+    /// Context: process context, may sleep (unpins).
+    pub(crate) fn abandon(&mut self, rx: &Arc<Rx>) {
+        self.broken = true;
+        if let Some(p) = self.partial.take() {
+            end_part(rx, p.what, false);
+        }
+    }
+}
+
+/// One pass of the send work: resumes half-written messages, then starts
+/// every queued message whose connection is free.
+///
+/// Context: process context (the endpoint's send work), may sleep; the
+/// caller holds the list of control connections, sorted by rank.
+pub(crate) fn send_pass(rx: &Arc<Rx>, controls: &[Arc<Conn>]) {
+    for conn in controls {
+        let mut tx = conn.tx().lock();
+        if tx.partial.is_some() {
+            advance(rx, conn, &mut tx);
+        }
+    }
+    let n = rx.with_recv(|_, st, _| Ok(st.tx.len())).unwrap_or(0);
+    for _ in 0..n {
+        let Ok(Some(item)) = rx.with_recv(|_, st, _| Ok(st.tx.pop())) else {
+            break;
+        };
+        let conn = controls
+            .binary_search_by_key(&item.rank(), |c| c.rank())
+            .ok()
+            .map(|i| &controls[i]);
+        let Some(conn) = conn else {
+            // No control connection to that rank (any more).
+            drop_item(rx, item);
+            continue;
+        };
+        let mut tx = conn.tx().lock();
+        if tx.broken || conn.has_failed() {
+            drop_item(rx, item);
+            continue;
+        }
+        if tx.partial.is_some() {
+            // Behind a half-written message: next pass.
+            let _ = rx.with_recv(|_, st, _| Ok(st.tx.push(item)));
+            continue;
+        }
+        let local = tx.local_rank;
+        let partial = match item {
+            Outgoing::Cts {
+                token, want, offer, ..
+            } => Partial {
+                header: tx.encoder.encode_ref(
+                    Kind::Cts,
+                    Header::token_envelope(local, token),
+                    want,
+                    offer,
+                ),
+                header_sent: 0,
+                what: Part::Cts(token),
+            },
+            Outgoing::Data { offer, .. } => {
+                let Ok(Some(c)) = rx.with_recv(|_, st, _| Ok(st.offers.start(offer))) else {
+                    // Ended meanwhile (its connection failed).
+                    continue;
+                };
+                let want = (c.want as usize).min(c.buf.len());
+                Partial {
+                    header: tx.encoder.encode_ref(
+                        Kind::Data,
+                        Header::token_envelope(local, c.token),
+                        want as u64,
+                        offer,
+                    ),
+                    header_sent: 0,
+                    what: Part::Data {
+                        offer,
+                        buf: c.buf,
+                        want,
+                        sent: 0,
+                    },
+                }
+            }
+        };
+        tx.partial = Some(partial);
+        advance(rx, conn, &mut tx);
+    }
+}
+
+/// Writes what it can of `conn`'s partial message and ends it if done
+/// or broken.
+fn advance(rx: &Arc<Rx>, conn: &Conn, tx: &mut ConnTx) {
+    match tx.pump(conn.sock()) {
+        Progress::Blocked => {}
+        Progress::Done => {
+            if let Some(p) = tx.partial.take() {
+                end_part(rx, p.what, true);
+            }
+        }
+        Progress::Broken => tx.abandon(rx),
+    }
+}
+
+/// A message that will not be written: its receive or offer ends with
+/// an error.
+fn drop_item(rx: &Arc<Rx>, item: Outgoing) {
+    match item {
+        Outgoing::Cts { token, .. } => fail_waiting(rx, token),
+        Outgoing::Data { offer, .. } => end_offer(rx, offer, None, 0, false),
+    }
+}
+
+/// Ends a written (`ok`) or abandoned message.
+fn end_part(rx: &Arc<Rx>, what: Part, ok: bool) {
+    match what {
+        // A written `Cts` needs nothing more: its data will come.
+        Part::Cts(_) if ok => {}
+        Part::Cts(token) => fail_waiting(rx, token),
+        Part::Data {
+            offer, buf, sent, ..
+        } => end_offer(rx, offer, Some(buf), sent as u64, ok),
+    }
+}
+
+/// The receive waiting under `token` will not get its data.
+fn fail_waiting(rx: &Arc<Rx>, token: u64) {
+    let _ = rx.with_recv(|shared, st, _| {
+        if let Some(f) = st.rx.abandon(token) {
+            if let Some(recv) = st.book.take(f.handle) {
+                st.book
+                    .complete(shared, recv, f.envelope, f.len, errno::econnreset().to_errno());
+            }
+        }
+        Ok(())
+    });
+    rx.notify();
+    rx.schedule_reclaim();
+}
+
+/// Ends offer `offer` with its `SENT` record (`sent` bytes went out) and
+/// unpins its buffer (`buf`, or the one still in the table).
+///
+/// Context: process context, may sleep.
+fn end_offer(rx: &Rx, offer: u32, buf: Option<PinnedBuf>, sent: u64, ok: bool) {
+    let ended = rx
+        .with_recv(|shared, st, _| {
+            let Some((ended, failed)) = st.offers.finish(offer) else {
+                return Ok(None);
+            };
+            let status = if ok && !failed {
+                0
+            } else {
+                errno::econnreset().to_errno()
+            };
+            publish_sent(shared, ended.user_data, sent, status);
+            Ok(Some(ended))
+        })
+        .ok()
+        .flatten();
+    let mut unpinned = 0;
+    for b in [buf, ended.and_then(|e| e.buf)].into_iter().flatten() {
+        unpinned += b.len() as u64;
+        drop(b);
+    }
+    let _ = rx.with_recv(|_, st, _| {
+        st.book.pinned = st.book.pinned.saturating_sub(unpinned);
+        Ok(())
+    });
+    rx.notify();
+}
+
+/// Publishes an offer's `SENT` record.
+///
+/// Context: any; rx lock held (one producer).
+pub(crate) fn publish_sent(shared: &crate::shared::SharedArea, user_data: u64, len: u64, status: i32) {
+    shared.push(&abi::Completion {
+        kind: abi::record_kind::SENT,
+        user_data,
+        len,
+        status,
+        ..Default::default()
+    });
+}
