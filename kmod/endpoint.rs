@@ -232,12 +232,11 @@ impl Endpoint {
         }
         inner.conns.reserve(1, GFP_KERNEL_ACCOUNT)?;
         let mut controls = self.rx.controls();
-        let control_at = match controls.binary_search_by_key(&reg.rank, |c| c.rank()) {
-            // `inner` has no control connection to this rank, so neither
-            // has this list.
-            Ok(_) => return Err(EEXIST),
-            Err(i) => i,
-        };
+        // `inner` has no control connection to this rank, so neither has
+        // this list: `Err` is where it goes.
+        let control_at = controls
+            .binary_search_by_key(&reg.rank, |c| c.rank())
+            .unwrap_or_else(|i| i);
         if role == Role::Control {
             controls.reserve(1, GFP_KERNEL_ACCOUNT)?;
         }

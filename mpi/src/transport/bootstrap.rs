@@ -9,6 +9,10 @@
 //!   sending a hello that names its rank and carries the job secret, then
 //! - accepts one connection from every higher rank (and its own).
 //!
+//! The `o2g` transport then makes a second set, the control connections
+//! its kernel modules write (no connection to itself), the same way under
+//! the keys `o2g-ctl-addr-<rank>` and `o2g-ctl-secret`.
+//!
 //! # The hello and the job secret
 //!
 //! Anyone who can reach the listening port can connect, so a hello must
@@ -99,9 +103,6 @@ fn parse_address_entry(text: &str) -> Option<(SocketAddr, u8)> {
 
 /// Bytes of a hello.
 const HELLO_LEN: usize = 8 + SECRET_LEN;
-
-/// The key under which rank 0 publishes the secret it made.
-const SECRET_KEY: &str = "o2g-secret";
 
 /// How long an accepted connection has to deliver its hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -213,19 +214,32 @@ pub(crate) fn connect_all(
     pmi: &mut impl Kvs,
     self_link: bool,
 ) -> Result<Vec<Option<Link>>> {
+    connect_round(config, pmi, self_link, "")
+}
+
+/// As [`connect_all`], for a second set of connections (the `o2g`
+/// transport's control connections): `round` keeps its PMI keys apart
+/// (`o2g-<round>addr-<rank>`, `o2g-<round>secret`).
+pub(crate) fn connect_round(
+    config: &Config,
+    pmi: &mut impl Kvs,
+    self_link: bool,
+    round: &str,
+) -> Result<Vec<Option<Link>>> {
     let (me, size) = (pmi.rank(), pmi.size());
+    let secret_key = format!("o2g-{round}secret");
     let deadline = Instant::now() + config.connect_timeout;
     let listener = TcpListener::bind(SocketAddr::new(config.addr, 0))
         .map_err(|e| Error::io(format!("listening on {}", config.addr), e))?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::io("listener address", e))?;
-    pmi.put(&format!("o2g-addr-{me}"), &address_entry(addr))?;
+    pmi.put(&format!("o2g-{round}addr-{me}"), &address_entry(addr))?;
     let mine = match (&config.job_secret, me) {
         (Some(s), _) => Some(s.clone()),
         (None, 0) => {
             let s = fresh_secret()?;
-            pmi.put(SECRET_KEY, &s)?;
+            pmi.put(&secret_key, &s)?;
             Some(s)
         }
         (None, _) => None,
@@ -234,7 +248,7 @@ pub(crate) fn connect_all(
     let secret = match mine {
         Some(s) => s,
         None => {
-            let s = pmi.get(SECRET_KEY)?;
+            let s = pmi.get(&secret_key)?;
             if !is_secret(&s) {
                 return Err(Error::Pmi(format!(
                     "rank 0 published a job secret that is not {SECRET_LEN} lowercase hexadecimal digits"
@@ -248,7 +262,7 @@ pub(crate) fn connect_all(
     let mut self_writer = None;
     let with_self = self_link;
     for peer in (0..me).chain(with_self.then_some(me)) {
-        let text = pmi.get(&format!("o2g-addr-{peer}"))?;
+        let text = pmi.get(&format!("o2g-{round}addr-{peer}"))?;
         let (peer_addr, version) = parse_address_entry(&text)
             .ok_or_else(|| Error::Pmi(format!("rank {peer} published a bad address {text:?}")))?;
         if version != VERSION {
@@ -667,7 +681,7 @@ mod tests {
                 .expect("hello");
             s
         });
-        let published = job.kv.lock().expect("kv").get(SECRET_KEY).cloned();
+        let published = job.kv.lock().expect("kv").get("o2g-secret").cloned();
         let published = published.expect("rank 0 published no secret");
         assert!(is_secret(&published), "{published:?}");
         assert_ne!(published, SECRET);

@@ -213,8 +213,11 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             // peer is contacted.
             let ep = o2g::open_endpoint(config)?;
             let conns = bootstrap::connect_all(config, pmi, true)?;
+            let controls = bootstrap::connect_round(config, pmi, false, "ctl-")?;
             let idle = bootstrap::idle_pairs(config.idle_connections, config)?;
-            Ok(Box::new(o2g::O2g::new(rank, ep, conns, idle, config)?))
+            Ok(Box::new(o2g::O2g::new(
+                rank, ep, conns, controls, idle, config,
+            )?))
         }
         TransportKind::Dimmnet => Ok(Box::new(dimmnet::Dimmnet::open(config, pmi)?)),
         TransportKind::HyphenLink => Ok(Box::new(hyphenlink::HyphenLink::open(config, pmi)?)),

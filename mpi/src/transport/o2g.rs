@@ -30,6 +30,13 @@
 //! - **Send:** plain nonblocking writes of header + payload on the same
 //!   sockets (`outbox.rs`), exactly as the socket transports send, so a
 //!   comparison with them changes only the receive side, as in the paper.
+//!   A message above `O2G_RNDV_THRESHOLD` is offered to the module
+//!   (`O2G_IOC_OFFER`) and only its request to send is written; the
+//!   receiver's module asks for the data on the pair's control
+//!   connection, which only the modules write, and this process's module
+//!   sends it from the offered pages, without this process (see
+//!   `docs/protocol.md`). An announced request is taken by posting the
+//!   receive with exactly its envelope.
 //! - **Self:** messages to oneself go through the loopback connection and
 //!   the module too, so one engine orders every message.
 //! - **Dead peers:** the module fails a connection that closes, resets or
@@ -51,7 +58,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{
     abi, Announced, Device, Endpoint, EndpointConfig, Post, PostOutcome, Reaped, RecvError,
-    RecvHandle,
+    RecvHandle, Sent,
 };
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
@@ -89,8 +96,16 @@ const SPIN: Duration = Duration::from_micros(100);
 /// memmove uses `rep movsb`, which TCG runs byte by byte (132 us instead
 /// of 284 us with it switched off, same boot).
 const WAIT_IN_RING_MAX: usize = 8 << 10;
-/// Receives posted at once and unexpected messages stored at once.
+/// Receives posted at once and unexpected messages stored at once (and
+/// rendezvous sends offered at once).
 const QUEUE: u32 = 1 << 14;
+/// How long a blocking rendezvous send lends the caller's buffer to the
+/// module before it hands over a copy instead, as the socket transports
+/// do (see `docs/protocol.md`): two ranks that send large messages to
+/// each other before receiving do not wait for each other.
+const RNDV_WAIT: Duration = Duration::from_millis(20);
+/// Why a message that needs a pinned receive buffer cannot be received.
+const NO_PINS_FOR_RENDEZVOUS: &str = "o2g: pinned memory for a rendezvous receive (a message      above O2G_RNDV_THRESHOLD lands only in a pinned buffer): raise `ulimit -l` or O2G_PIN_BUDGET";
 /// Most bytes, and most buffers, kept for reuse by later receives.
 const POOL_BYTES: usize = 64 << 20;
 const POOL_BUFFERS: usize = 64;
@@ -120,6 +135,20 @@ pub(crate) fn open_endpoint(config: &Config) -> Result<Endpoint> {
             _ => unavailable(e.to_string()),
         })?
         .init(cfg)
+        .and_then(|ep| {
+            let v = ep.version()?;
+            if v.features & abi::feature::RENDEZVOUS == 0 {
+                return Err(libo2g::Error::InvalidArgument(format!(
+                    "the loaded o2g module (ABI {}.{}) has no rendezvous; load the o2g.ko \
+                     built with this library (ABI {}.{})",
+                    v.major,
+                    v.minor,
+                    abi::O2G_ABI_MAJOR,
+                    abi::O2G_ABI_MINOR
+                )));
+            }
+            Ok(ep)
+        })
         .map_err(|e| match e.raw_os_error() {
             Some(nix::libc::ENOMEM) => unavailable(format!(
                 "creating the endpoint: no memory for its {dump}-byte dump area \
@@ -141,6 +170,9 @@ struct Peer {
     registered: TcpStream,
     /// For oneself, the connecting end, which is the one written to.
     writer: Option<TcpStream>,
+    /// The control connection, which only the modules write (none for
+    /// oneself); kept open while registered.
+    _control: Option<TcpStream>,
     tx: Encoder,
     out: VecDeque<Out>,
     dead: Option<String>,
@@ -197,9 +229,49 @@ pub(crate) struct O2g {
     spin: bool,
     /// Messages the module stored and announced, oldest first, that no
     /// receive has taken yet.
-    announced: VecDeque<Announced>,
+    announced: VecDeque<Notice>,
     /// Receives waiting for an announcement, in posting order.
     waiting: VecDeque<WaitingRecv>,
+    /// Waiting receives that an announced request to send matched, to be
+    /// posted to the module once the ring is read.
+    requested: VecDeque<(WaitingRecv, libo2g::Envelope)>,
+    /// This process's rank.
+    me: u32,
+    /// Messages above this many bytes go as a request to send.
+    rndv_threshold: u64,
+    /// Rendezvous sends the module holds, by offer user data.
+    offers: HashMap<u64, Offered>,
+    next_offer: u64,
+    /// Said once that a rendezvous send fell back to an eager one.
+    warned_no_offer: bool,
+}
+
+/// An announcement from the module.
+enum Notice {
+    /// An eager message, now this process's.
+    Stored(Announced),
+    /// A request to send, which stays with the module: a receive takes it
+    /// by posting with exactly its envelope.
+    Request(libo2g::Envelope),
+}
+
+impl Notice {
+    fn envelope(&self) -> libo2g::Envelope {
+        match self {
+            Notice::Stored(a) => a.envelope(),
+            Notice::Request(e) => *e,
+        }
+    }
+}
+
+/// A rendezvous send the module holds until its `SENT` record.
+struct Offered {
+    dest: u32,
+    /// The copy the module reads, for a nonblocking send (or a blocking
+    /// one that stopped waiting); `None` while it reads the caller's.
+    _owned: Option<Vec<u8>>,
+    /// Set by its `SENT` record, for a blocking send to see.
+    ended: Option<std::result::Result<(), RecvError>>,
 }
 
 /// What one attempt to post a receive to the module gave.
@@ -221,8 +293,25 @@ struct WaitingRecv {
 }
 
 /// An announced message's envelope, as the matching engine spells it.
-fn announced_envelope(a: &Announced) -> Envelope {
+fn announced_envelope(a: &Notice) -> Envelope {
     stored_envelope(a.envelope())
+}
+
+/// The status a blocking send's offer ended with (`None`: it ended and
+/// was forgotten, which only a failure of its peer does).
+fn status_of(
+    ended: Option<Option<std::result::Result<(), RecvError>>>,
+) -> std::result::Result<(), RecvError> {
+    ended.flatten().unwrap_or(Err(RecvError::ConnectionFailed))
+}
+
+/// The selector that takes exactly the oldest message with `e`'s envelope.
+fn exactly(e: &libo2g::Envelope) -> Selector {
+    Selector {
+        source: SourceSel::Rank(e.source),
+        tag: TagSel::Tag(e.tag),
+        context: e.context,
+    }
 }
 
 /// Our envelope of a message the module stored.
@@ -253,12 +342,24 @@ impl O2g {
         me: u32,
         ep: Endpoint,
         links: Vec<Option<Link>>,
+        controls: Vec<Option<Link>>,
         idle: Vec<(TcpStream, TcpStream)>,
         config: &Config,
     ) -> Result<Self> {
         let size = links.len();
         let mut peers = Vec::with_capacity(links.len());
+        let mut controls = controls.into_iter();
         for (rank, link) in links.into_iter().enumerate() {
+            let control = controls.next().flatten().map(|(s, _)| s);
+            if let Some(c) = &control {
+                ep.register_control(c, rank as u32, me).map_err(|e| {
+                    lib_err(&format!("registering the control socket of rank {rank}"), e)
+                })?;
+            } else if rank as u32 != me {
+                return Err(Error::Config(format!(
+                    "rank {me}: no control connection to rank {rank}"
+                )));
+            }
             let Some((registered, writer)) = link else {
                 return Err(Error::Config(format!(
                     "rank {me}: no connection to rank {rank}"
@@ -269,6 +370,7 @@ impl O2g {
             peers.push(Peer {
                 registered,
                 writer,
+                _control: control,
                 tx: Encoder::new(),
                 out: VecDeque::new(),
                 dead: None,
@@ -294,6 +396,12 @@ impl O2g {
             sync_matched: Vec::new(),
             announced: VecDeque::new(),
             waiting: VecDeque::new(),
+            requested: VecDeque::new(),
+            me,
+            rndv_threshold: config.rndv_threshold,
+            offers: HashMap::new(),
+            next_offer: 1,
+            warned_no_offer: false,
             spin: std::thread::available_parallelism().map_or(1, |n| n.get()) >= size,
         })
     }
@@ -399,7 +507,7 @@ impl O2g {
             let c = match r {
                 Reaped::Owned(c) => c,
                 Reaped::Stored(msg) => {
-                    let env = announced_envelope(&msg);
+                    let env = stored_envelope(msg.envelope());
                     match self.waiting.iter().position(|w| w.sel.matches(&env)) {
                         Some(i) => {
                             let Some(w) = self.waiting.remove(i) else {
@@ -408,8 +516,26 @@ impl O2g {
                             let outcome = self.deliver(msg, w.cap)?;
                             self.settle(w.token, outcome);
                         }
-                        None => self.announced.push_back(msg),
+                        None => self.announced.push_back(Notice::Stored(msg)),
                     }
+                    continue;
+                }
+                Reaped::Request(e) => {
+                    let env = stored_envelope(e);
+                    match self.waiting.iter().position(|w| w.sel.matches(&env)) {
+                        // Posted once the ring is read (a post refuses
+                        // while records wait unread).
+                        Some(i) => {
+                            if let Some(w) = self.waiting.remove(i) {
+                                self.requested.push_back((w, e));
+                            }
+                        }
+                        None => self.announced.push_back(Notice::Request(e)),
+                    }
+                    continue;
+                }
+                Reaped::Sent(sent) => {
+                    self.sent(sent);
                     continue;
                 }
                 Reaped::Raw(c) => {
@@ -455,7 +581,155 @@ impl O2g {
                 "o2g ring (the module stopped announcing stored messages)",
             ));
         }
+        self.post_requested()?;
         Ok(any)
+    }
+
+    /// Posts the waiting receives that announced requests to send matched,
+    /// each for exactly its request; those the module refuses for now
+    /// (records arrived since the ring was read) wait for the next reap.
+    fn post_requested(&mut self) -> Result<()> {
+        while let Some((w, e)) = self.requested.pop_front() {
+            match self.try_post(exactly(&e), w.cap, w.token)? {
+                Attempt::Made(state) => self.posted(w.token, state),
+                Attempt::Retry => {
+                    self.requested.push_front((w, e));
+                    return Ok(());
+                }
+                Attempt::NoPins => return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Records what posting a receive that was waiting gave, unless
+    /// nobody wants it any more.
+    fn posted(&mut self, token: RecvToken, state: RecvState) {
+        let released = matches!(
+            self.recvs.get(&token),
+            Some(RecvState::Waiting { released: true })
+        );
+        match state {
+            RecvState::Posted { handle, .. } => {
+                self.recvs
+                    .insert(token, RecvState::Posted { handle, released });
+            }
+            _ if released => {
+                self.recvs.remove(&token);
+            }
+            done => {
+                self.recvs.insert(token, done);
+            }
+        }
+    }
+
+    /// An offer ended: a nonblocking send's copy is freed; a blocking send
+    /// sees the status. A failure is its peer's.
+    fn sent(&mut self, sent: Sent) {
+        let Some(o) = self.offers.get_mut(&sent.user_data) else {
+            return;
+        };
+        let dest = o.dest;
+        if let Err(e) = sent.status {
+            self.kill(dest, format!("a rendezvous send failed: {e}"));
+        }
+        match self.offers.get_mut(&sent.user_data) {
+            Some(o) if o._owned.is_none() => o.ended = Some(sent.status),
+            _ => {
+                self.offers.remove(&sent.user_data);
+            }
+        }
+    }
+
+    /// Waits for the end of blocking send `user_data` (offer `id` of the
+    /// caller's `data` to `dest`), keeping everything moving. After
+    /// [`RNDV_WAIT`] without a clear-to-send, the module gets a copy and
+    /// the send returns.
+    fn wait_sent(&mut self, dest: u32, user_data: u64, id: u32, data: &[u8]) -> Result<()> {
+        let since = Instant::now();
+        let mut lent = true;
+        loop {
+            self.reap()?;
+            let ended = self.offers.get(&user_data).map(|o| o.ended);
+            match ended {
+                Some(Some(_)) | None => {
+                    self.offers.remove(&user_data);
+                    return match status_of(ended) {
+                        Ok(()) => Ok(()),
+                        Err(_) => self.peer(dest).map(drop),
+                    };
+                }
+                Some(None) => {}
+            }
+            if lent && since.elapsed() >= RNDV_WAIT {
+                let copy = data.to_vec();
+                if self
+                    .ep
+                    .replace_offer(id, &copy, dest)
+                    .map_err(|e| lib_err("handing a send's copy to the module", e))?
+                {
+                    if let Some(o) = self.offers.get_mut(&user_data) {
+                        o._owned = Some(copy);
+                    }
+                    return Ok(());
+                }
+                // Cleared already: its data goes out from `data` now.
+                lent = false;
+            }
+            self.progress(Some(Duration::from_millis(1)))?;
+        }
+    }
+
+    /// Whether a message of `len` bytes to `dest` goes as a request to
+    /// send. Messages to oneself stay eager: there is no control
+    /// connection to oneself.
+    fn rendezvous(&self, dest: u32, len: usize) -> bool {
+        dest != self.me && len as u64 > self.rndv_threshold
+    }
+
+    /// Offers `data` to the module for a rendezvous send to `dest`; the
+    /// offer's user data and id, or `None` when the module cannot hold it
+    /// now (pins, table), so that the message goes eager instead.
+    fn offer(&mut self, dest: u32, data: &[u8]) -> Result<Option<(u64, u32)>> {
+        let user_data = self.next_offer;
+        loop {
+            let error = match self.ep.offer(data, dest, user_data) {
+                Ok(id) => {
+                    self.next_offer += 1;
+                    return Ok(Some((user_data, id)));
+                }
+                Err(e) => e,
+            };
+            match (&error, error.raw_os_error()) {
+                (libo2g::Error::RingFull { .. }, _) => {
+                    let pending = self
+                        .ep
+                        .pending_completions()
+                        .map_err(|e| lib_err("reading the ring", e))?;
+                    if pending == 0 {
+                        return Err(Error::ResourceExhausted(
+                            "o2g completion ring (too many receives and sends in flight)",
+                        ));
+                    }
+                    self.reap()?;
+                }
+                (_, Some(nix::libc::ENOTCONN)) => {
+                    self.kill(dest, "its control connection failed".into());
+                    return self.peer(dest).map(|_| None);
+                }
+                (_, Some(nix::libc::ENOSPC | nix::libc::ENOBUFS | nix::libc::ENOMEM)) => {
+                    if !self.warned_no_offer {
+                        self.warned_no_offer = true;
+                        eprintln!(
+                            "o2g: a large message could not be offered to the module ({error}); \
+                             such messages go eager (through the receiver's dump area)"
+                        );
+                    }
+                    return Ok(None);
+                }
+                _ => return Err(lib_err("offering a rendezvous send", error)),
+            }
+        }
     }
 
     /// The outcome of a receive the module completed with `status`:
@@ -575,23 +849,15 @@ impl O2g {
         Ok(())
     }
 
-    /// Takes the oldest announced message `sel` matches, if any, into a
-    /// buffer of `cap` bytes.
-    fn take_announced(&mut self, sel: Selector, cap: usize) -> Result<Option<RecvOutcome>> {
-        match self.pop_announced(sel) {
-            Some(msg) => self.deliver(msg, cap).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// Takes the oldest announced message that `sel` matches out of the
-    /// list (receives take stored messages in arrival order).
-    fn pop_announced(&mut self, sel: Selector) -> Option<Announced> {
+    /// Takes the oldest announcement `sel` matches out of the list
+    /// (receives take stored messages in arrival order), with where it
+    /// was, to put a request back if the module refuses the post for now.
+    fn pop_announced(&mut self, sel: Selector) -> Option<(usize, Notice)> {
         let i = self
             .announced
             .iter()
             .position(|a| sel.matches(&announced_envelope(a)))?;
-        self.announced.remove(i)
+        self.announced.remove(i).map(|n| (i, n))
     }
 
     /// Copies announced `msg` into a buffer of `cap` bytes and gives its
@@ -763,24 +1029,7 @@ impl O2g {
     fn promote_waiting(&mut self) -> Result<bool> {
         while let Some(w) = self.waiting.pop_front() {
             match self.try_post(w.sel, w.cap, w.token)? {
-                Attempt::Made(state) => {
-                    let released = matches!(
-                        self.recvs.get(&w.token),
-                        Some(RecvState::Waiting { released: true })
-                    );
-                    match state {
-                        RecvState::Posted { handle, .. } => {
-                            self.recvs
-                                .insert(w.token, RecvState::Posted { handle, released });
-                        }
-                        _ if released => {
-                            self.recvs.remove(&w.token);
-                        }
-                        done => {
-                            self.recvs.insert(w.token, done);
-                        }
-                    }
-                }
+                Attempt::Made(state) => self.posted(w.token, state),
                 Attempt::Retry => {
                     // Back in front, so that what the ring holds is matched
                     // in posting order.
@@ -842,12 +1091,32 @@ impl Transport for O2g {
         while !self.peer(dest)?.out.is_empty() {
             self.progress(None)?;
         }
+        let offer = if self.rendezvous(dest, data.len()) {
+            self.offer(dest, data)?
+        } else {
+            None
+        };
         let p = self.peer(dest)?;
-        let mut sending = Sending::new(p.tx.encode(Kind::Eager, env, data.len() as u64));
+        let header = match offer {
+            Some((_, id)) => p.tx.encode_ref(Kind::Rts, env, data.len() as u64, id),
+            None => p.tx.encode(Kind::Eager, env, data.len() as u64),
+        };
+        if let Some((user_data, _)) = offer {
+            self.offers.insert(
+                user_data,
+                Offered {
+                    dest,
+                    _owned: None,
+                    ended: None,
+                },
+            );
+        }
+        let payload = if offer.is_some() { &[][..] } else { data };
+        let mut sending = Sending::new(header);
         loop {
             let p = self.peer(dest)?;
-            match sending.write(p.wstream(), data) {
-                Ok(true) => return Ok(()),
+            match sending.write(p.wstream(), payload) {
+                Ok(true) => break,
                 Ok(false) => {}
                 Err(e) => {
                     self.kill(dest, format!("write failed: {e}"));
@@ -859,15 +1128,45 @@ impl Transport for O2g {
             self.wait_writable(&[dest as usize], IDLE_SLICE)?;
             self.reap()?;
         }
+        match offer {
+            Some((user_data, id)) => self.wait_sent(dest, user_data, id, data),
+            None => Ok(()),
+        }
     }
 
     fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
         self.check_size(data.len())?;
         self.peer(dest)?;
+        // The module reads a copy: the caller's buffer is free at once.
+        let mut copy = None;
+        let mut offer = None;
+        if self.rendezvous(dest, data.len()) {
+            let owned = data.to_vec();
+            offer = self.offer(dest, &owned)?;
+            copy = Some(owned);
+        }
         let p = &mut self.peers[dest as usize];
-        let header = p.tx.encode(Kind::Eager, env, data.len() as u64);
+        let (header, payload) = match offer {
+            Some((_, id)) => (
+                p.tx.encode_ref(Kind::Rts, env, data.len() as u64, id),
+                &[][..],
+            ),
+            None => (p.tx.encode(Kind::Eager, env, data.len() as u64), data),
+        };
         let w = p.writer.as_mut().unwrap_or(&mut p.registered);
-        match start_isend(w, &mut p.out, &mut self.sends, header, data) {
+        let started = start_isend(w, &mut p.out, &mut self.sends, header, payload);
+        if let Some((user_data, _)) = offer {
+            // Moving the vector does not move the bytes the module reads.
+            self.offers.insert(
+                user_data,
+                Offered {
+                    dest,
+                    _owned: copy,
+                    ended: None,
+                },
+            );
+        }
+        match started {
             Ok(token) => Ok(token),
             Err(e) => {
                 self.kill(dest, format!("write failed: {e}"));
@@ -894,8 +1193,20 @@ impl Transport for O2g {
             // Every announcement read first: the module refuses a post
             // (Rescan) while an older one may match.
             self.reap()?;
-            if let Some(done) = self.take_announced(sel, cap)? {
-                break RecvState::Done(done);
+            match self.pop_announced(sel) {
+                Some((_, Notice::Stored(msg))) => break RecvState::Done(self.deliver(msg, cap)?),
+                Some((i, Notice::Request(e))) => match self.try_post(exactly(&e), cap, token)? {
+                    Attempt::Made(state) => break state,
+                    Attempt::Retry => {
+                        self.announced.insert(i, Notice::Request(e));
+                        continue;
+                    }
+                    Attempt::NoPins => {
+                        self.announced.insert(i, Notice::Request(e));
+                        return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS));
+                    }
+                },
+                None => {}
             }
             // A large message may not fit the dump area: this receive goes
             // to the module, after the ones waiting before it (unless the
@@ -940,16 +1251,33 @@ impl Transport for O2g {
             // As in `post_recv`: announcements first, then the receives
             // waiting before this one.
             self.reap()?;
-            if let Some(msg) = self.pop_announced(sel) {
-                // SAFETY: Nothing was posted yet; the caller lends `dst`
-                // exclusively.
-                let dst = unsafe { std::slice::from_raw_parts_mut(dst, cap) };
-                let (envelope, len, written) = self.take_stored(msg, dst)?;
-                break RecvState::Done(RecvOutcome::InPlace {
-                    envelope,
-                    len,
-                    written,
-                });
+            match self.pop_announced(sel) {
+                Some((_, Notice::Stored(msg))) => {
+                    // SAFETY: Nothing was posted yet; the caller lends
+                    // `dst` exclusively.
+                    let dst = unsafe { std::slice::from_raw_parts_mut(dst, cap) };
+                    let (envelope, len, written) = self.take_stored(msg, dst)?;
+                    break RecvState::Done(RecvOutcome::InPlace {
+                        envelope,
+                        len,
+                        written,
+                    });
+                }
+                Some((i, Notice::Request(e))) => {
+                    // SAFETY: Forwarded from this function's contract.
+                    match unsafe { self.try_post_in_place(exactly(&e), dst, cap, token) }? {
+                        Attempt::Made(state) => break state,
+                        Attempt::Retry => {
+                            self.announced.insert(i, Notice::Request(e));
+                            continue;
+                        }
+                        Attempt::NoPins => {
+                            self.announced.insert(i, Notice::Request(e));
+                            return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS));
+                        }
+                    }
+                }
+                None => {}
             }
             if !self.waiting.is_empty() {
                 if self.promote_waiting()? {
@@ -1109,6 +1437,8 @@ impl Transport for O2g {
     }
 
     fn has_queued_sends(&self) -> bool {
-        !self.queued().is_empty()
+        // An offer the module still holds is a send not yet done: closing
+        // the endpoint now would end it unsent.
+        !self.queued().is_empty() || !self.offers.is_empty()
     }
 }

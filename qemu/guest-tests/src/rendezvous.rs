@@ -155,13 +155,14 @@ pub(crate) fn paths() -> CheckResult {
             ))
         }
     }
-    let cleared = match p.a.post(vec![0u8; data.len()], sel(50), 50) {
-        Ok(Post::Queued(h)) => h.recv_id() == 0,
-        Ok(_) => false,
+    let handle = match p.a.post(vec![0u8; data.len()], sel(50), 50) {
+        Ok(Post::Queued(h)) if h.recv_id() == 0 => h,
+        Ok(_) => return Err("a post matching a stored request was not answered CLEARED".into()),
         Err(err) => return Err(format!("post after the request: {}", err.error)),
     };
-    if !cleared {
-        return Err("a post matching a stored request was not answered CLEARED".into());
+    // Matched: too late to cancel; it completes normally.
+    if p.a.cancel(&handle).map_err(e("cancel"))?.is_some() {
+        return Err("a receive matched to a request was cancelled".into());
     }
     check(&next_completion(&mut p.a)?, 50, &data, Ok(()))?;
     next_sent(&mut p.b)?;
@@ -428,6 +429,10 @@ pub(crate) fn errors() -> CheckResult {
     let (ours_ctl2, _peer_ctl2) = tcp_pair()?;
     ep.register_control(&ours_ctl, B, A)
         .map_err(e("register control"))?;
+    // The messages connection after the control one.
+    let (ours_msg, _peer_msg) = tcp_pair()?;
+    ep.register_socket(&ours_msg, B)
+        .map_err(e("register messages after control"))?;
     match ep.register_control(&ours_ctl2, B, A) {
         Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
         other => return Err(format!("a second control connection to a rank: {other:?}")),
