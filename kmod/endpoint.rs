@@ -73,7 +73,8 @@ plain_data!(
     abi::StoredMessage,
     abi::EndpointList,
     abi::EndpointSummary,
-    abi::OfferArgs
+    abi::OfferArgs,
+    abi::RendezvousStats
 );
 
 /// The most sockets one endpoint may register: far above any MPI job's
@@ -183,6 +184,7 @@ impl MiscDevice for Endpoint {
                 Ok(0)
             }),
             abi::O2G_IOC_OFFER => io(arg, |a| me.offer(a).map(|()| 0)),
+            abi::O2G_IOC_RNDV_STATS => output(arg, &me.rndv_stats()?),
             _ => Err(ENOTTY),
         }
     }
@@ -352,6 +354,23 @@ impl Endpoint {
         })
     }
 
+    /// This endpoint's rendezvous counters. `EBADFD` before INIT.
+    fn rndv_stats(&self) -> Result<abi::RendezvousStats> {
+        self.rx.with_recv(|_, st, c| {
+            let m = st.rx.stats();
+            Ok(abi::RendezvousStats {
+                requests_matched: m.rts_matched,
+                requests_stored: m.rts_stored,
+                data_msgs: m.data_msgs,
+                data_bytes: m.data_bytes,
+                cts_sent: c.cts_sent,
+                offers: c.offers,
+                offers_sent: c.offers_sent,
+                offer_bytes_sent: c.offer_bytes_sent,
+            })
+        })
+    }
+
     /// The messages connection to `rank`, if registered.
     fn find(&self, rank: u32) -> Option<Arc<Conn>> {
         let inner = self.inner.lock();
@@ -392,7 +411,11 @@ impl Endpoint {
             }
         };
         let (rank, user_data) = (a.rank, a.user_data);
-        let inserted = self.rx.with_recv(|_, st, _| Ok(st.offers.insert(rank, user_data, buf)))?;
+        let inserted = self.rx.with_recv(|_, st, c| {
+            let inserted = st.offers.insert(rank, user_data, buf);
+            c.offers += u64::from(inserted.is_ok());
+            Ok(inserted)
+        })?;
         match inserted {
             Ok(id) => {
                 a.offer = id;

@@ -84,6 +84,7 @@ const _: () = {
     assert!(O2G_IOC_LIST_ENDPOINTS == _IOWR::<EndpointList>(O2G_IOC_TYPE, 0x0b));
     assert!(O2G_IOC_SYNC == _IO(O2G_IOC_TYPE, 0x0c));
     assert!(O2G_IOC_OFFER == _IOWR::<OfferArgs>(O2G_IOC_TYPE, 0x0d));
+    assert!(O2G_IOC_RNDV_STATS == _IOR::<RendezvousStats>(O2G_IOC_TYPE, 0x0e));
 };
 
 module! {

@@ -34,6 +34,13 @@ pub(crate) struct Counters {
     pub(crate) notices: u64,
     /// Copies of stored messages left to the reclaim work.
     pub(crate) deferred_copies: u64,
+    /// Clear-to-send messages written.
+    pub(crate) cts_sent: u64,
+    /// Offers made, and those whose data went out in full.
+    pub(crate) offers: u64,
+    pub(crate) offers_sent: u64,
+    /// Payload bytes sent from offers.
+    pub(crate) offer_bytes_sent: u64,
 }
 
 /// The receive-side state, under [`Rx`]'s lock.

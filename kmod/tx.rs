@@ -313,7 +313,7 @@ fn drop_item(rx: &Arc<Rx>, item: Outgoing) {
 fn end_part(rx: &Arc<Rx>, what: Part, ok: bool) {
     match what {
         // A written `Cts` needs nothing more: its data will come.
-        Part::Cts(_) if ok => {}
+        Part::Cts(_) if ok => rx.with(|st| st.counters.cts_sent += 1),
         Part::Cts(token) => fail_waiting(rx, token),
         Part::Data {
             offer, buf, sent, ..
@@ -342,7 +342,7 @@ fn fail_waiting(rx: &Arc<Rx>, token: u64) {
 /// Context: process context, may sleep.
 fn end_offer(rx: &Rx, offer: u32, buf: Option<PinnedBuf>, sent: u64, ok: bool) {
     let ended = rx
-        .with_recv(|shared, st, _| {
+        .with_recv(|shared, st, c| {
             let Some((ended, failed)) = st.offers.finish(offer) else {
                 return Ok(None);
             };
@@ -352,6 +352,10 @@ fn end_offer(rx: &Rx, offer: u32, buf: Option<PinnedBuf>, sent: u64, ok: bool) {
                 errno::econnreset().to_errno()
             };
             publish_sent(shared, ended.user_data, sent, status);
+            if status == 0 {
+                c.offers_sent += 1;
+                c.offer_bytes_sent += sent;
+            }
             Ok(Some(ended))
         })
         .ok()

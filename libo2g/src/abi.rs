@@ -61,7 +61,8 @@ pub mod feature {
     /// announced in the ring and given back through the release ring.
     pub const NOTICES: u64 = 1;
     /// Rendezvous: REGISTER takes [`super::O2G_REGISTER_CONTROL`], and
-    /// [`super::O2G_IOC_OFFER`] exists (ABI minor 1).
+    /// [`super::O2G_IOC_OFFER`] and [`super::O2G_IOC_RNDV_STATS`] exist
+    /// (ABI minor 1).
     pub const RENDEZVOUS: u64 = 2;
 }
 
@@ -658,3 +659,32 @@ pub const O2G_IOC_OFFER: u32 = ioc(
     0x0d,
     core::mem::size_of::<OfferArgs>(),
 );
+
+/// Argument of [`O2G_IOC_RNDV_STATS`]: the endpoint's rendezvous
+/// counters, kept from INIT on.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RendezvousStats {
+    /// Requests to send that found their receive posted.
+    pub requests_matched: u64,
+    /// Requests to send stored until a receive took them.
+    pub requests_stored: u64,
+    /// Rendezvous data messages written straight into their receive.
+    pub data_msgs: u64,
+    /// Their payload bytes.
+    pub data_bytes: u64,
+    /// Clear-to-send messages the module wrote.
+    pub cts_sent: u64,
+    /// Offers made.
+    pub offers: u64,
+    /// Offers whose data the module sent in full.
+    pub offers_sent: u64,
+    /// Payload bytes the module sent from offers.
+    pub offer_bytes_sent: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<RendezvousStats>() == 64);
+
+/// Reads the endpoint's rendezvous counters ([`RendezvousStats`]).
+/// `EBADFD` before INIT.
+pub const O2G_IOC_RNDV_STATS: u32 = ioc(IOC_READ, 0x0e, core::mem::size_of::<RendezvousStats>());

@@ -114,6 +114,11 @@ impl Endpoint {
         self.device.stats()
     }
 
+    /// This endpoint's rendezvous counters.
+    pub fn rndv_stats(&self) -> Result<abi::RendezvousStats> {
+        raw::rndv_stats(self.device.as_fd()).map_err(|e| Error::io("O2G_IOC_RNDV_STATS", e))
+    }
+
     /// The counters of the connection to peer `rank`.
     pub fn socket_stats(&self, rank: u32) -> Result<abi::SocketStats> {
         self.device.socket_stats(rank)

@@ -102,6 +102,15 @@ pub(crate) fn offer(fd: BorrowedFd<'_>, args: &mut abi::OfferArgs) -> io::Result
     check(rc)
 }
 
+/// `O2G_IOC_RNDV_STATS`.
+pub(crate) fn rndv_stats(fd: BorrowedFd<'_>) -> io::Result<abi::RendezvousStats> {
+    let mut stats = abi::RendezvousStats::default();
+    // SAFETY: `_IOR` of exactly `size_of::<RendezvousStats>()` into a
+    // valid, exclusively borrowed value that any byte pattern may fill.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_RNDV_STATS as _, &mut stats) };
+    check(rc).map(|()| stats)
+}
+
 /// `O2G_IOC_SYNC`: applies the release ring and resumes stalled connections.
 pub(crate) fn sync(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: `_IO`: the module reads no argument.

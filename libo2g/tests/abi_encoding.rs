@@ -124,6 +124,7 @@ fn opcode_numbers_are_distinct() {
         abi::O2G_IOC_LIST_ENDPOINTS,
         abi::O2G_IOC_SYNC,
         abi::O2G_IOC_OFFER,
+        abi::O2G_IOC_RNDV_STATS,
     ];
     // The `nr` byte alone tells them apart, and numbers them 0, 1, 2, ...
     let nrs: Vec<u32> = all.iter().map(|op| op & 0xff).collect();
@@ -162,6 +163,11 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(offset_of!(abi::OfferArgs, offer), 32);
     assert_eq!(offset_of!(abi::OfferArgs, reserved), 36);
     assert_eq!(offset_of!(abi::SocketRegistration, local_rank), 12);
+    assert_eq!(size_of::<abi::RendezvousStats>(), 64);
+    assert_eq!(
+        abi::O2G_IOC_RNDV_STATS as ioctl_num_type,
+        nix::request_code_read!(abi::O2G_IOC_TYPE, 0x0e, size_of::<abi::RendezvousStats>())
+    );
 
     assert_eq!(size_of::<abi::PostArgs>(), 96);
     assert_eq!(offset_of!(abi::PostArgs, buf_len), 8);

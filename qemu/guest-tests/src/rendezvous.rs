@@ -230,6 +230,23 @@ pub(crate) fn paths() -> CheckResult {
     if s.pinned_bytes != 0 || s.posted != 0 || s.unexpected != 0 {
         return Err(format!("receiver holds something at the end: {s:?}"));
     }
+    // Nine rendezvous, two of them stored first; every byte placed
+    // straight into its receive, none through the dump area.
+    let (ra, rb) = (
+        p.a.rndv_stats().map_err(e("rendezvous counters"))?,
+        p.b.rndv_stats().map_err(e("rendezvous counters"))?,
+    );
+    if ra.requests_matched != 7
+        || ra.requests_stored != 2
+        || ra.data_msgs != 9
+        || ra.cts_sent != 9
+        || rb.offers != 9
+        || rb.offers_sent != 9
+        || ra.data_bytes != rb.offer_bytes_sent
+        || s.unexpected_bytes != 0
+    {
+        return Err(format!("counters: receiver {ra:?}, sender {rb:?}, {s:?}"));
+    }
     println!("rendezvous: posted first, stored first, truncated, replaced, and without system calls ({spins:x})");
     Ok(())
 }
