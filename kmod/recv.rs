@@ -233,12 +233,7 @@ impl RecvState {
     ///
     /// Context: any; rx lock held.
     pub(crate) fn announce(&mut self, shared: &SharedArea, c: &mut Counters, id: MsgId) {
-        if !self.book.caps.notices || self.book.notices_stopped {
-            return;
-        }
-        if !self.ring_has_room(shared) {
-            self.book.notices_stopped = true;
-            shared.set_word(abi::O2G_NOTICES_STOPPED, 1);
+        if !self.may_announce(shared) {
             return;
         }
         let Ok((info, region)) = self.rx.claim(id) else {
@@ -259,6 +254,21 @@ impl RecvState {
         c.notices += 1;
     }
 
+    /// Whether an announcement may go in the ring now; stops announcing
+    /// for good (and says so in the control page) when the ring has no
+    /// room for it.
+    fn may_announce(&mut self, shared: &SharedArea) -> bool {
+        if !self.book.caps.notices || self.book.notices_stopped {
+            return false;
+        }
+        if !self.ring_has_room(shared) {
+            self.book.notices_stopped = true;
+            shared.set_word(abi::O2G_NOTICES_STOPPED, 1);
+            return false;
+        }
+        true
+    }
+
     /// Announces a stored request to send (a message of `size` bytes
     /// with `envelope`) in the ring, under the same rules as
     /// [`RecvState::announce`]; it is not handed to the process, since
@@ -272,12 +282,7 @@ impl RecvState {
         envelope: Envelope,
         size: u64,
     ) {
-        if !self.book.caps.notices || self.book.notices_stopped {
-            return;
-        }
-        if !self.ring_has_room(shared) {
-            self.book.notices_stopped = true;
-            shared.set_word(abi::O2G_NOTICES_STOPPED, 1);
+        if !self.may_announce(shared) {
             return;
         }
         shared.push(&abi::Completion {

@@ -702,15 +702,7 @@ impl O2g {
             };
             match (&error, error.raw_os_error()) {
                 (libo2g::Error::RingFull { .. }, _) => {
-                    let pending = self
-                        .ep
-                        .pending_completions()
-                        .map_err(|e| lib_err("reading the ring", e))?;
-                    if pending == 0 {
-                        return Err(Error::ResourceExhausted(
-                            "o2g completion ring (too many receives and sends in flight)",
-                        ));
-                    }
+                    self.check_ring_full()?;
                     self.reap()?;
                 }
                 (_, Some(nix::libc::ENOTCONN)) => {
@@ -849,6 +841,26 @@ impl O2g {
         Ok(())
     }
 
+    /// What posting a receive for announced request `e` (taken from index
+    /// `i` of the announcements) gave: the receive's state, or `None` to
+    /// read the ring and try again. Unless posted, the request goes back
+    /// where it was.
+    fn for_request(
+        &mut self,
+        i: usize,
+        e: libo2g::Envelope,
+        attempt: Attempt,
+    ) -> Result<Option<RecvState>> {
+        if let Attempt::Made(state) = attempt {
+            return Ok(Some(state));
+        }
+        self.announced.insert(i, Notice::Request(e));
+        match attempt {
+            Attempt::NoPins => Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS)),
+            _ => Ok(None),
+        }
+    }
+
     /// Takes the oldest announcement `sel` matches out of the list
     /// (receives take stored messages in arrival order), with where it
     /// was, to put a request back if the module refuses the post for now.
@@ -919,22 +931,30 @@ impl O2g {
         self.refused(sel, refused.error)
     }
 
+    /// The ring has no record to spare: fine if completions wait there
+    /// (reaping frees them), an error if everything in flight is owed
+    /// one (too many receives and sends at once).
+    fn check_ring_full(&self) -> Result<()> {
+        // Completions not yet taken count as in flight.
+        let pending = self
+            .ep
+            .pending_completions()
+            .map_err(|e| lib_err("reading the ring", e))?;
+        if pending == 0 {
+            return Err(Error::ResourceExhausted(
+                "o2g completion ring (too many receives and sends in flight)",
+            ));
+        }
+        Ok(())
+    }
+
     /// What a post the module refused with `error` means: retry, a failed
     /// receive, or an error for the caller.
     fn refused(&mut self, sel: Selector, error: libo2g::Error) -> Result<Attempt> {
         let errno = error.raw_os_error();
         match (&error, errno) {
             (libo2g::Error::RingFull { .. }, _) => {
-                // Completions not yet taken count as in flight.
-                let pending = self
-                    .ep
-                    .pending_completions()
-                    .map_err(|e| lib_err("reading the ring", e))?;
-                if pending == 0 {
-                    return Err(Error::ResourceExhausted(
-                        "o2g completion ring (too many receives posted)",
-                    ));
-                }
+                self.check_ring_full()?;
                 Ok(Attempt::Retry)
             }
             (_, Some(nix::libc::ECONNRESET)) => {
@@ -1195,17 +1215,13 @@ impl Transport for O2g {
             self.reap()?;
             match self.pop_announced(sel) {
                 Some((_, Notice::Stored(msg))) => break RecvState::Done(self.deliver(msg, cap)?),
-                Some((i, Notice::Request(e))) => match self.try_post(exactly(&e), cap, token)? {
-                    Attempt::Made(state) => break state,
-                    Attempt::Retry => {
-                        self.announced.insert(i, Notice::Request(e));
-                        continue;
+                Some((i, Notice::Request(e))) => {
+                    let attempt = self.try_post(exactly(&e), cap, token)?;
+                    match self.for_request(i, e, attempt)? {
+                        Some(state) => break state,
+                        None => continue,
                     }
-                    Attempt::NoPins => {
-                        self.announced.insert(i, Notice::Request(e));
-                        return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS));
-                    }
-                },
+                }
                 None => {}
             }
             // A large message may not fit the dump area: this receive goes
@@ -1265,16 +1281,10 @@ impl Transport for O2g {
                 }
                 Some((i, Notice::Request(e))) => {
                     // SAFETY: Forwarded from this function's contract.
-                    match unsafe { self.try_post_in_place(exactly(&e), dst, cap, token) }? {
-                        Attempt::Made(state) => break state,
-                        Attempt::Retry => {
-                            self.announced.insert(i, Notice::Request(e));
-                            continue;
-                        }
-                        Attempt::NoPins => {
-                            self.announced.insert(i, Notice::Request(e));
-                            return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS));
-                        }
+                    let attempt = unsafe { self.try_post_in_place(exactly(&e), dst, cap, token) }?;
+                    match self.for_request(i, e, attempt)? {
+                        Some(state) => break state,
+                        None => continue,
                     }
                 }
                 None => {}
