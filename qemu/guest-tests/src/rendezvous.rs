@@ -430,8 +430,28 @@ pub(crate) fn misbehaviour() -> CheckResult {
     Ok(())
 }
 
-/// OFFER and REGISTER refuse bad arguments with the documented errors.
+/// OFFER and REGISTER refuse bad arguments with the documented errors,
+/// and an unprivileged caller's offers count against its `RLIMIT_MEMLOCK`.
 pub(crate) fn errors() -> CheckResult {
+    // First, while this process has one thread: as a user with 128 KiB of
+    // locked memory, a 1 MiB offer is refused and a 64 KiB one is not.
+    crate::unprivileged::run_after(
+        || crate::trust::set_memlock(128 << 10),
+        || {
+            let ep = endpoint(EndpointConfig::default())?;
+            let (ours, _peer) = tcp_pair()?;
+            ep.register_control(&ours, B, A)
+                .map_err(e("register control"))?;
+            let big = vec![1u8; 1 << 20];
+            match ep.offer(&big, B, 1) {
+                Err(err) if err.raw_os_error() == Some(libc::ENOMEM) => {}
+                other => return Err(format!("a 1 MiB offer over RLIMIT_MEMLOCK: {other:?}")),
+            }
+            ep.offer(&big[..64 << 10], B, 2)
+                .map_err(e("a 64 KiB offer"))?;
+            Ok(())
+        },
+    )?;
     let cfg = EndpointConfig {
         max_posted: 4,
         ..EndpointConfig::default()

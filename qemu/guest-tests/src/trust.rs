@@ -804,7 +804,7 @@ fn raw_post(fd: RawFd, buf: &mut [u8], tag: u32) -> Result<u32, i32> {
     }
 }
 
-fn set_memlock(bytes: u64) -> Result<(), String> {
+pub(crate) fn set_memlock(bytes: u64) -> Result<(), String> {
     let lim = libc::rlimit {
         rlim_cur: bytes,
         rlim_max: bytes,
