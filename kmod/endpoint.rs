@@ -204,7 +204,8 @@ impl Endpoint {
     /// Attaches the caller's connected TCP socket `reg.fd` as the connection
     /// to `reg.rank`.
     ///
-    /// With `O2G_REGISTER_CONTROL` it is the pair's control connection.
+    /// With `O2G_REGISTER_CONTROL` it is the pair's control connection;
+    /// with `O2G_REGISTER_SELF`, the connection of this process to itself.
     ///
     /// Errors: `EINVAL` (unknown flags, `local_rank` without the control
     /// flag, a rank out of range), `EBADF`, `ENOTSOCK`, `EPROTOTYPE` (not
@@ -212,9 +213,10 @@ impl Endpoint {
     /// elsewhere), `EEXIST` (that connection of the rank is registered
     /// already), `ENOSPC` (endpoint full), `EBADFD` (before INIT).
     fn register(&self, reg: abi::SocketRegistration) -> Result {
-        let role = match reg.flags {
-            0 if reg.local_rank == 0 => Role::Messages,
-            abi::O2G_REGISTER_CONTROL if reg.local_rank < abi::O2G_MAX_RANK => Role::Control,
+        let (role, is_self) = match reg.flags {
+            0 if reg.local_rank == 0 => (Role::Messages, false),
+            abi::O2G_REGISTER_CONTROL if reg.local_rank < abi::O2G_MAX_RANK => (Role::Control, false),
+            abi::O2G_REGISTER_SELF if reg.local_rank == reg.rank => (Role::Messages, true),
             _ => return Err(EINVAL),
         };
         if reg.rank >= abi::O2G_MAX_RANK {
@@ -242,8 +244,15 @@ impl Endpoint {
         if role == Role::Control {
             controls.reserve(1, GFP_KERNEL_ACCOUNT)?;
         }
-        // Counted live before the hook can read (and fail) it.
+        // Counted live before the hook can read (and fail) it; known as
+        // this process's own before a request on it can arrive.
         self.rx.with_recv(|_, st, _| {
+            if is_self {
+                if st.self_rank.is_some() {
+                    return Err(EEXIST);
+                }
+                st.self_rank = Some(reg.rank);
+            }
             st.rx.add_conn();
             Ok(())
         })?;
@@ -252,6 +261,9 @@ impl Endpoint {
             Err(e) => {
                 let _ = self.rx.with_recv(|_, st, _| {
                     st.rx.remove_conn(true);
+                    if is_self {
+                        st.self_rank = None;
+                    }
                     Ok(())
                 });
                 return Err(e);
@@ -315,6 +327,9 @@ impl Endpoint {
         conn.unhook();
         let _ = self.rx.with_recv(|_, st, _| {
             st.rx.remove_conn(conn.leave_live());
+            if st.self_rank == Some(conn.rank()) && conn.role() == Role::Messages {
+                st.self_rank = None;
+            }
             Ok(())
         });
     }
@@ -391,10 +406,13 @@ impl Endpoint {
         if replace {
             return self.replace_offer(a);
         }
+        // A rendezvous to oneself needs only the connection to oneself.
+        let is_self = self.rx.with_recv(|_, st, _| Ok(st.self_rank == Some(a.rank)))?;
         let live = {
             let inner = self.inner.lock();
+            let role = if is_self { Role::Messages } else { Role::Control };
             inner
-                .position(a.rank, Role::Control)
+                .position(a.rank, role)
                 .ok()
                 .is_some_and(|i| !inner.conns[i].has_failed())
         };

@@ -185,6 +185,25 @@ impl PinnedBuf {
         Ok(n)
     }
 
+    /// Reads `n` bytes of the buffer from `offset` (clamped to its end)
+    /// with `take(src, done, chunk)`, one page at a time: `take` reads
+    /// `chunk` bytes at `src`, which are bytes `done..done + chunk` of the
+    /// read. Returns how many bytes were read, or the first error.
+    ///
+    /// Context: any; must not sleep.
+    pub(crate) fn read(
+        &self,
+        offset: usize,
+        n: usize,
+        mut take: impl FnMut(*const u8, usize, usize) -> Result,
+    ) -> Result<usize> {
+        let n = n.min(self.len.saturating_sub(offset));
+        let page = |i: usize| self.pages.get(i).copied();
+        // SAFETY: The pages are pinned by this value (type invariants).
+        unsafe { walk_pages(self.first + offset, n, page, |p, done, chunk| take(p, done, chunk)) }?;
+        Ok(n)
+    }
+
     /// Queues bytes `offset..offset + n` of the buffer (clamped to its end)
     /// on `sock` without blocking; returns how many were queued (TCP
     /// copies them). `EAGAIN` when the send buffer is full.

@@ -431,7 +431,9 @@ impl ConnRx {
             }
             conn.mark_failed();
             let was_live = conn.leave_live();
-            if conn.role() == Role::Control {
+            // Offers go out on the control connection, or, to oneself,
+            // through the connection to oneself.
+            if conn.role() == Role::Control || st.self_rank == Some(rank) {
                 st.fail_offers(shared, rank, status);
             }
             let RecvState { rx, book, .. } = st;

@@ -102,6 +102,9 @@ pub(crate) struct RecvState {
     pub(crate) offers: Offers,
     /// Clear-to-send and data messages for the send work.
     pub(crate) tx: TxQueue,
+    /// The rank of this process, once its connection to itself is
+    /// registered (`abi::O2G_REGISTER_SELF`).
+    pub(crate) self_rank: Option<u32>,
 }
 
 /// Everything but the machine, so that its callbacks can complete
@@ -175,7 +178,16 @@ impl RecvState {
             release_cons: 0,
             stalled: KVVec::with_capacity(abi::O2G_MAX_SOCKETS as usize, GFP_KERNEL_ACCOUNT)?,
         };
-        Ok(KBox::new(Self { rx, book, offers, tx }, GFP_KERNEL_ACCOUNT)?)
+        Ok(KBox::new(
+            Self {
+                rx,
+                book,
+                offers,
+                tx,
+                self_rank: None,
+            },
+            GFP_KERNEL_ACCOUNT,
+        )?)
     }
 
     /// Admits a new post of `buf_len` bytes, reserving its slot and pin

@@ -26,7 +26,11 @@ use kernel::{alloc::KVVec, prelude::*, sync::Arc};
 use crate::abi;
 use crate::conn::Conn;
 use crate::pinned::PinnedBuf;
-use crate::proto::wire::{Encoder, Header, Kind, HEADER_LEN};
+use crate::proto::{
+    envelope::Envelope,
+    receive::{Dest, OnEnd},
+    wire::{Encoder, Header, Kind, HEADER_LEN},
+};
 use crate::rx::Rx;
 use crate::sock::{errno, TcpSocket};
 
@@ -220,11 +224,25 @@ pub(crate) fn send_pass(rx: &Arc<Rx>, controls: &[Arc<Conn>]) {
             advance(rx, conn, &mut tx);
         }
     }
-    let n = rx.with_recv(|_, st, _| Ok(st.tx.len())).unwrap_or(0);
+    let (n, self_rank) = rx
+        .with_recv(|_, st, _| Ok((st.tx.len(), st.self_rank)))
+        .unwrap_or((0, None));
     for _ in 0..n {
         let Ok(Some(item)) = rx.with_recv(|_, st, _| Ok(st.tx.pop())) else {
             break;
         };
+        if let Outgoing::Cts {
+            rank,
+            token,
+            want,
+            offer,
+        } = item
+        {
+            if Some(rank) == self_rank {
+                local_transfer(rx, rank, token, want, offer);
+                continue;
+            }
+        }
         let conn = controls
             .binary_search_by_key(&item.rank(), |c| c.rank())
             .ok()
@@ -284,6 +302,85 @@ pub(crate) fn send_pass(rx: &Arc<Rx>, controls: &[Arc<Conn>]) {
         tx.partial = Some(partial);
         advance(rx, conn, &mut tx);
     }
+}
+
+/// A rendezvous of this process with itself: copies `want` bytes of the
+/// offer into the receive waiting under `token`, as the data message would
+/// have, and ends both.
+///
+/// Context: process context (the send work), may sleep; takes the rx lock
+/// briefly, never across the copy.
+fn local_transfer(rx: &Arc<Rx>, rank: u32, token: u64, want: u64, offer: u32) {
+    let started = rx
+        .with_recv(|_, st, _| {
+            // The offer and the request are this process's own; a request
+            // naming no offer of its own only fails its own receive.
+            if st.offers.clear(rank, offer, token, want).is_err() {
+                return Ok(None);
+            }
+            let Some(c) = st.offers.start(offer) else {
+                return Ok(None);
+            };
+            let Ok(dest) = st.rx.on_data(rank, token, want) else {
+                return Ok(Some((c, None)));
+            };
+            let handle = match &dest {
+                Dest::Data { handle, .. } | Dest::Direct { handle } => *handle,
+                Dest::Stored(_) => u64::MAX,
+            };
+            match st.book.lend(handle) {
+                Some(recv) => Ok(Some((c, Some((dest, handle, recv))))),
+                // Cannot happen: the receive waited in the table.
+                None => {
+                    st.rx.drop_dest(dest, |_| {});
+                    Ok(Some((c, None)))
+                }
+            }
+        })
+        .ok()
+        .flatten();
+    let Some((c, to)) = started else {
+        fail_waiting(rx, token);
+        return;
+    };
+    let Some((dest, handle, recv)) = to else {
+        end_offer(rx, offer, Some(c.buf), 0, false);
+        fail_waiting(rx, token);
+        return;
+    };
+    let copied = recv.buf.copy_in(0, want as usize, |dst, done, chunk| {
+        c.buf.read(done, chunk, |src, d2, c2| {
+            // SAFETY: `src` and `dst` are mapped for these lengths by the
+            // page walkers. They may be the same memory (a process may
+            // send a buffer to a receive into itself), so `copy`.
+            unsafe { core::ptr::copy(src, dst.add(d2), c2) };
+            Ok(())
+        })?;
+        // SAFETY: Process context, no spinlock held (see above).
+        unsafe { crate::shim::o2g_cond_resched() };
+        Ok(())
+    });
+    let sent = copied.as_ref().map_or(0, |n| *n as u64);
+    let left = rx.with_recv(|shared, st, _| {
+        // A rendezvous's end is always `Completed`; anything else leaves
+        // the receive to be dropped (unpinned) below, outside the lock.
+        let OnEnd::Completed { envelope, len, .. } = st.rx.on_end(dest, Envelope::default(), want)
+        else {
+            return Ok(Some(recv));
+        };
+        let status = match copied {
+            Err(e) => e.to_errno(),
+            Ok(_) if len > recv.buf.len() as u64 => errno::emsgsize().to_errno(),
+            Ok(_) => 0,
+        };
+        st.book.free_handle(handle);
+        st.book.complete(shared, recv, envelope, len, status);
+        Ok(None)
+    });
+    drop(left);
+    end_offer(rx, offer, Some(c.buf), sent, true);
+    rx.notify();
+    rx.schedule_reclaim();
 }
 
 /// Writes what it can of `conn`'s partial message and ends it if done

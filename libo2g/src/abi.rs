@@ -82,10 +82,11 @@ pub struct SocketRegistration {
     pub fd: i32,
     /// The peer rank this socket leads to, below [`O2G_MAX_RANK`].
     pub rank: u32,
-    /// [`O2G_REGISTER_CONTROL`] or zero.
+    /// [`O2G_REGISTER_CONTROL`], [`O2G_REGISTER_SELF`] or zero.
     pub flags: u32,
     /// With [`O2G_REGISTER_CONTROL`]: this process's own rank, the source
-    /// of the headers the module writes; otherwise must be zero.
+    /// of the headers the module writes; with [`O2G_REGISTER_SELF`],
+    /// `rank` again; otherwise must be zero.
     pub local_rank: u32,
 }
 
@@ -98,6 +99,13 @@ pub struct SocketRegistration {
 /// process must not write a control socket; bytes it writes there break
 /// the peer's framing, and the peer fails the connection.
 pub const O2G_REGISTER_CONTROL: u32 = 1;
+
+/// [`SocketRegistration::flags`]: the socket is the messages connection of
+/// this process to itself (`rank == local_rank`; the process writes the
+/// other end). A rendezvous to oneself needs no control connection: the
+/// module's send work copies the offer's pages into the receive's when the
+/// request matches. At most one per endpoint.
+pub const O2G_REGISTER_SELF: u32 = 2;
 
 const _: () = assert!(core::mem::size_of::<SocketRegistration>() == 16);
 
@@ -650,7 +658,8 @@ pub const O2G_OFFER_REPLACE: u32 = 1;
 /// the pinned pages hold). Closing the endpoint ends every offer.
 ///
 /// Errors: `EINVAL` (flags, length, rank, reserved), `ENOTCONN` (no control
-/// connection to `rank`, or it failed), `ENOSPC` (offer table full:
+/// connection to `rank`, or it failed; to oneself, no live connection
+/// registered with [`O2G_REGISTER_SELF`]), `ENOSPC` (offer table full:
 /// `max_posted` offers), `EAGAIN` (the ring could overflow: consume
 /// completions first), `ENOBUFS` (pin budget), `ENOMEM`
 /// (`RLIMIT_MEMLOCK`), `EFAULT`, `EBADFD` (before INIT).

@@ -101,6 +101,21 @@ impl Device {
             .map_err(|e| Error::io("register control socket", e))
     }
 
+    /// Attaches a connected TCP socket as this process's connection to
+    /// itself, rank `rank` (see [`abi::O2G_REGISTER_SELF`]): the process
+    /// writes the other end. Errors as [`Device::register_socket`], and
+    /// `EEXIST` for a second one.
+    pub fn register_self(&self, sock: &impl AsFd, rank: u32) -> Result<()> {
+        let reg = abi::SocketRegistration {
+            fd: sock.as_fd().as_raw_fd(),
+            rank,
+            flags: abi::O2G_REGISTER_SELF,
+            local_rank: rank,
+        };
+        raw::register_socket(self.fd.as_fd(), &reg)
+            .map_err(|e| Error::io("register self socket", e))
+    }
+
     /// Detaches the sockets of peer `rank` (its control connection too);
     /// they are plain sockets again.
     pub fn unregister_socket(&self, rank: u32) -> Result<()> {

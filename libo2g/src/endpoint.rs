@@ -101,6 +101,12 @@ impl Endpoint {
         self.device.register_control(sock, rank, local_rank)
     }
 
+    /// Attaches a connected TCP socket as this process's connection to
+    /// itself; see [`Device::register_self`].
+    pub fn register_self(&self, sock: &impl AsFd, rank: u32) -> Result<()> {
+        self.device.register_self(sock, rank)
+    }
+
     /// Detaches the sockets of peer `rank`. Receives in the middle of a
     /// message from it complete with [`crate::RecvError::Unregistered`];
     /// with a control connection, offers to it and receives waiting for

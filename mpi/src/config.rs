@@ -9,7 +9,7 @@
 //! | `O2G_MAX_MESSAGE` | 4 GiB | largest payload accepted in one message |
 //! | `O2G_ADDR` | `127.0.0.1` | address this process listens on and publishes to its peers |
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
-//! | `O2G_RNDV_THRESHOLD` | 64 KiB | socket transports and `o2g` (but not to oneself): messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit |
+//! | `O2G_RNDV_THRESHOLD` | 64 KiB | socket transports and `o2g`: messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit |
 //! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports (not `o2g` yet): eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |

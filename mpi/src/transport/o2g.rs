@@ -35,8 +35,9 @@
 //!   receiver's module asks for the data on the pair's control
 //!   connection, which only the modules write, and this process's module
 //!   sends it from the offered pages, without this process (see
-//!   `docs/protocol.md`). An announced request is taken by posting the
-//!   receive with exactly its envelope.
+//!   `docs/protocol.md`); to itself, the module copies the offer into the
+//!   receive. An announced request is taken by posting the receive with
+//!   exactly its envelope.
 //! - **Self:** messages to oneself go through the loopback connection and
 //!   the module too, so one engine orders every message.
 //! - **Dead peers:** the module fails a connection that closes, resets or
@@ -235,8 +236,6 @@ pub(crate) struct O2g {
     /// Waiting receives that an announced request to send matched, to be
     /// posted to the module once the ring is read.
     requested: VecDeque<(WaitingRecv, libo2g::Envelope)>,
-    /// This process's rank.
-    me: u32,
     /// Messages above this many bytes go as a request to send.
     rndv_threshold: u64,
     /// Rendezvous sends the module holds, by offer user data.
@@ -365,8 +364,13 @@ impl O2g {
                     "rank {me}: no connection to rank {rank}"
                 )));
             };
-            ep.register_socket(&registered, rank as u32)
-                .map_err(|e| lib_err(&format!("registering the socket of rank {rank}"), e))?;
+            if rank as u32 == me {
+                ep.register_self(&registered, me)
+                    .map_err(|e| lib_err("registering the connection to itself", e))?;
+            } else {
+                ep.register_socket(&registered, rank as u32)
+                    .map_err(|e| lib_err(&format!("registering the socket of rank {rank}"), e))?;
+            }
             peers.push(Peer {
                 registered,
                 writer,
@@ -397,7 +401,6 @@ impl O2g {
             announced: VecDeque::new(),
             waiting: VecDeque::new(),
             requested: VecDeque::new(),
-            me,
             rndv_threshold: config.rndv_threshold,
             offers: HashMap::new(),
             next_offer: 1,
@@ -681,10 +684,10 @@ impl O2g {
     }
 
     /// Whether a message of `len` bytes to `dest` goes as a request to
-    /// send. Messages to oneself stay eager: there is no control
-    /// connection to oneself.
-    fn rendezvous(&self, dest: u32, len: usize) -> bool {
-        dest != self.me && len as u64 > self.rndv_threshold
+    /// send (to oneself too: the module then copies the offer into the
+    /// receive itself).
+    fn rendezvous(&self, len: usize) -> bool {
+        len as u64 > self.rndv_threshold
     }
 
     /// Offers `data` to the module for a rendezvous send to `dest`; the
@@ -1111,7 +1114,7 @@ impl Transport for O2g {
         while !self.peer(dest)?.out.is_empty() {
             self.progress(None)?;
         }
-        let offer = if self.rendezvous(dest, data.len()) {
+        let offer = if self.rendezvous(data.len()) {
             self.offer(dest, data)?
         } else {
             None
@@ -1160,7 +1163,7 @@ impl Transport for O2g {
         // The module reads a copy: the caller's buffer is free at once.
         let mut copy = None;
         let mut offer = None;
-        if self.rendezvous(dest, data.len()) {
+        if self.rendezvous(data.len()) {
             let owned = data.to_vec();
             offer = self.offer(dest, &owned)?;
             copy = Some(owned);

@@ -154,6 +154,10 @@ fn matrix() -> Vec<Run> {
         // large ones than the receiver can store.
         runs.push(case("late_tag", t, 2));
         runs.push(Run {
+            name: format!("late_tag/{t}/np1/to-itself"),
+            ..case("late_tag", t, 1)
+        });
+        runs.push(Run {
             env: vec![
                 ("O2G_CONF_CASE", "late_tag".into()),
                 ("O2G_TRANSPORT", t.into()),

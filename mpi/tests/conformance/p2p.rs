@@ -543,8 +543,9 @@ pub(crate) fn backlog() -> Check {
 const LATE_TAG_COUNT: usize = 20;
 const LATE_TAG_MSG: usize = 4 << 20;
 
-/// The program of issue 20: rank 1 starts `LATE_TAG_COUNT` sends of
-/// 4 MiB with tag 1, then one with tag 2; rank 0 waits for the tag-2
+/// The program of issue 20: rank 1 (in a world of one, rank 0 itself)
+/// starts `LATE_TAG_COUNT` sends of 4 MiB with tag 1, then one with tag
+/// 2; rank 0 waits for the tag-2
 /// message first, then takes the others in order. MPI's progress rule
 /// says it completes: the tag-1 messages must not stand in the way of
 /// the tag-2 one, however little room the receiver has for them. With
@@ -562,17 +563,24 @@ pub(crate) fn late_tag() -> Check {
         }
     };
     let fill = |i: usize| vec![(i % 251) as u8 + 1; size(i)];
-    if world.rank() == 1 {
-        let msgs: Vec<Vec<u8>> = (0..LATE_TAG_COUNT).map(fill).collect();
-        let reqs = msgs
+    // The last rank sends to rank 0: in a world of one, to itself.
+    let sender = world.size() - 1;
+    let msgs: Vec<Vec<u8>> = if world.rank() == sender {
+        (0..LATE_TAG_COUNT).map(fill).collect()
+    } else {
+        Vec::new()
+    };
+    let mut reqs = Vec::new();
+    if world.rank() == sender {
+        reqs = msgs
             .iter()
             .map(|m| world.isend(m, 0, 1))
             .collect::<Result<Vec<_>, _>>()?;
         world.send(&[0xCD_u8; 100], 0, 2)?;
-        wait_all(reqs)?;
-    } else if world.rank() == 0 {
+    }
+    if world.rank() == 0 {
         let mut last = [0u8; 100];
-        let st = world.recv(&mut last, 1, 2)?;
+        let st = world.recv(&mut last, sender, 2)?;
         ensure!(
             st.count_bytes() == 100 && last.iter().all(|b| *b == 0xCD),
             "tag-2 message: {} bytes, content wrong",
@@ -580,7 +588,7 @@ pub(crate) fn late_tag() -> Check {
         );
         for i in 0..LATE_TAG_COUNT {
             let mut buf = vec![0u8; size(i)];
-            let st = world.recv(&mut buf, 1, 1)?;
+            let st = world.recv(&mut buf, sender, 1)?;
             ensure!(
                 st.count_bytes() == size(i) && buf == fill(i),
                 "tag-1 message {i}: {} bytes, content wrong",
@@ -588,6 +596,7 @@ pub(crate) fn late_tag() -> Check {
             );
         }
     }
+    wait_all(reqs)?;
     universe.finalize()?;
     Ok(())
 }

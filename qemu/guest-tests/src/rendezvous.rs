@@ -247,8 +247,82 @@ pub(crate) fn paths() -> CheckResult {
     {
         return Err(format!("counters: receiver {ra:?}, sender {rb:?}, {s:?}"));
     }
+    drop(p);
+    to_oneself()?;
     println!("rendezvous: posted first, stored first, truncated, replaced, and without system calls ({spins:x})");
     Ok(())
+}
+
+/// A rendezvous of a process with itself, through its connection to
+/// itself: the module copies the offer into the receive, with the receive
+/// posted first, then with the request first and a short receive.
+fn to_oneself() -> CheckResult {
+    let mut ep = endpoint(EndpointConfig::default())?;
+    let (reader, mut writer) = tcp_pair()?;
+    ep.register_self(&reader, A).map_err(e("register self"))?;
+    let mut enc = Encoder::new();
+    let env = |tag| Envelope {
+        source: A,
+        tag,
+        context: 0,
+    };
+    let own = |tag: u32| libo2g::Selector {
+        source: Some(A),
+        tag: Some(tag),
+        context: 0,
+    };
+    let data = pattern(60, 3 << 20);
+    ep.post(vec![0u8; data.len()], own(60), 60)
+        .map_err(|p| p.error.to_string())?;
+    let id = ep.offer(&data, A, 160).map_err(e("offer to oneself"))?;
+    writer
+        .write_all(&enc.encode_ref(Kind::Rts, env(60), data.len() as u64, id))
+        .map_err(|e| e.to_string())?;
+    let mut got = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while (got.0.is_none() || got.1.is_none()) && Instant::now() < deadline {
+        match ep.reap().map_err(e("reap"))? {
+            Some(Reaped::Owned(c)) => got.0 = Some(c),
+            Some(Reaped::Sent(s)) => got.1 = Some(s),
+            Some(other) => return Err(format!("unexpected record {other:?}")),
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    match got {
+        (Some(c), Some(s)) if s.status.is_ok() && s.len == data.len() as u64 => {
+            check(&c, 60, &data, Ok(()))?
+        }
+        other => return Err(format!("to oneself, posted first: {other:?}")),
+    }
+    // The request first, then a receive too short for it.
+    let id = ep.offer(&data, A, 161).map_err(e("offer to oneself"))?;
+    writer
+        .write_all(&enc.encode_ref(Kind::Rts, env(61), data.len() as u64, id))
+        .map_err(|e| e.to_string())?;
+    wait_until(&ep, "the request to oneself stored", |s| s.unexpected == 1)?;
+    ep.post(vec![0u8; 5000], own(61), 61)
+        .map_err(|p| p.error.to_string())?;
+    let c = next_completion_or_sent(&mut ep)?;
+    check(&c, 61, &data, Err(RecvError::Truncated))?;
+    let r = ep.rndv_stats().map_err(e("rendezvous counters"))?;
+    if r.offers_sent != 2 || r.data_msgs != 2 || r.offer_bytes_sent != data.len() as u64 + 5000 {
+        return Err(format!("to oneself: {r:?}"));
+    }
+    Ok(())
+}
+
+/// The next receive completion, skipping `SENT` records (bounded).
+fn next_completion_or_sent(ep: &mut Endpoint) -> Result<libo2g::Completed, String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        match ep.reap().map_err(e("reap"))? {
+            Some(Reaped::Owned(c)) => return Ok(c),
+            Some(Reaped::Sent(_)) => {}
+            Some(other) => return Err(format!("unexpected record {other:?}")),
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    Err("no completion within 120 s".into())
 }
 
 /// Polls A's counters until `ready` (bounded).
