@@ -5,14 +5,18 @@
 //! # Lock order
 //!
 //! 1. `Endpoint::inner` (mutex, process context only)
-//! 2. `lock_sock()` of a registered socket
-//! 3. that socket's `sk_callback_lock` (write, BH off)
-//! 4. the connection's reader lock (spinlock, BH off)
-//! 5. the endpoint's rx lock (`Rx`, spinlock, BH off)
+//! 2. the list of control connections (`Rx::controls`, mutex)
+//! 3. a control connection's tx mutex (`Conn::tx`)
+//! 4. `lock_sock()` of a registered socket
+//! 5. that socket's `sk_callback_lock` (write, BH off)
+//! 6. the connection's reader lock (spinlock, BH off)
+//! 7. the endpoint's rx lock (`Rx`, spinlock, BH off)
 //!
-//! The `sk_data_ready` hook (softirq) takes 3 for reading, then 4 and 5;
-//! the connection's work item takes 2, 3 (read), 4 and 5. Ioctls take 1
-//! and 5, never both at once, except REGISTER and teardown (1, then 2-5).
+//! The `sk_data_ready` hook (softirq) takes 5 for reading, then 6 and 7;
+//! the connection's work item takes 4, 5 (read), 6 and 7; the send work
+//! takes 2, 3, then 4 inside `sendmsg` and 7 between sends. Ioctls take
+//! 1 and 7, never both at once, except REGISTER and teardown (1, then
+//! 2-7).
 //!
 //! # Memory
 //!

@@ -29,6 +29,15 @@
 //! and for messages over 128 KiB in the endpoint's work item, in process
 //! context, so that one softirq call never copies more than that.
 //!
+//! A messages connection also carries requests to send: one that matches
+//! a posted receive queues its clear-to-send for the send work (`tx.rs`)
+//! at once, here in the protocol handler; one that does not is stored as
+//! an envelope and announced. A control connection carries what answers
+//! them: a clear-to-send, checked against the endpoint's offers (the
+//! offer's data is then queued for the send work), and rendezvous data,
+//! copied straight into its receive's pinned pages like a matched eager
+//! message. A peer that breaks these rules fails its connection.
+//!
 //! Every decision (where a header's payload goes, whether to stall, what a
 //! message's end completes, what a failure fails) is made by o2g-core's
 //! receive state machine: this connection's `Inbound` and the endpoint's
@@ -49,9 +58,9 @@ use crate::proto::{
     receive::{Control, Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
     wire::{Limits, HEADER_LEN},
 };
-use crate::tx::Outgoing;
 use crate::recv::{DeferredCopy, PostedRecv, RecvState};
 use crate::sock::errno;
+use crate::tx::Outgoing;
 
 /// The reader state of one connection, under its own BH-safe lock.
 pub(crate) struct ConnRx {
