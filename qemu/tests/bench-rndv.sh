@@ -7,8 +7,8 @@ set -e -o pipefail
 csv=/tmp/csv-rndv
 rm -rf "$csv"
 mkdir -p "$csv"
-thresholds="${O2G_BENCH_THRESHOLDS:-16384 65536 262144 1048576 1073741824}"
-sizes="${O2G_BENCH_SIZES:-1K,4K,16K,64K,128K,256K,1M,4M,16M}"
+thresholds="${O2G_BENCH_THRESHOLDS:-65536 1048576 1073741824}"
+sizes="${O2G_BENCH_SIZES:-1K,16K,64K,256K,1M,4M,16M}"
 for th in $thresholds; do
     echo "# ping-pong over o2g, O2G_RNDV_THRESHOLD=$th" >/dev/console
     O2G_TRANSPORT=o2g O2G_RNDV_THRESHOLD=$th o2grun -n 2 --timeout 1200 \

@@ -666,18 +666,19 @@ impl O2g {
             }
             if lent && since.elapsed() >= RNDV_WAIT {
                 let copy = data.to_vec();
-                if self
-                    .ep
-                    .replace_offer(id, &copy, dest)
-                    .map_err(|e| lib_err("handing a send's copy to the module", e))?
-                {
-                    if let Some(o) = self.offers.get_mut(&user_data) {
-                        o._owned = Some(copy);
+                match self.ep.replace_offer(id, &copy, dest) {
+                    Ok(true) => {
+                        if let Some(o) = self.offers.get_mut(&user_data) {
+                            o._owned = Some(copy);
+                        }
+                        return Ok(());
                     }
-                    return Ok(());
+                    // Cleared already (its data goes out from `data`
+                    // now), or even sent (its record is in the ring).
+                    Ok(false) => lent = false,
+                    Err(e) if e.raw_os_error() == Some(nix::libc::ENOENT) => lent = false,
+                    Err(e) => return Err(lib_err("handing a send's copy to the module", e)),
                 }
-                // Cleared already: its data goes out from `data` now.
-                lent = false;
             }
             self.progress(Some(Duration::from_millis(1)))?;
         }
