@@ -437,6 +437,41 @@ pub(crate) fn misbehaviour() -> CheckResult {
         ));
     }
 
+    // The module's data, read raw: a `Data` header naming the token and
+    // the offer, then the offered bytes. Once sent, the offer is gone:
+    // replacing its buffer is too late (`ENOENT`).
+    let offered = pattern(10, 70_000);
+    let id = h.ep.offer(&offered, B, 10).map_err(e("offer"))?;
+    h.ctl_frame(Kind::Cts, token_env(0x1234_0000_0005), 60_000, id)?;
+    h.ctl
+        .read_exact(&mut raw)
+        .map_err(|e| format!("reading the module's Data: {e}"))?;
+    let data_h = Header::decode(&raw).map_err(|e| format!("the module's Data: {e}"))?;
+    if data_h.kind != Kind::Data
+        || data_h.envelope.source != A
+        || data_h.token() != 0x1234_0000_0005
+        || data_h.len != 60_000
+        || data_h.reference != id
+        || data_h.seq != 1
+    {
+        return Err(format!("the module's Data: {data_h:?}"));
+    }
+    let mut payload = vec![0u8; 60_000];
+    h.ctl
+        .read_exact(&mut payload)
+        .map_err(|e| format!("reading the data: {e}"))?;
+    if payload[..] != offered[..60_000] {
+        return Err("the module's data differs from the offer".into());
+    }
+    let s = next_sent(&mut h.ep)?;
+    if s.user_data != 10 || s.len != 60_000 || s.status.is_err() {
+        return Err(format!("the offer's record: {s:?}"));
+    }
+    match h.ep.replace_offer(id, &offered, B) {
+        Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {}
+        other => return Err(format!("replacing a sent offer: {other:?}")),
+    }
+
     // Data whose token was used already names nothing now.
     h.ctl_frame(Kind::Data, token_env(cts.token()), 10, 77)?;
     h.failed("data for a finished receive", 1)?;
