@@ -10,6 +10,8 @@
 //! Waiters in POLL sleep on [`Rx::wake`]'s condition variable; buffers that
 //! finish in softirq are unpinned by the reclaim work.
 
+use core::sync::atomic::{AtomicUsize, Ordering};
+
 use kernel::{
     alloc::KVVec,
     impl_has_work, new_condvar, new_mutex, new_work,
@@ -73,6 +75,8 @@ pub(crate) struct Rx {
     /// Writes clear-to-send and rendezvous data (`tx.rs`).
     #[pin]
     send: Work<Rx, 1>,
+    /// Control connections whose half-written message waits for room.
+    blocked: AtomicUsize,
 }
 
 impl_has_work! {
@@ -91,6 +95,7 @@ impl Rx {
                 reclaim <- new_work!("o2g_reclaim"),
                 controls <- new_mutex!(KVVec::new(), "o2g_endpoint_controls"),
                 send <- new_work!("o2g_send"),
+                blocked: AtomicUsize::new(0),
             }),
             GFP_KERNEL_ACCOUNT,
         )
@@ -233,6 +238,21 @@ impl Rx {
     pub(crate) fn schedule_send(self: &Arc<Self>) {
         // Already queued is fine: one pass sends everything it can.
         let _ = workqueue::system().enqueue::<Arc<Rx>, 1>(self.clone());
+    }
+
+    /// Counts a control connection in (`true`) or out of those waiting
+    /// for room. Called under that connection's tx mutex.
+    pub(crate) fn count_blocked(&self, blocked: bool) {
+        if blocked {
+            self.blocked.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.blocked.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether some control connection waits for room.
+    pub(crate) fn any_blocked(&self) -> bool {
+        self.blocked.load(Ordering::Relaxed) != 0
     }
 
     /// The control connections, sorted by rank.

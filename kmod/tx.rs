@@ -128,6 +128,8 @@ pub(crate) struct ConnTx {
     local_rank: u32,
     encoder: Encoder,
     partial: Option<Partial>,
+    /// `partial` waits for room and is counted in [`Rx::blocked`].
+    counted: bool,
     /// A send failed: nothing more goes out on this connection.
     broken: bool,
 }
@@ -165,7 +167,17 @@ impl ConnTx {
             local_rank,
             encoder: Encoder::new(),
             partial: None,
+            counted: false,
             broken: false,
+        }
+    }
+
+    /// Counts this connection in (`true`) or out of the endpoint's
+    /// blocked connections.
+    fn set_blocked(&mut self, rx: &Rx, blocked: bool) {
+        if blocked != self.counted {
+            self.counted = blocked;
+            rx.count_blocked(blocked);
         }
     }
 
@@ -206,6 +218,7 @@ impl ConnTx {
     /// Context: process context, may sleep (unpins).
     pub(crate) fn abandon(&mut self, rx: &Arc<Rx>) {
         self.broken = true;
+        self.set_blocked(rx, false);
         if let Some(p) = self.partial.take() {
             end_part(rx, p.what, false);
         }
@@ -218,10 +231,14 @@ impl ConnTx {
 /// Context: process context (the endpoint's send work), may sleep; the
 /// caller holds the list of control connections, sorted by rank.
 pub(crate) fn send_pass(rx: &Arc<Rx>, controls: &[Arc<Conn>]) {
-    for conn in controls {
-        let mut tx = conn.tx().lock();
-        if tx.partial.is_some() {
-            advance(rx, conn, &mut tx);
+    // Only while some connection waits for room: an endpoint with many
+    // idle connections does not visit them all for every message.
+    if rx.any_blocked() {
+        for conn in controls {
+            let mut tx = conn.tx().lock();
+            if tx.partial.is_some() {
+                advance(rx, conn, &mut tx);
+            }
         }
     }
     let (n, self_rank) = rx
@@ -387,8 +404,9 @@ fn local_transfer(rx: &Arc<Rx>, rank: u32, token: u64, want: u64, offer: u32) {
 /// or broken.
 fn advance(rx: &Arc<Rx>, conn: &Conn, tx: &mut ConnTx) {
     match tx.pump(conn.sock()) {
-        Progress::Blocked => {}
+        Progress::Blocked => tx.set_blocked(rx, true),
         Progress::Done => {
+            tx.set_blocked(rx, false);
             if let Some(p) = tx.partial.take() {
                 end_part(rx, p.what, true);
             }

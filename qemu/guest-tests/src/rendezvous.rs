@@ -632,6 +632,41 @@ pub(crate) fn errors() -> CheckResult {
     Ok(())
 }
 
+/// A send that filled the socket buffers resumes when the peer reads
+/// (`sk_write_space` kicks the send work), and every byte arrives.
+fn resumes() -> CheckResult {
+    let mut h = Hostile::new()?;
+    let big = pattern(4, 32 << 20);
+    let id = h.ep.offer(&big, B, 1).map_err(e("offer"))?;
+    h.ctl_frame(
+        Kind::Cts,
+        Header::token_envelope(B, 5),
+        big.len() as u64,
+        id,
+    )?;
+    // The module sends until the socket buffers are full, then waits.
+    std::thread::sleep(Duration::from_secs(1));
+    h.ctl
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    let mut raw = [0u8; HEADER_LEN];
+    h.ctl
+        .read_exact(&mut raw)
+        .map_err(|e| format!("reading the Data header: {e}"))?;
+    let mut got = vec![0u8; big.len()];
+    h.ctl
+        .read_exact(&mut got)
+        .map_err(|e| format!("reading 32 MiB of data: {e}"))?;
+    if got != big {
+        return Err("the resumed data differs from the offer".into());
+    }
+    let s = next_sent(&mut h.ep)?;
+    if s.status.is_err() || s.len != big.len() as u64 {
+        return Err(format!("the resumed offer's record: {s:?}"));
+    }
+    Ok(())
+}
+
 /// Issues `op` on `ep`'s device with `arg`; the errno if it failed.
 fn raw_ioctl<T>(ep: &Endpoint, op: u32, arg: &mut T) -> Option<i32> {
     // SAFETY: Each caller passes the argument struct that `op` reads and
@@ -646,6 +681,7 @@ fn raw_ioctl<T>(ep: &Endpoint, op: u32, arg: &mut T) -> Option<i32> {
 /// harness finds no warning in dmesg.
 pub(crate) fn teardown() -> CheckResult {
     let pins = crate::trust::pin_counters()?;
+    resumes()?;
     for blocked in [true, false] {
         let mut h = Hostile::new()?;
         let big = pattern(3, 32 << 20);
