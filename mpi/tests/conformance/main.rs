@@ -150,6 +150,7 @@ fn matrix() -> Vec<Run> {
             ],
             ..case("backlog", t, 2)
         });
+        runs.push(case("head_to_head", t, 2));
         // Issue 20's hang: a receive that matches a message behind more
         // large ones than the receiver can store.
         runs.push(case("late_tag", t, 2));
@@ -427,6 +428,7 @@ fn rank_main(case: &str) -> ExitCode {
         "dead_peer" => p2p::dead_peer(),
         "backlog" => p2p::backlog(),
         "late_tag" => p2p::late_tag(),
+        "head_to_head" => p2p::head_to_head(),
         "large_recv" => p2p::large_recv(),
         "rank_fails" => p2p::rank_fails(),
         "rank_aborts" => p2p::rank_aborts(),

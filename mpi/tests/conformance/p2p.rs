@@ -601,6 +601,41 @@ pub(crate) fn late_tag() -> Check {
     Ok(())
 }
 
+/// Bytes each rank sends in `head_to_head`: above the rendezvous threshold.
+const HEAD_TO_HEAD: usize = 1 << 20;
+
+/// Ranks 0 and 1 each send a large message to the other with a blocking
+/// send before either receives (a standard send may wait for its receive,
+/// but ours never waits forever), then overwrite the buffer at once, and
+/// receive only later: what arrives is what the buffer held at the send.
+pub(crate) fn head_to_head() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    let (rank, size) = (world.rank(), world.size());
+    ensure!(size >= 2, "head_to_head needs two ranks");
+    let fill = |seed: i32| -> Vec<u8> {
+        (0..HEAD_TO_HEAD)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed as u8))
+            .collect()
+    };
+    if rank < 2 {
+        let peer = 1 - rank;
+        let mut mine = fill(rank);
+        world.send(&mine, peer, 1)?;
+        mine.fill(0xEE);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut got = vec![0u8; HEAD_TO_HEAD];
+        let st = world.recv(&mut got, peer, 1)?;
+        ensure!(
+            st.count_bytes() == HEAD_TO_HEAD && got == fill(peer),
+            "rank {rank}: the message from rank {peer} differs from what was sent"
+        );
+        drop(mine);
+    }
+    universe.finalize()?;
+    Ok(())
+}
+
 /// Rank 1 leaves without `MPI_Finalize`'s synchronisation (it closes its
 /// connections and tells the launcher it is done, as a dropped universe
 /// does); rank 0 gets an error, not a hang. (A rank that exits without
