@@ -268,7 +268,7 @@ struct Offered {
     dest: u32,
     /// The copy the module reads, for a nonblocking send (or a blocking
     /// one that stopped waiting); `None` while it reads the caller's.
-    _owned: Option<Vec<u8>>,
+    copy: Option<Vec<u8>>,
     /// Set by its `SENT` record, for a blocking send to see.
     ended: Option<std::result::Result<(), RecvError>>,
 }
@@ -637,7 +637,7 @@ impl O2g {
             self.kill(dest, format!("a rendezvous send failed: {e}"));
         }
         match self.offers.get_mut(&sent.user_data) {
-            Some(o) if o._owned.is_none() => o.ended = Some(sent.status),
+            Some(o) if o.copy.is_none() => o.ended = Some(sent.status),
             _ => {
                 self.offers.remove(&sent.user_data);
             }
@@ -669,7 +669,7 @@ impl O2g {
                 match self.ep.replace_offer(id, &copy, dest) {
                     Ok(true) => {
                         if let Some(o) = self.offers.get_mut(&user_data) {
-                            o._owned = Some(copy);
+                            o.copy = Some(copy);
                         }
                         return Ok(());
                     }
@@ -1130,7 +1130,7 @@ impl Transport for O2g {
                 user_data,
                 Offered {
                     dest,
-                    _owned: None,
+                    copy: None,
                     ended: None,
                 },
             );
@@ -1185,7 +1185,7 @@ impl Transport for O2g {
                 user_data,
                 Offered {
                     dest,
-                    _owned: copy,
+                    copy,
                     ended: None,
                 },
             );
