@@ -148,6 +148,35 @@ impl Communicator {
         Ok(Request::send(self.rt.clone(), token))
     }
 
+    /// Nonblocking send of raw bytes on `context` that the transport may
+    /// read from `data` itself while the request lives (over `o2g`, a
+    /// rendezvous message's pages go to the module, which sends from them:
+    /// no copy). Dropping the request waits until the transport has let go
+    /// of `data`; a leaked request may send what `data` holds later, but
+    /// never makes the module read memory that is not this process's (it
+    /// reads pinned pages).
+    pub(crate) fn isend_borrowed<'b>(
+        &self,
+        data: &'b [u8],
+        dest: i32,
+        tag: u32,
+        context: u32,
+    ) -> Result<Request<'b>> {
+        let world = self.world_rank(dest)?;
+        let env = self.envelope(tag, context);
+        // SAFETY: The request borrows `data` for 'b, and it ends the token
+        // by testing it to completion or releasing it in `Drop`, so `data`
+        // stays allocated and unchanged (it is shared) until then.
+        let token = self
+            .rt
+            .with(|t| unsafe { t.isend_in_place(world, env, data.as_ptr(), data.len()) })?;
+        let token = match token {
+            Some(token) => token,
+            None => self.rt.with(|t| t.isend(world, env, data))?,
+        };
+        Ok(Request::send(self.rt.clone(), token))
+    }
+
     /// Nonblocking receive of raw bytes on `context`.
     pub(crate) fn irecv_bytes<'b>(
         &self,
@@ -273,7 +302,7 @@ impl Communicator {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'b>> {
-        self.isend_bytes(as_bytes(buf), dest, check_tag(tag)?, self.context)
+        self.isend_borrowed(as_bytes(buf), dest, check_tag(tag)?, self.context)
     }
 
     /// `MPI_Irecv` (§3.7.2): starts a receive into `buf`, which stays

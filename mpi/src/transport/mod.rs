@@ -97,7 +97,29 @@ pub(crate) trait Transport {
     fn test_send(&mut self, token: SendToken) -> Result<bool>;
 
     /// The caller no longer cares about this send; it still goes out.
+    /// For a send started with [`Transport::isend_in_place`], returns only
+    /// once the transport no longer reads the caller's memory.
     fn release_send(&mut self, token: SendToken);
+
+    /// Starts sending the `len` bytes at `data` to world rank `dest`,
+    /// reading them from the caller's memory until the send completes (no
+    /// copy); `None` where the transport would copy anyway (then use
+    /// [`Transport::isend`]).
+    ///
+    /// # Safety
+    ///
+    /// On `Some`, `data..data + len` stays allocated and unchanged until
+    /// [`Transport::test_send`] returned true for the token or
+    /// [`Transport::release_send`] returned for it.
+    unsafe fn isend_in_place(
+        &mut self,
+        _dest: u32,
+        _env: Envelope,
+        _data: *const u8,
+        _len: usize,
+    ) -> Result<Option<SendToken>> {
+        Ok(None)
+    }
 
     /// Posts a receive for at most `capacity` bytes.
     fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken>;

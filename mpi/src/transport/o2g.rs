@@ -266,12 +266,21 @@ impl Notice {
 /// A rendezvous send the module holds until its `SENT` record.
 struct Offered {
     dest: u32,
+    /// The module's name for it.
+    id: u32,
     /// The copy the module reads, for a nonblocking send (or a blocking
     /// one that stopped waiting); `None` while it reads the caller's.
     copy: Option<Vec<u8>>,
-    /// Set by its `SENT` record, for a blocking send to see.
+    /// The caller's memory the module reads (address and length), for a
+    /// send started with `isend_in_place`, until a copy replaces it.
+    lent: Option<(usize, usize)>,
+    /// Set by its `SENT` record, for the sender to see.
     ended: Option<std::result::Result<(), RecvError>>,
 }
+
+/// Marks the tokens of sends started with `isend_in_place`; the rest is
+/// the offer's user data.
+const OFFER_TOKEN: u64 = 1 << 63;
 
 /// What one attempt to post a receive to the module gave.
 enum Attempt {
@@ -636,8 +645,10 @@ impl O2g {
         if let Err(e) = sent.status {
             self.kill(dest, format!("a rendezvous send failed: {e}"));
         }
+        // A send that lent the caller's memory learns of the end when it
+        // asks; one the module read a copy of is done with.
         match self.offers.get_mut(&sent.user_data) {
-            Some(o) if o.copy.is_none() => o.ended = Some(sent.status),
+            Some(o) if o.copy.is_none() || o.lent.is_some() => o.ended = Some(sent.status),
             _ => {
                 self.offers.remove(&sent.user_data);
             }
@@ -1125,12 +1136,14 @@ impl Transport for O2g {
             Some((_, id)) => p.tx.encode_ref(Kind::Rts, env, data.len() as u64, id),
             None => p.tx.encode(Kind::Eager, env, data.len() as u64),
         };
-        if let Some((user_data, _)) = offer {
+        if let Some((user_data, id)) = offer {
             self.offers.insert(
                 user_data,
                 Offered {
                     dest,
+                    id,
                     copy: None,
+                    lent: None,
                     ended: None,
                 },
             );
@@ -1179,13 +1192,15 @@ impl Transport for O2g {
         };
         let w = p.writer.as_mut().unwrap_or(&mut p.registered);
         let started = start_isend(w, &mut p.out, &mut self.sends, header, payload);
-        if let Some((user_data, _)) = offer {
+        if let Some((user_data, id)) = offer {
             // Moving the vector does not move the bytes the module reads.
             self.offers.insert(
                 user_data,
                 Offered {
                     dest,
+                    id,
                     copy,
+                    lent: None,
                     ended: None,
                 },
             );
@@ -1200,11 +1215,107 @@ impl Transport for O2g {
     }
 
     fn test_send(&mut self, token: SendToken) -> Result<bool> {
-        self.sends.test(token)
+        if token.0 & OFFER_TOKEN == 0 {
+            return self.sends.test(token);
+        }
+        let user_data = token.0 & !OFFER_TOKEN;
+        self.reap()?;
+        let Some(o) = self.offers.get(&user_data) else {
+            return Ok(true);
+        };
+        let (dest, ended) = (o.dest, o.ended);
+        match ended {
+            None => self.peer(dest).map(|_| false),
+            Some(status) => {
+                self.offers.remove(&user_data);
+                match status {
+                    Ok(()) => Ok(true),
+                    Err(_) => self.peer(dest).map(|_| true),
+                }
+            }
+        }
     }
 
     fn release_send(&mut self, token: SendToken) {
-        self.sends.release(token);
+        if token.0 & OFFER_TOKEN == 0 {
+            self.sends.release(token);
+            return;
+        }
+        let user_data = token.0 & !OFFER_TOKEN;
+        let Some(o) = self.offers.get(&user_data) else {
+            return;
+        };
+        let (dest, id, lent) = (o.dest, o.id, o.lent);
+        if o.ended.is_some() {
+            self.offers.remove(&user_data);
+            return;
+        }
+        // The caller's memory is about to be theirs again: the module gets
+        // a copy if its receiver has not asked yet; otherwise the data is
+        // going out from it, and that ends soon.
+        if let Some((addr, len)) = lent {
+            // SAFETY: `isend_in_place`'s contract keeps the memory valid
+            // and unchanged until this call returns.
+            let copy = unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec();
+            if let Ok(true) = self.ep.replace_offer(id, &copy, dest) {
+                if let Some(o) = self.offers.get_mut(&user_data) {
+                    o.copy = Some(copy);
+                    o.lent = None;
+                }
+                return;
+            }
+        }
+        loop {
+            match self.offers.get(&user_data) {
+                Some(o) if o.ended.is_none() => {}
+                _ => break,
+            }
+            // The send still reads the caller's memory: only its end (or
+            // its connection's failure, which ends it too) lets go.
+            if let Err(e) = self.progress(Some(IDLE_SLICE)) {
+                abort_holding_memory(&e);
+            }
+        }
+        self.offers.remove(&user_data);
+    }
+
+    unsafe fn isend_in_place(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Option<SendToken>> {
+        self.check_size(len)?;
+        self.peer(dest)?;
+        if !self.rendezvous(len) {
+            return Ok(None);
+        }
+        // SAFETY: The caller keeps the memory valid and unchanged until
+        // the token ends (this function's contract).
+        let lent = unsafe { std::slice::from_raw_parts(data, len) };
+        let Some((user_data, id)) = self.offer(dest, lent)? else {
+            return Ok(None);
+        };
+        self.offers.insert(
+            user_data,
+            Offered {
+                dest,
+                id,
+                copy: None,
+                lent: Some((data as usize, len)),
+                ended: None,
+            },
+        );
+        let p = &mut self.peers[dest as usize];
+        let header = p.tx.encode_ref(Kind::Rts, env, len as u64, id);
+        let w = p.writer.as_mut().unwrap_or(&mut p.registered);
+        // The request is the offer's: the header goes out on its own.
+        match start_isend(w, &mut p.out, &mut self.sends, header, &[]) {
+            Ok(t) => self.sends.release(t),
+            Err(e) => self.kill(dest, format!("write failed: {e}")),
+        }
+        Ok(Some(SendToken(OFFER_TOKEN | user_data)))
     }
 
     fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
@@ -1453,6 +1564,6 @@ impl Transport for O2g {
     fn has_queued_sends(&self) -> bool {
         // An offer the module still holds is a send not yet done: closing
         // the endpoint now would end it unsent.
-        !self.queued().is_empty() || !self.offers.is_empty()
+        !self.queued().is_empty() || self.offers.values().any(|o| o.ended.is_none())
     }
 }

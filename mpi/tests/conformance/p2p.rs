@@ -608,6 +608,8 @@ const HEAD_TO_HEAD: usize = 1 << 20;
 /// send before either receives (a standard send may wait for its receive,
 /// but ours never waits forever), then overwrite the buffer at once, and
 /// receive only later: what arrives is what the buffer held at the send.
+/// The same for nonblocking sends whose request is dropped, or waited
+/// for, before the buffer is overwritten.
 pub(crate) fn head_to_head() -> Check {
     let universe = mpi::initialize()?;
     let world = universe.world();
@@ -630,6 +632,30 @@ pub(crate) fn head_to_head() -> Check {
             st.count_bytes() == HEAD_TO_HEAD && got == fill(peer),
             "rank {rank}: the message from rank {peer} differs from what was sent"
         );
+        // A nonblocking send whose request is dropped before its receive
+        // is posted (`MPI_Request_free`): the buffer is the caller's again
+        // once the request is gone, and the message is what it held.
+        if rank == 0 {
+            let mut buf = fill(7);
+            let req = world.isend(&buf, 1, 2)?;
+            drop(req);
+            buf.fill(0xDD);
+            let req = world.isend(&buf, 1, 3)?;
+            wait_all(vec![req])?;
+            buf.fill(0xCC);
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let st = world.recv(&mut got, 0, 2)?;
+            ensure!(
+                st.count_bytes() == HEAD_TO_HEAD && got == fill(7),
+                "a message whose request was dropped differs from what was sent"
+            );
+            world.recv(&mut got, 0, 3)?;
+            ensure!(
+                got.iter().all(|b| *b == 0xDD),
+                "a waited-for nonblocking send differs from what was sent"
+            );
+        }
         drop(mine);
     }
     universe.finalize()?;
