@@ -655,6 +655,28 @@ impl O2g {
         }
     }
 
+    /// Records offer `id` to `dest` (user data `user_data`) until its
+    /// `SENT` record. The module reads `copy` if there is one, else the
+    /// caller's memory: `lent` names it for `isend_in_place`; a blocking
+    /// send keeps the caller waiting instead.
+    fn hold(
+        &mut self,
+        user_data: u64,
+        dest: u32,
+        id: u32,
+        copy: Option<Vec<u8>>,
+        lent: Option<(usize, usize)>,
+    ) {
+        let offer = Offered {
+            dest,
+            id,
+            copy,
+            lent,
+            ended: None,
+        };
+        self.offers.insert(user_data, offer);
+    }
+
     /// Waits for the end of blocking send `user_data` (offer `id` of the
     /// caller's `data` to `dest`), keeping everything moving. After
     /// [`RNDV_WAIT`] without a clear-to-send, the module gets a copy and
@@ -1137,16 +1159,7 @@ impl Transport for O2g {
             None => p.tx.encode(Kind::Eager, env, data.len() as u64),
         };
         if let Some((user_data, id)) = offer {
-            self.offers.insert(
-                user_data,
-                Offered {
-                    dest,
-                    id,
-                    copy: None,
-                    lent: None,
-                    ended: None,
-                },
-            );
+            self.hold(user_data, dest, id, None, None);
         }
         let payload = if offer.is_some() { &[][..] } else { data };
         let mut sending = Sending::new(header);
@@ -1194,16 +1207,7 @@ impl Transport for O2g {
         let started = start_isend(w, &mut p.out, &mut self.sends, header, payload);
         if let Some((user_data, id)) = offer {
             // Moving the vector does not move the bytes the module reads.
-            self.offers.insert(
-                user_data,
-                Offered {
-                    dest,
-                    id,
-                    copy,
-                    lent: None,
-                    ended: None,
-                },
-            );
+            self.hold(user_data, dest, id, copy, None);
         }
         match started {
             Ok(token) => Ok(token),
@@ -1297,16 +1301,7 @@ impl Transport for O2g {
         let Some((user_data, id)) = self.offer(dest, lent)? else {
             return Ok(None);
         };
-        self.offers.insert(
-            user_data,
-            Offered {
-                dest,
-                id,
-                copy: None,
-                lent: Some((data as usize, len)),
-                ended: None,
-            },
-        );
+        self.hold(user_data, dest, id, None, Some((data as usize, len)));
         let p = &mut self.peers[dest as usize];
         let header = p.tx.encode_ref(Kind::Rts, env, len as u64, id);
         let w = p.writer.as_mut().unwrap_or(&mut p.registered);

@@ -364,6 +364,8 @@ impl Hostile {
             .map_err(e("register messages"))?;
         ep.register_control(&ours_ctl, B, A)
             .map_err(e("register control"))?;
+        ctl.set_read_timeout(Some(Duration::from_secs(60)))
+            .map_err(|e| e.to_string())?;
         Ok(Self {
             ep,
             msg,
@@ -377,6 +379,20 @@ impl Hostile {
     fn ctl_frame(&mut self, kind: Kind, env: Envelope, len: u64, reference: u32) -> CheckResult {
         let h = self.ctl_enc.encode_ref(kind, env, len, reference);
         self.ctl.write_all(&h).map_err(|e| e.to_string())
+    }
+
+    /// Reads the next header the module wrote on the control connection.
+    fn read_header(&mut self, what: &str) -> Result<Header, String> {
+        let mut raw = [0u8; HEADER_LEN];
+        self.ctl
+            .read_exact(&mut raw)
+            .map_err(|e| format!("reading the module's {what}: {e}"))?;
+        Header::decode(&raw).map_err(|e| format!("the module's {what}: {e}"))
+    }
+
+    /// Clears offer `id` for all its `len` bytes, as a receiver would.
+    fn clear(&mut self, id: u32, len: usize) -> CheckResult {
+        self.ctl_frame(Kind::Cts, Header::token_envelope(B, 5), len as u64, id)
     }
 
     /// Waits for the endpoint to count `n` failed connections, all of
@@ -409,14 +425,7 @@ pub(crate) fn misbehaviour() -> CheckResult {
     h.msg
         .write_all(&h.msg_enc.encode_ref(Kind::Rts, env, 8000, 77))
         .map_err(|e| e.to_string())?;
-    h.ctl
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .map_err(|e| e.to_string())?;
-    let mut raw = [0u8; HEADER_LEN];
-    h.ctl
-        .read_exact(&mut raw)
-        .map_err(|e| format!("reading the module's Cts: {e}"))?;
-    let cts = Header::decode(&raw).map_err(|e| format!("the module's Cts: {e}"))?;
+    let cts = h.read_header("Cts")?;
     if cts.kind != Kind::Cts
         || cts.envelope.source != A
         || cts.len != 5000
@@ -443,10 +452,7 @@ pub(crate) fn misbehaviour() -> CheckResult {
     let offered = pattern(10, 70_000);
     let id = h.ep.offer(&offered, B, 10).map_err(e("offer"))?;
     h.ctl_frame(Kind::Cts, token_env(0x1234_0000_0005), 60_000, id)?;
-    h.ctl
-        .read_exact(&mut raw)
-        .map_err(|e| format!("reading the module's Data: {e}"))?;
-    let data_h = Header::decode(&raw).map_err(|e| format!("the module's Data: {e}"))?;
+    let data_h = h.read_header("Data")?;
     if data_h.kind != Kind::Data
         || data_h.envelope.source != A
         || data_h.token() != 0x1234_0000_0005
@@ -522,9 +528,7 @@ pub(crate) fn misbehaviour() -> CheckResult {
     h.msg
         .write_all(&h.msg_enc.encode_ref(Kind::Rts, env4, 100, 1))
         .map_err(|e| e.to_string())?;
-    h.ctl
-        .read_exact(&mut raw)
-        .map_err(|e| format!("reading the Cts: {e}"))?;
+    h.read_header("Cts")?;
     h.ctl
         .shutdown(std::net::Shutdown::Both)
         .map_err(|e| e.to_string())?;
@@ -638,21 +642,10 @@ fn resumes() -> CheckResult {
     let mut h = Hostile::new()?;
     let big = pattern(4, 32 << 20);
     let id = h.ep.offer(&big, B, 1).map_err(e("offer"))?;
-    h.ctl_frame(
-        Kind::Cts,
-        Header::token_envelope(B, 5),
-        big.len() as u64,
-        id,
-    )?;
+    h.clear(id, big.len())?;
     // The module sends until the socket buffers are full, then waits.
     std::thread::sleep(Duration::from_secs(1));
-    h.ctl
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .map_err(|e| e.to_string())?;
-    let mut raw = [0u8; HEADER_LEN];
-    h.ctl
-        .read_exact(&mut raw)
-        .map_err(|e| format!("reading the Data header: {e}"))?;
+    h.read_header("Data")?;
     let mut got = vec![0u8; big.len()];
     h.ctl
         .read_exact(&mut got)
@@ -688,12 +681,7 @@ pub(crate) fn teardown() -> CheckResult {
         let id = h.ep.offer(&big, B, 1).map_err(e("offer"))?;
         h.ep.offer(&big[..4096], B, 2).map_err(e("offer"))?;
         if blocked {
-            h.ctl_frame(
-                Kind::Cts,
-                Header::token_envelope(B, 5),
-                big.len() as u64,
-                id,
-            )?;
+            h.clear(id, big.len())?;
             // The module sends until the socket buffers are full.
             std::thread::sleep(Duration::from_secs(2));
         }
@@ -704,13 +692,21 @@ pub(crate) fn teardown() -> CheckResult {
         drop(h);
         drop(big);
     }
-    let (acquired, released) = crate::trust::pin_counters()?;
-    if acquired - pins.0 != released - pins.1 {
-        return Err(format!(
-            "{} pins acquired, {} released",
-            acquired - pins.0,
-            released - pins.1
-        ));
+    // The counters are per-CPU and folded now and then: poll (bounded).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (acquired, released) = crate::trust::pin_counters()?;
+        if acquired - pins.0 == released - pins.1 {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{} pins acquired, {} released",
+                acquired - pins.0,
+                released - pins.1
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
     println!("endpoints closed mid-send and with offers pending released every pin");
     Ok(())
