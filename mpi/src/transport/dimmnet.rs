@@ -719,10 +719,7 @@ impl Transport for Dimmnet {
         self.check_dest(dest)?;
         self.check_len(data.len())?;
         if dest == self.me {
-            return self
-                .matcher
-                .deliver(env, data)
-                .map_err(|_| Error::ResourceExhausted("unexpected-message queue"));
+            return self.matcher.deliver_local(env, data);
         }
         // Earlier isends to `dest` leave first.
         while !self.peers[dest as usize].out.is_empty() {

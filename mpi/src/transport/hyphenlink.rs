@@ -1019,10 +1019,7 @@ fn word64(region: &Region, off: usize) -> &AtomicU64 {
 impl Transport for HyphenLink {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
         if self.is_local(dest) {
-            return self
-                .matcher
-                .deliver(env, data)
-                .map_err(|_| Error::ResourceExhausted("unexpected-message queue"));
+            return self.matcher.deliver_local(env, data);
         }
         self.live(dest)?;
         let d = dest as usize;

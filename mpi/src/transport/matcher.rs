@@ -623,6 +623,13 @@ impl Matcher {
         self.end(sink);
         Ok(())
     }
+
+    /// A send of this process to itself, for a transport's `send`: a full
+    /// unexpected queue is the caller's error.
+    pub(crate) fn deliver_local(&mut self, envelope: Envelope, data: &[u8]) -> Result<()> {
+        self.deliver(envelope, data)
+            .map_err(|_| Error::ResourceExhausted("unexpected-message queue"))
+    }
 }
 
 #[cfg(test)]

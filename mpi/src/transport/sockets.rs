@@ -917,10 +917,7 @@ impl<P: Poller> Sockets<P> {
 impl<P: Poller> Transport for Sockets<P> {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
         if self.is_local(dest) {
-            return self
-                .matcher
-                .deliver(env, data)
-                .map_err(|_| Error::ResourceExhausted("unexpected-message queue"));
+            return self.matcher.deliver_local(env, data);
         }
         match self.route(dest, data.len() as u64)? {
             Route::Eager => {}
