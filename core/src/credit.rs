@@ -24,6 +24,9 @@ pub struct Window {
     pub bytes: u64,
     /// Eager messages.
     pub msgs: u32,
+    /// The longest eager message accepted (a receiver that stores each
+    /// payload in a fixed slot accepts none longer than a slot).
+    pub largest: u64,
 }
 
 /// Credit handed to a sender: what a [`super::wire::Kind::Credit`]
@@ -97,6 +100,13 @@ impl Grant {
     /// [`OverCredit`] if its credit does not cover the message; nothing
     /// changes.
     pub fn spend(&mut self, len: u64) -> Result<(), OverCredit> {
+        if len > self.window.largest {
+            return Err(OverCredit {
+                len,
+                bytes_left: self.open.bytes,
+                msgs_left: self.open.msgs,
+            });
+        }
         match (
             self.open.bytes.checked_sub(len),
             self.open.msgs.checked_sub(1),
@@ -125,6 +135,21 @@ impl Grant {
             .saturating_sub(self.due.msgs);
         self.due.bytes = self.due.bytes.saturating_add(len.min(held));
         self.due.msgs = self.due.msgs.saturating_add(u32::from(held_msgs > 0));
+    }
+
+    /// The receiver let go of `returned` eager bytes and messages at
+    /// once (as a store counts them: see `slots::SlotStore`).
+    pub fn give_back_all(&mut self, returned: Credit) {
+        let held_msgs = self
+            .window
+            .msgs
+            .saturating_sub(self.open.msgs)
+            .saturating_sub(self.due.msgs);
+        self.due.bytes = self
+            .due
+            .bytes
+            .saturating_add(returned.bytes.min(self.held_bytes()));
+        self.due.msgs = self.due.msgs.saturating_add(returned.msgs.min(held_msgs));
     }
 
     /// Credit to send now, if at least half a window (in bytes or in
@@ -194,6 +219,7 @@ mod tests {
     const W: Window = Window {
         bytes: 100,
         msgs: 4,
+        largest: 100,
     };
 
     #[test]
@@ -246,6 +272,31 @@ mod tests {
         }
         let c = g.due().expect("due");
         assert_eq!(c, Credit { bytes: 20, msgs: 2 });
+        assert_eq!(g.held_bytes(), 0);
+    }
+
+    #[test]
+    fn a_message_longer_than_the_largest_is_over_credit() {
+        let mut g = Grant::new(Window { largest: 50, ..W });
+        g.due();
+        let over = g.spend(51).expect_err("too long");
+        assert_eq!((over.len, over.bytes_left, over.msgs_left), (51, 100, 4));
+        assert!(g.spend(50).is_ok());
+    }
+
+    #[test]
+    fn returns_in_bulk_keep_the_bound() {
+        let mut g = Grant::new(W);
+        g.due();
+        for _ in 0..3 {
+            g.spend(10).expect("covered");
+        }
+        g.give_back_all(Credit { bytes: 15, msgs: 2 });
+        g.give_back_all(Credit {
+            bytes: 1000,
+            msgs: 9,
+        });
+        assert_eq!(g.due(), Some(Credit { bytes: 30, msgs: 3 }));
         assert_eq!(g.held_bytes(), 0);
     }
 }

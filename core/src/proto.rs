@@ -37,5 +37,6 @@ pub mod envelope;
 mod list;
 pub mod matching;
 pub mod receive;
+pub mod slots;
 pub mod stream;
 pub mod wire;

@@ -78,9 +78,9 @@ use core::ops::DerefMut;
 
 /// Where unexpected payloads are kept; the machine only books room.
 pub trait Store {
-    /// Room for `len` payload bytes: a region id below 2^63, or `None` if
-    /// there is no room now.
-    fn book(&mut self, len: u64) -> Option<u64>;
+    /// Room for `len` payload bytes from `source`: a region id below
+    /// 2^63, or `None` if there is no room now.
+    fn book(&mut self, source: Rank, len: u64) -> Option<u64>;
     /// Where region `id`'s payload starts, for a contiguous area (0 for
     /// stores that keep each payload apart).
     fn locate(&self, id: u64) -> u64;
@@ -98,7 +98,7 @@ pub struct Region {
 }
 
 impl<R: DerefMut<Target = [Record]>> Store for DumpAlloc<R> {
-    fn book(&mut self, len: u64) -> Option<u64> {
+    fn book(&mut self, _source: Rank, len: u64) -> Option<u64> {
         self.alloc(len).map(|id| u64::from(id.to_raw()))
     }
 
@@ -486,6 +486,12 @@ where
         &self.store
     }
 
+    /// The store, for its own accounting (what a slot store counts as
+    /// returned); booking and giving back room stay the machine's.
+    pub fn store_mut(&mut self) -> &mut St {
+        &mut self.store
+    }
+
     /// Posted receives waiting for a message.
     pub const fn posted_len(&self) -> usize {
         self.engine.posted_len()
@@ -550,7 +556,7 @@ where
         if self.unexpected_full() {
             return Err(Stall);
         }
-        let id = self.store.book(len).ok_or(Stall)?;
+        let id = self.store.book(envelope.source, len).ok_or(Stall)?;
         let region = self.region(id);
         self.streaming = self.streaming.saturating_add(1);
         Ok(Dest::Stored(region))
@@ -1211,6 +1217,14 @@ impl Inbound {
     pub fn give_back(&mut self, len: u64) {
         if let Role::Messages(g) | Role::Combined(g) = &mut self.role {
             g.give_back(len);
+        }
+    }
+
+    /// The peer's eager messages that `returned` counts left the store
+    /// at once (see `slots::SlotStore::take_returned`).
+    pub fn give_back_all(&mut self, returned: Credit) {
+        if let Role::Messages(g) | Role::Combined(g) = &mut self.role {
+            g.give_back_all(returned);
         }
     }
 

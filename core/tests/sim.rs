@@ -5,7 +5,7 @@
 //!
 //! Each endpoint runs the real receive state machine (`proto::receive`),
 //! the one the kernel module runs, over a real dump area: a byte array
-//! with the module's allocator. The test only does what a reader does with
+//! with the module's slot store. The test only does what a reader does with
 //! the machine's answers: copy header bytes in, copy payload pieces to the
 //! place it names, stop reading a stalled connection (the bytes stay in
 //! the pipe, as in a TCP socket) and retry it after a release, copy stored
@@ -25,30 +25,37 @@ use std::collections::HashMap;
 
 use common::{ArriveOut, Model, Msg, PostOut, Rng};
 use o2g_core::proto::credit::{Allowance, Credit, Window};
-use o2g_core::proto::dump::{DumpAlloc, Record};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, QueueFull, RecvId, Slot};
 use o2g_core::proto::receive::{
     Control, Decision, Dest, Inbound, Next, OnEnd, OnPost, Place, Receiver, Region, Waiting,
 };
+use o2g_core::proto::slots::{SlotEntry, SlotStore};
 use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
 
 const MAX_PAYLOAD: u64 = 64;
-const DUMP_BYTES: u64 = 160;
+const DUMP_BYTES: u64 = 100;
 const CONTEXTS: u32 = 2;
 const TAGS: u32 = 3;
 /// Longer messages go by rendezvous.
 const THRESHOLD: u64 = 40;
-/// The eager credit each endpoint grants each peer: two peers' windows
-/// are more than the dump area, so a full area still happens.
+/// Dump-area slots: each holds one eager message of at most
+/// [`THRESHOLD`] bytes.
+const SLOTS: u64 = DUMP_BYTES / THRESHOLD;
+/// The eager credit each endpoint grants each peer: one window is more
+/// than the dump area's slots, so a full area still happens (the module
+/// grants no more than it has; the simulation also tries a receiver that
+/// breaks that rule, which must stall, never corrupt).
 const WINDOW: Window = Window {
     bytes: 100,
     msgs: 3,
+    largest: THRESHOLD,
 };
 /// Entries for receives waiting for rendezvous data.
 const WAITING: usize = 5;
 
-type Machine = Receiver<Vec<Slot>, Vec<Bucket>, DumpAlloc<Vec<Record>>, Vec<Waiting>>;
+type Machine =
+    Receiver<Vec<Slot>, Vec<Bucket>, SlotStore<Vec<SlotEntry>, Vec<Credit>>, Vec<Waiting>>;
 
 /// A message for another endpoint's connection, besides the data
 /// messages `World::send` writes.
@@ -166,7 +173,11 @@ impl Node {
             u64::from(rank),
         )
         .unwrap();
-        let store = DumpAlloc::new(vec![Record::EMPTY; cap_unexpected], DUMP_BYTES, 8);
+        let store = SlotStore::new(
+            vec![SlotEntry::EMPTY; SLOTS as usize],
+            vec![Credit::default(); ranks],
+            THRESHOLD,
+        );
         let waiting = vec![Waiting::EMPTY; WAITING];
         let mut rx = Receiver::new(engine, store, waiting, cap_posted as u32);
         let conns = (0..ranks)
@@ -297,6 +308,12 @@ impl Node {
         budget: usize,
         piece: usize,
     ) -> usize {
+        if !control {
+            // As the module's reader does: what left the store since this
+            // connection was last read is its peer's credit again.
+            let returned = self.rx.store_mut().take_returned(src as u32);
+            self.conns[src].give_back_all(returned);
+        }
         let input = &pipe[..budget.min(pipe.len())];
         let mut pos = 0;
         loop {
@@ -491,7 +508,6 @@ impl Node {
                 assert_eq!(self.rx.outstanding(), owed);
                 self.rx.copied(region);
                 self.stored_eager.remove(&k);
-                self.conns[src].give_back(len);
                 self.complete(handle, envelope, len);
                 self.paths.copy_out += 1;
             }
@@ -542,8 +558,7 @@ impl Node {
                 self.copy_out(handle, region, info.len);
                 assert_eq!(self.rx.release(msg).map(|i| i.len), Ok(info.len));
                 assert!(self.model.release(k).is_some());
-                let (src, len) = self.stored_eager.remove(&k).expect("an eager message");
-                self.conns[src].give_back(len);
+                self.stored_eager.remove(&k).expect("an eager message");
                 self.complete(handle, info.envelope, info.len);
                 self.paths.from_store += 1;
             }
@@ -594,7 +609,8 @@ impl Node {
         assert_eq!(self.rx.posted_len(), self.model.posted_len());
         assert_eq!(self.rx.unexpected_len(), self.model.unexpected_len());
         assert_eq!(self.rx.awaiting_data() as usize, self.awaiting.len());
-        assert!(self.rx.store().used() <= DUMP_BYTES);
+        assert!(self.rx.store().held_bytes() <= DUMP_BYTES);
+        assert!(u64::from(self.rx.store().in_use()) <= SLOTS);
         assert_eq!(self.rx.outstanding(), self.owed());
         self.check_credit();
     }
@@ -781,7 +797,11 @@ impl World {
                 .iter()
                 .chain(&node.controls)
                 .all(Inbound::at_boundary));
-            assert_eq!(node.rx.store().used(), 0, "dump area bytes leaked");
+            assert_eq!(node.rx.store().in_use(), 0, "dump area slots leaked");
+            // What the last releases returned, as the next read would take.
+            for (src, conn) in node.conns.iter_mut().enumerate() {
+                conn.give_back_all(node.rx.store_mut().take_returned(src as u32));
+            }
             assert!(node.conns.iter().all(|c| c.held_eager_bytes() == 0));
             for (handle, buf) in &node.buffers {
                 let Some((env, len)) = buf.done else {

@@ -136,6 +136,8 @@ impl Config {
         let eager_credit = Window {
             bytes: parse(&var, "O2G_EAGER_CREDIT_BYTES")?.unwrap_or(4 << 20),
             msgs: parse(&var, "O2G_EAGER_CREDIT_MSGS")?.unwrap_or(256),
+            // Set per transport: the socket transports accept any length.
+            largest: u64::MAX,
         };
         if eager_credit.msgs == 0 || eager_credit.bytes == 0 {
             return Err(Error::Config(

@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 
-use o2g_core::proto::envelope::{Envelope, Selector};
+use o2g_core::proto::envelope::{Envelope, Rank, Selector};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, RecvId, Slot};
 use o2g_core::proto::receive::{
     Clear, Dest, Failure, Inbound, OnEnd, OnPost, Receiver, Store, Waiting,
@@ -184,7 +184,7 @@ pub(crate) struct Vectors {
 }
 
 impl Store for Vectors {
-    fn book(&mut self, _len: u64) -> Option<u64> {
+    fn book(&mut self, _source: Rank, _len: u64) -> Option<u64> {
         self.next = self.next.wrapping_add(1);
         Some(self.next)
     }
