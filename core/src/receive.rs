@@ -901,9 +901,13 @@ where
 
     /// The connection `conn` failed for `why`: hands every receive that
     /// can no longer complete to `failed` (the one it was filling, those
-    /// naming its rank, and, if it was the last live connection (`was_live`
-    /// tells whether it counted), those from any source), and frees a
-    /// half-stored message.
+    /// naming its rank, those waiting for rendezvous data if `conn` carries
+    /// it, and, if it was the last live connection (`was_live` tells
+    /// whether it counted), those from any source), and frees a
+    /// half-stored message. A receive waiting for data on a control
+    /// connection outlives the messages connection: a sender that closes
+    /// once its data went out may close that one first, and its data is
+    /// still to be read.
     pub fn fail(
         &mut self,
         conn: &mut Inbound,
@@ -930,7 +934,11 @@ where
                 len: 0,
             });
         });
+        let data_here = matches!(conn.role, Role::Control | Role::Combined(_));
         for index in 0..self.waiting.len() {
+            if !data_here {
+                break;
+            }
             let token = match self.waiting.get(index) {
                 Some(Waiting {
                     generation,

@@ -1,0 +1,113 @@
+//! A receive waiting for rendezvous data against the failure of each of
+//! its peer's two connections: the data comes on the control connection,
+//! so the messages connection closing first (a sender that closes once its
+//! data went out) must not fail the receive, while the control connection
+//! failing must. The module saw the first: a zero-length message at
+//! finalize failed its control connection with `UnknownToken`.
+
+use o2g_core::proto::credit::{Credit, Window};
+use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
+use o2g_core::proto::matching::{Bucket, Engine, Slot};
+use o2g_core::proto::receive::{
+    Decision, Failure, Inbound, Next, OnEnd, OnPost, Receiver, Waiting,
+};
+use o2g_core::proto::slots::{SlotEntry, SlotStore};
+use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
+
+type Machine =
+    Receiver<Vec<Slot>, Vec<Bucket>, SlotStore<Vec<SlotEntry>, Vec<Credit>>, Vec<Waiting>>;
+
+const PEER: u32 = 1;
+const LIMITS: Limits = Limits { max_payload: 1024 };
+
+fn machine() -> Machine {
+    let engine = Engine::new(
+        vec![Slot::EMPTY; 4],
+        vec![Slot::EMPTY; 4],
+        vec![Bucket::EMPTY; 4],
+        7,
+    )
+    .unwrap();
+    let store = SlotStore::new(vec![SlotEntry::EMPTY; 4], vec![Credit::default(); 2], 64);
+    let mut rx = Receiver::new(engine, store, vec![Waiting::EMPTY; 4], 4);
+    rx.add_conn();
+    rx.add_conn();
+    rx
+}
+
+/// Feeds `bytes` to `conn` up to the first decision, decides it, and
+/// returns the decision.
+fn decide(rx: &mut Machine, conn: &mut Inbound, bytes: &[u8]) -> Decision {
+    let mut pos = 0;
+    loop {
+        match conn.next(bytes.len() - pos) {
+            Next::Header { max } => pos += conn.feed_header(&bytes[pos..pos + max]).unwrap(),
+            Next::Decide => return conn.decide(rx).unwrap(),
+            other => panic!("{other:?} before a decision"),
+        }
+    }
+}
+
+/// A receive for `PEER`'s zero-length message, matched by its request to
+/// send on the messages connection: the token its data will name.
+fn waiting_receive(rx: &mut Machine, msgs: &mut Inbound) -> u64 {
+    let sel = Selector {
+        source: SourceSel::Rank(PEER),
+        tag: TagSel::Tag(3),
+        context: 0,
+    };
+    assert!(matches!(rx.post(sel, 42), Ok(OnPost::Queued(_))));
+    let env = Envelope {
+        source: PEER,
+        tag: 3,
+        context: 0,
+    };
+    let rts = Encoder::new().encode_ref(Kind::Rts, env, 0, 9);
+    match decide(rx, msgs, &rts) {
+        Decision::Clear(clear) => clear.token,
+        other => panic!("request to send: {other:?}"),
+    }
+}
+
+fn window() -> Window {
+    Window {
+        bytes: 64,
+        msgs: 1,
+        largest: 64,
+    }
+}
+
+#[test]
+fn a_closed_messages_connection_leaves_the_data_to_come() {
+    let mut rx = machine();
+    let mut msgs = Inbound::messages(PEER, LIMITS, window());
+    let mut ctl = Inbound::control(PEER, LIMITS);
+    let token = waiting_receive(&mut rx, &mut msgs);
+    let mut failed = Vec::new();
+    rx.fail(&mut msgs, Failure::Closed, true, |f| failed.push(f.handle));
+    assert!(
+        failed.is_empty(),
+        "the receive failed with the messages connection"
+    );
+    assert_eq!(rx.awaiting_data(), 1);
+    let data = Encoder::new().encode_ref(Kind::Data, Header::token_envelope(PEER, token), 0, 9);
+    assert_eq!(decide(&mut rx, &mut ctl, &data), Decision::Go);
+    assert_eq!(ctl.next(0), Next::End);
+    match ctl.finish(&mut rx) {
+        Some(OnEnd::Completed { handle, len, .. }) => assert_eq!((handle, len), (42, 0)),
+        other => panic!("data end: {other:?}"),
+    }
+    assert_eq!(rx.awaiting_data(), 0);
+}
+
+#[test]
+fn a_failed_control_connection_fails_the_receive() {
+    let mut rx = machine();
+    let mut msgs = Inbound::messages(PEER, LIMITS, window());
+    let mut ctl = Inbound::control(PEER, LIMITS);
+    waiting_receive(&mut rx, &mut msgs);
+    let mut failed = Vec::new();
+    rx.fail(&mut ctl, Failure::Closed, true, |f| failed.push(f.handle));
+    assert_eq!(failed, [42]);
+    assert_eq!(rx.awaiting_data(), 0);
+}
