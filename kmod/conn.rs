@@ -60,6 +60,7 @@ use kernel::{
 
 use crate::abi;
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
+use crate::proto::credit::Window;
 use crate::reader::ConnRx;
 use crate::rx::Rx;
 use crate::shim::{self, ReadyFn};
@@ -113,7 +114,8 @@ impl Conn {
     /// Hooks `sock` as the `role` connection to `rank`, accepting
     /// messages of up to `max_message` bytes, and reads what is already
     /// queued on it. `local_rank` is this process's rank, the source of
-    /// what the module writes on a control connection.
+    /// what the module writes on a control connection. A messages
+    /// connection of an endpoint with credit grants its peer `window`.
     ///
     /// Errors: `ENOTCONN` (not established), `EBUSY` (already claimed),
     /// `ENOMEM`.
@@ -127,8 +129,9 @@ impl Conn {
         local_rank: u32,
         rx: Arc<Rx>,
         max_message: u64,
+        window: Option<Window>,
     ) -> Result<Arc<Conn>> {
-        let reader = ConnRx::new(rank, role, max_message);
+        let reader = ConnRx::new(rank, role, max_message, window);
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 rank,

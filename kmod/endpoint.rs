@@ -78,7 +78,8 @@ plain_data!(
     abi::EndpointList,
     abi::EndpointSummary,
     abi::OfferArgs,
-    abi::RendezvousStats
+    abi::RendezvousStats,
+    abi::CreditArgs
 );
 
 /// The most sockets one endpoint may register: far above any MPI job's
@@ -163,7 +164,9 @@ impl MiscDevice for Endpoint {
                     major: abi::O2G_ABI_MAJOR,
                     minor: abi::O2G_ABI_MINOR,
                     reserved: 0,
-                    features: abi::feature::NOTICES | abi::feature::RENDEZVOUS,
+                    features: abi::feature::NOTICES
+                        | abi::feature::RENDEZVOUS
+                        | abi::feature::CREDIT,
                 },
             ),
             abi::O2G_IOC_REGISTER_SOCKET => me.register(input(arg)?).map(|()| 0),
@@ -189,6 +192,7 @@ impl MiscDevice for Endpoint {
             }),
             abi::O2G_IOC_OFFER => io(arg, |a| me.offer(a).map(|()| 0)),
             abi::O2G_IOC_RNDV_STATS => output(arg, &me.rndv_stats()?),
+            abi::O2G_IOC_TAKE_CREDIT => io(arg, |a| me.take_credit(a).map(|()| 0)),
             _ => Err(ENOTTY),
         }
     }
@@ -249,24 +253,35 @@ impl Endpoint {
             controls.reserve(1, GFP_KERNEL_ACCOUNT)?;
         }
         // Counted live before the hook can read (and fail) it; known as
-        // this process's own before a request on it can arrive.
-        self.rx.with_recv(|_, st, _| {
-            if is_self {
-                if st.self_rank.is_some() {
-                    return Err(EEXIST);
+        // this process's own before a request on it can arrive; a
+        // messages connection takes its peer's window of the dump area.
+        let window = self.rx.with_recv(|_, st, _| {
+            if is_self && st.self_rank.is_some() {
+                return Err(EEXIST);
+            }
+            let window = match (role, st.credit.as_mut()) {
+                (Role::Messages, Some(book)) => {
+                    book.reserve(reg.rank)?;
+                    Some(book.window())
                 }
+                _ => None,
+            };
+            if is_self {
                 st.self_rank = Some(reg.rank);
             }
             st.rx.add_conn();
-            Ok(())
+            Ok(window)
         })?;
-        let conn = match Conn::hook(sock, reg.rank, role, reg.local_rank, self.rx.clone(), max_message) {
+        let conn = match Conn::hook(sock, reg.rank, role, reg.local_rank, self.rx.clone(), max_message, window) {
             Ok(conn) => conn,
             Err(e) => {
                 let _ = self.rx.with_recv(|_, st, _| {
                     st.rx.remove_conn(true);
                     if is_self {
                         st.self_rank = None;
+                    }
+                    if let (Some(book), Some(_)) = (st.credit.as_mut(), window) {
+                        book.unreserve();
                     }
                     Ok(())
                 });
@@ -281,6 +296,10 @@ impl Endpoint {
             return Err(ENOMEM);
         }
         drop(controls);
+        // Credit owed to this rank waited for its control connection.
+        if role == Role::Control && self.rx.with_recv(|_, st, _| Ok(st.requeue_credit(reg.rank))) == Ok(true) {
+            self.rx.schedule_send();
+        }
         if let Err(e) = inner.conns.insert_within_capacity(at, conn) {
             let (kernel::alloc::kvec::InsertError::IndexOutOfBounds(conn)
             | kernel::alloc::kvec::InsertError::OutOfCapacity(conn)) = e;
@@ -331,8 +350,13 @@ impl Endpoint {
         conn.unhook();
         let _ = self.rx.with_recv(|_, st, _| {
             st.rx.remove_conn(conn.leave_live());
-            if st.self_rank == Some(conn.rank()) && conn.role() == Role::Messages {
-                st.self_rank = None;
+            if conn.role() == Role::Messages {
+                if st.self_rank == Some(conn.rank()) {
+                    st.self_rank = None;
+                }
+                if let Some(book) = st.credit.as_mut() {
+                    book.unreserve();
+                }
             }
             Ok(())
         });
@@ -386,8 +410,26 @@ impl Endpoint {
                 offers: c.offers,
                 offers_sent: c.offers_sent,
                 offer_bytes_sent: c.offer_bytes_sent,
+                window_bytes: st.credit.as_ref().map_or(0, |b| b.window().bytes),
+                held_peak: c.held_peak,
+                credits_sent: c.credits_sent,
+                credits_received: c.credits_received,
             })
         })
+    }
+
+    /// Takes the eager credit a peer granted; see `abi::O2G_IOC_TAKE_CREDIT`.
+    fn take_credit(&self, a: &mut abi::CreditArgs) -> Result {
+        let rank = a.rank;
+        let credit = self.rx.with_recv(|_, st, _| {
+            st.credit
+                .as_mut()
+                .ok_or_else(errno::eopnotsupp)?
+                .take_granted(rank)
+        })?;
+        a.msgs = credit.msgs;
+        a.bytes = credit.bytes;
+        Ok(())
     }
 
     /// The messages connection to `rank`, if registered.
@@ -482,6 +524,7 @@ impl Endpoint {
         let entries = caps.ring_entries();
         let shared = SharedArea::new(entries, caps.dump_bytes as usize)?;
         let seed = core::ptr::from_ref(self) as u64;
+        let eager_slots = caps.credit.map_or(0, |cc| cc.slots(caps.dump_bytes));
         let recv = RecvState::new(caps, seed)?;
         let (ring_entries, ring_offset, dump_offset, map_bytes) = shared.layout();
         self.rx.install(shared, recv)?;
@@ -489,6 +532,7 @@ impl Endpoint {
         a.ring_offset = ring_offset;
         a.dump_offset = dump_offset;
         a.map_bytes = map_bytes;
+        a.eager_slots = eager_slots;
         Ok(())
     }
 

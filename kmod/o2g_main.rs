@@ -40,6 +40,7 @@ pub mod abi;
 pub mod proto;
 mod bh_lock;
 mod conn;
+mod credit;
 mod endpoint;
 mod misc_registration;
 mod offer;

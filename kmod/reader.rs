@@ -38,6 +38,12 @@
 //! copied straight into its receive's pinned pages like a matched eager
 //! message. A peer that breaks these rules fails its connection.
 //!
+//! On an endpoint with eager credit, a messages connection's peer may
+//! leave at most a window of eager messages stored (the machine checks
+//! each header against it and fails a peer that goes beyond); at each
+//! decision the reader adds what left the dump area's slots from that peer
+//! to its credit and queues what is due for the send work (`credit.rs`).
+//!
 //! Every decision (where a header's payload goes, whether to stall, what a
 //! message's end completes, what a failure fails) is made by o2g-core's
 //! receive state machine: this connection's `Inbound` and the endpoint's
@@ -55,6 +61,7 @@ use kernel::{bindings, prelude::*};
 use crate::abi::socket_state;
 use crate::conn::{Conn, Role};
 use crate::proto::{
+    credit::Window,
     receive::{Control, Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
     wire::{Limits, HEADER_LEN},
 };
@@ -65,6 +72,9 @@ use crate::tx::Outgoing;
 /// The reader state of one connection, under its own BH-safe lock.
 pub(crate) struct ConnRx {
     inbound: Inbound,
+    /// A messages connection whose peer has eager credit: the reader
+    /// gives credit back (see `credit.rs`).
+    credited: bool,
     /// The receive being filled straight from the socket, with its handle
     /// (still the machine's name for it; see `Book::lend`).
     filling: Option<(u64, PostedRecv)>,
@@ -77,17 +87,21 @@ type Source<'a> = &'a dyn Fn(usize, *mut u8, usize) -> Result;
 impl ConnRx {
     /// A reader for a fresh `role` connection from `rank` accepting
     /// messages up to `max_message` bytes. A messages connection takes
-    /// eager messages without credit (the dump area cannot honour credit
-    /// yet; a message that finds no room stalls it) and requests to send.
-    pub(crate) fn new(rank: u32, role: Role, max_message: u64) -> Self {
+    /// requests to send, and eager messages within `window` of credit,
+    /// or, on an endpoint without credit (`window` is `None`), eager
+    /// messages of any length that stall it when they find no room.
+    pub(crate) fn new(rank: u32, role: Role, max_message: u64, window: Option<Window>) -> Self {
         let limits = Limits {
             max_payload: max_message,
         };
+        let (inbound, credited) = match (role, window) {
+            (Role::Messages, Some(w)) => (Inbound::messages(rank, limits, w), true),
+            (Role::Messages, None) => (Inbound::uncredited(rank, limits), false),
+            (Role::Control, _) => (Inbound::control(rank, limits), false),
+        };
         Self {
-            inbound: match role {
-                Role::Messages => Inbound::uncredited(rank, limits),
-                Role::Control => Inbound::control(rank, limits),
-            },
+            inbound,
+            credited,
             filling: None,
         }
     }
@@ -118,6 +132,7 @@ impl ConnRx {
         // Retry a stalled decision and finish an empty message first: the
         // actor only runs when bytes are queued.
         let none: Source<'_> = &|_, _, _| Err(EINVAL);
+        self.settle_credit(conn);
         self.consume(conn, none, 0);
         if self.inbound.is_stalled() {
             return;
@@ -149,6 +164,20 @@ impl ConnRx {
         if !stopped_short && unsafe { crate::shim::o2g_sk_rcv_shutdown(sk) } {
             let idle = self.inbound.at_boundary();
             self.fail(conn, if idle { Failure::Closed } else { Failure::Truncated });
+        }
+    }
+
+    /// Gives back the credit of what the process took from the store
+    /// since the last decision (which would otherwise wait for this
+    /// connection's next message), and sends the first window.
+    fn settle_credit(&mut self, conn: &Conn) {
+        if !self.credited {
+            return;
+        }
+        let inbound = &mut self.inbound;
+        let send = conn.rx().with_recv(|_, st, c| Ok(st.settle_credit(inbound, conn.rank(), c)));
+        if send == Ok(true) {
+            conn.schedule_send();
         }
     }
 
@@ -215,11 +244,18 @@ impl ConnRx {
         let was_stalled = self.inbound.is_stalled();
         let rank = conn.rank();
         let current = self.inbound.current().map(|(h, _)| h);
-        let Self { inbound, filling } = self;
+        let Self {
+            inbound,
+            filling,
+            credited,
+        } = self;
         let waits = |d: &core::result::Result<Decision, Failure>| matches!(d, Ok(Decision::Wait));
         let mut send = false;
         let decided = conn.rx().with_recv(|shared, st, c| {
             let mut d = inbound.decide(&mut st.rx);
+            if *credited {
+                send |= st.settle_credit(inbound, rank, c);
+            }
             if waits(&d) && st.apply_releases(shared) > 0 {
                 d = inbound.decide(&mut st.rx);
             }
@@ -235,7 +271,7 @@ impl ConnRx {
                 st.unstall(shared, rank);
             }
             match d {
-                Ok(Decision::Clear(clear)) => send = st.clear_to_send(shared, clear),
+                Ok(Decision::Clear(clear)) => send |= st.clear_to_send(shared, clear),
                 Ok(Decision::Stored { .. }) => {
                     if let Some(h) = current {
                         st.announce_request(shared, c, h.envelope, h.len);
@@ -263,13 +299,23 @@ impl ConnRx {
 
     /// A clear-to-send or credit for this end's sending side arrived on
     /// a control connection: a `Cts` queues its offer's data for the send
-    /// work. The module grants no eager credit (see [`ConnRx::new`]) and
-    /// spends none, so a `Credit` changes nothing.
+    /// work; credit waits for the process to take it (an endpoint
+    /// without credit only counts it).
     fn control(&mut self, conn: &Conn, c: Control) -> core::result::Result<(), Failure> {
-        let Control::Cts { token, want, offer } = c else {
-            return Ok(());
-        };
         let rank = conn.rank();
+        let (token, want, offer) = match c {
+            Control::Cts { token, want, offer } => (token, want, offer),
+            Control::Credit(credit) => {
+                let _ = conn.rx().with_recv(|_, st, c| {
+                    c.credits_received += 1;
+                    if let Some(book) = st.credit.as_mut() {
+                        book.grant(rank, credit);
+                    }
+                    Ok(())
+                });
+                return Ok(());
+            }
+        };
         conn.rx()
             .with_recv(|_, st, _| {
                 Ok(st.offers.clear(rank, offer, token, want).map(|()| {
@@ -320,8 +366,14 @@ impl ConnRx {
         // Only a finished receive has pages to unpin: a stored message
         // must not cost a work item.
         let inbound = &mut self.inbound;
+        let credited = self.credited;
+        let mut send = false;
         let retired = conn.rx().with_recv(|shared, st, c| {
-            let Some(end) = inbound.finish(&mut st.rx) else {
+            let end = inbound.finish(&mut st.rx);
+            if credited {
+                send = st.settle_credit(inbound, conn.rank(), c);
+            }
+            let Some(end) = end else {
                 // A request to send ends here (it has no payload); a
                 // receive being filled cannot.
                 let Some((handle, recv)) = filling else {
@@ -420,6 +472,9 @@ impl ConnRx {
         if retired {
             conn.schedule_reclaim();
         }
+        if send {
+            conn.schedule_send();
+        }
     }
 
     /// Stops reading this connection for good: the machine fails what it
@@ -433,7 +488,9 @@ impl ConnRx {
         let was_stalled = self.inbound.is_stalled();
         let rank = conn.rank();
         let status = errno::econnreset().to_errno();
-        let Self { inbound, filling } = self;
+        let Self {
+            inbound, filling, ..
+        } = self;
         let _ = conn.rx().with_recv(|shared, st, _| {
             if was_stalled {
                 st.unstall(shared, rank);
@@ -478,7 +535,9 @@ impl ConnRx {
     pub(crate) fn abort(&mut self, conn: &Conn) {
         let stalled = self.inbound.is_stalled();
         let status = errno::econnaborted().to_errno();
-        let Self { inbound, filling } = self;
+        let Self {
+            inbound, filling, ..
+        } = self;
         let _ = conn.rx().with_recv(|shared, st, _| {
             if stalled {
                 st.unstall(shared, conn.rank());

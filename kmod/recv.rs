@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! An endpoint's receive bookkeeping after INIT: the receive state machine
-//! (o2g-core's `Receiver`, over the matching engine and the dump-area
-//! allocator), the posted buffers and the completion producer.
+//! (o2g-core's `Receiver`, over the matching engine and the dump area's
+//! store), the posted buffers, the eager credit and the completion
+//! producer.
 //!
 //! The machine makes every receive decision and keeps every receive
 //! counter; this file holds what only the kernel has: pinned buffers by
@@ -16,13 +17,16 @@
 use kernel::{alloc::KVVec, prelude::*};
 
 use crate::abi;
+use crate::credit::CreditBook;
 use crate::offer::Offers;
 use crate::pinned::PinnedBuf;
 use crate::proto::{
+    credit::{Credit, Window},
     dump::{DumpAlloc, Record},
-    envelope::{Envelope, Selector, SourceSel, TagSel},
+    envelope::{Envelope, Rank, Selector, SourceSel, TagSel},
     matching::{Bucket, Engine, MsgId, MsgInfo, Slot},
-    receive::{is_request, Clear, Receiver, Region, Waiting},
+    receive::{is_request, Clear, Inbound, Receiver, Region, Store, Waiting},
+    slots::{SlotEntry, SlotStore},
 };
 use crate::rx::Counters;
 use crate::shared::SharedArea;
@@ -54,6 +58,37 @@ pub(crate) struct Capacities {
     pub(crate) pin_budget: u64,
     /// `abi::O2G_INIT_NOTICES` was asked for.
     pub(crate) notices: bool,
+    /// `abi::O2G_INIT_CREDIT` was asked for.
+    pub(crate) credit: Option<CreditCaps>,
+}
+
+/// The eager-credit part of INIT.
+#[derive(Clone, Copy)]
+pub(crate) struct CreditCaps {
+    /// Bytes per dump-area slot: the longest eager message, rounded up
+    /// to 64.
+    pub(crate) slot: u64,
+    pub(crate) eager_limit: u64,
+    pub(crate) window_msgs: u32,
+    pub(crate) ranks: u32,
+}
+
+impl CreditCaps {
+    /// Slots in a dump area of `dump_bytes`.
+    pub(crate) fn slots(&self, dump_bytes: u64) -> u32 {
+        // At most `O2G_MAX_DUMP / 64`, which fits.
+        (dump_bytes / self.slot) as u32
+    }
+
+    /// The window each peer gets: `window_msgs` messages of up to
+    /// `eager_limit` bytes.
+    pub(crate) fn window(&self) -> Window {
+        Window {
+            bytes: u64::from(self.window_msgs).saturating_mul(self.eager_limit),
+            msgs: self.window_msgs,
+            largest: self.eager_limit,
+        }
+    }
 }
 
 impl Capacities {
@@ -67,10 +102,29 @@ impl Capacities {
             || a.dump_bytes % abi::O2G_PAGE != 0
             || a.max_message > abi::O2G_MAX_MESSAGE
             || a.pin_budget > abi::O2G_MAX_PIN_BUDGET
-            || a.flags & !abi::O2G_INIT_NOTICES != 0
+            || a.flags & !(abi::O2G_INIT_NOTICES | abi::O2G_INIT_CREDIT) != 0
+            || a.reserved != 0
         {
             return Err(EINVAL);
         }
+        let credit = if a.flags & abi::O2G_INIT_CREDIT != 0 {
+            if a.eager_limit == 0
+                || a.eager_limit > a.dump_bytes
+                || a.eager_limit > a.max_message
+                || a.window_msgs == 0
+                || !(1..=abi::O2G_MAX_SOCKETS).contains(&a.ranks)
+            {
+                return Err(EINVAL);
+            }
+            Some(CreditCaps {
+                slot: a.eager_limit.next_multiple_of(64),
+                eager_limit: a.eager_limit,
+                window_msgs: a.window_msgs,
+                ranks: a.ranks,
+            })
+        } else {
+            None
+        };
         Ok(Self {
             max_posted: a.max_posted,
             max_unexpected: a.max_unexpected,
@@ -78,6 +132,7 @@ impl Capacities {
             max_message: a.max_message,
             pin_budget: a.pin_budget,
             notices: a.flags & abi::O2G_INIT_NOTICES != 0,
+            credit,
         })
     }
 
@@ -91,8 +146,57 @@ impl Capacities {
 }
 
 /// The receive state machine over kernel storage.
-pub(crate) type Machine =
-    Receiver<KVVec<Slot>, KVVec<Bucket>, DumpAlloc<KVVec<Record>>, KVVec<Waiting>>;
+pub(crate) type Machine = Receiver<KVVec<Slot>, KVVec<Bucket>, DumpStore, KVVec<Waiting>>;
+
+/// How the dump area stores unexpected payloads: in slots that credit
+/// sizes (`abi::O2G_INIT_CREDIT`), or, without credit, in one circular
+/// range where a message of any length may go.
+pub(crate) enum DumpStore {
+    Ring(DumpAlloc<KVVec<Record>>),
+    Slots(SlotStore<KVVec<SlotEntry>, KVVec<Credit>>),
+}
+
+impl DumpStore {
+    /// Bytes of the area taken now (whole slots, for the slot store).
+    pub(crate) fn used(&self) -> u64 {
+        match self {
+            Self::Ring(r) => r.used(),
+            Self::Slots(s) => u64::from(s.in_use()) * s.slot_size(),
+        }
+    }
+
+    /// What left the store from `rank` since the last call (nothing
+    /// without credit).
+    fn take_returned(&mut self, rank: Rank) -> Credit {
+        match self {
+            Self::Ring(_) => Credit::default(),
+            Self::Slots(s) => s.take_returned(rank),
+        }
+    }
+}
+
+impl Store for DumpStore {
+    fn book(&mut self, source: Rank, len: u64) -> Option<u64> {
+        match self {
+            Self::Ring(r) => r.book(source, len),
+            Self::Slots(s) => s.book(source, len),
+        }
+    }
+
+    fn locate(&self, id: u64) -> u64 {
+        match self {
+            Self::Ring(r) => r.locate(id),
+            Self::Slots(s) => s.locate(id),
+        }
+    }
+
+    fn give_back(&mut self, id: u64) {
+        match self {
+            Self::Ring(r) => r.give_back(id),
+            Self::Slots(s) => s.give_back(id),
+        }
+    }
+}
 
 /// The receive bookkeeping; see the module docs.
 pub(crate) struct RecvState {
@@ -105,6 +209,8 @@ pub(crate) struct RecvState {
     /// The rank of this process, once its connection to itself is
     /// registered (`abi::O2G_REGISTER_SELF`).
     pub(crate) self_rank: Option<u32>,
+    /// Eager credit, if INIT asked for it.
+    pub(crate) credit: Option<CreditBook>,
 }
 
 /// Everything but the machine, so that its callbacks can complete
@@ -149,8 +255,23 @@ impl RecvState {
             seed,
         )
         .map_err(|_| EINVAL)?;
-        // One record per unexpected message, stored or streaming.
-        let dump = DumpAlloc::new(filled(unexpected, Record::EMPTY)?, caps.dump_bytes, 64);
+        let (dump, credit) = match caps.credit {
+            Some(cc) => {
+                let slots = cc.slots(caps.dump_bytes);
+                let store = SlotStore::new(
+                    filled(slots as usize, SlotEntry::EMPTY)?,
+                    filled(cc.ranks as usize, Credit::default())?,
+                    cc.slot,
+                );
+                let book = CreditBook::new(cc.window(), slots, cc.ranks)?;
+                (DumpStore::Slots(store), Some(book))
+            }
+            // One record per unexpected message, stored or streaming.
+            None => {
+                let ring = DumpAlloc::new(filled(unexpected, Record::EMPTY)?, caps.dump_bytes, 64);
+                (DumpStore::Ring(ring), None)
+            }
+        };
         // As many receives may wait for rendezvous data as may be posted.
         let waiting = filled(posted, Waiting::EMPTY)?;
         let rx = Receiver::new(engine, dump, waiting, caps.max_posted);
@@ -161,9 +282,10 @@ impl RecvState {
             free.push(i, GFP_KERNEL_ACCOUNT)?;
         }
         let offers = Offers::new(caps.max_posted)?;
-        // One clear-to-send per receive that may wait for data, and one
-        // data message per offer.
-        let tx = TxQueue::new(2 * posted, posted)?;
+        // One clear-to-send per receive that may wait for data, one data
+        // message per offer, and one credit message per peer.
+        let ranks = caps.credit.map_or(0, |cc| cc.ranks as usize);
+        let tx = TxQueue::new(2 * posted + ranks, posted)?;
         let book = Book {
             table,
             free,
@@ -185,9 +307,56 @@ impl RecvState {
                 offers,
                 tx,
                 self_rank: None,
+                credit,
             },
             GFP_KERNEL_ACCOUNT,
         )?)
+    }
+
+    /// Joins what left the store from `rank` with the credit its messages
+    /// connection (`inbound`) accounts, and queues what is due to the
+    /// peer: for the send work, or, to this process itself, straight into
+    /// what it was granted. Returns whether the send work must run.
+    ///
+    /// Context: any; rx lock held, and the connection's reader lock.
+    pub(crate) fn settle_credit(
+        &mut self,
+        inbound: &mut Inbound,
+        rank: u32,
+        c: &mut Counters,
+    ) -> bool {
+        let Some(book) = self.credit.as_mut() else {
+            return false;
+        };
+        c.held_peak = c.held_peak.max(inbound.held_eager_bytes());
+        inbound.give_back_all(self.rx.store_mut().take_returned(rank));
+        let mut send = false;
+        while let Some(due) = inbound.credit_due() {
+            if self.self_rank == Some(rank) {
+                book.grant(rank, due);
+                c.credits_sent += 1;
+            } else if book.owe(rank, due) {
+                // One entry per peer is kept (see `RecvState::new`); were
+                // it ever full, the credit waits for the next control
+                // connection's registration rather than being lost.
+                match self.tx.push(Outgoing::Credit { rank }) {
+                    Ok(()) => send = true,
+                    Err(_) => book.unqueue(rank),
+                }
+            }
+        }
+        send
+    }
+
+    /// A control connection to `rank` arrived: queues the credit that
+    /// waited for it. Returns whether the send work must run.
+    ///
+    /// Context: any; rx lock held.
+    pub(crate) fn requeue_credit(&mut self, rank: u32) -> bool {
+        let Some(book) = self.credit.as_mut() else {
+            return false;
+        };
+        book.requeue(rank) && self.tx.push(Outgoing::Credit { rank }).is_ok()
     }
 
     /// Admits a new post of `buf_len` bytes, reserving its slot and pin

@@ -43,6 +43,12 @@ pub(crate) struct Counters {
     pub(crate) offers_sent: u64,
     /// Payload bytes sent from offers.
     pub(crate) offer_bytes_sent: u64,
+    /// The most eager bytes one peer held here, seen at a decision.
+    pub(crate) held_peak: u64,
+    /// Credit messages written (or handed to this process itself).
+    pub(crate) credits_sent: u64,
+    /// Credit messages received.
+    pub(crate) credits_received: u64,
 }
 
 /// The receive-side state, under [`Rx`]'s lock.

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the module writes: clear-to-send and rendezvous data on control
-//! connections, from the endpoint's send work in process context.
+//! What the module writes: clear-to-send, rendezvous data and eager
+//! credit on control connections, from the endpoint's send work in
+//! process context.
 //!
-//! Where a `Cts` or `Data` is decided (the reader in softirq, a POST), it
+//! Where a `Cts`, `Data` or `Credit` is decided (the reader in softirq, a
+//! POST), it
 //! is queued under the rx lock as an [`Outgoing`] and the send work is
 //! kicked. The work writes each message whole, without blocking: a
 //! connection whose send buffer is full keeps its half-written message
@@ -47,12 +49,17 @@ pub(crate) enum Outgoing {
     },
     /// The data of offer `offer` to `rank`, which its receiver cleared.
     Data { rank: u32, offer: u32 },
+    /// The credit owed to `rank` (`credit::CreditBook`), taken when
+    /// written.
+    Credit { rank: u32 },
 }
 
 impl Outgoing {
     fn rank(&self) -> u32 {
         match *self {
-            Outgoing::Cts { rank, .. } | Outgoing::Data { rank, .. } => rank,
+            Outgoing::Cts { rank, .. } | Outgoing::Data { rank, .. } | Outgoing::Credit { rank } => {
+                rank
+            }
         }
     }
 }
@@ -144,6 +151,8 @@ struct Partial {
 enum Part {
     /// A `Cts` for the receive waiting under this token.
     Cts(u64),
+    /// Eager credit.
+    Credit,
     /// An offer's data.
     Data {
         offer: u32,
@@ -293,6 +302,26 @@ pub(crate) fn send_pass(rx: &Arc<Rx>, controls: &[Arc<Conn>]) {
                 header_sent: 0,
                 what: Part::Cts(token),
             },
+            Outgoing::Credit { rank } => {
+                let credit = rx
+                    .with_recv(|_, st, _| Ok(st.credit.as_mut().map(|b| b.take_owed(rank))))
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
+                if credit.msgs == 0 && credit.bytes == 0 {
+                    continue;
+                }
+                Partial {
+                    header: tx.encoder.encode_ref(
+                        Kind::Credit,
+                        Header::token_envelope(local, 0),
+                        credit.bytes,
+                        credit.msgs,
+                    ),
+                    header_sent: 0,
+                    what: Part::Credit,
+                }
+            }
             Outgoing::Data { offer, .. } => {
                 let Ok(Some(c)) = rx.with_recv(|_, st, _| Ok(st.offers.start(offer))) else {
                     // Ended meanwhile (its connection failed).
@@ -421,6 +450,14 @@ fn drop_item(rx: &Arc<Rx>, item: Outgoing) {
     match item {
         Outgoing::Cts { token, .. } => fail_waiting(rx, token),
         Outgoing::Data { offer, .. } => end_offer(rx, offer, None, 0, false),
+        // Kept until a control connection to `rank` is registered
+        // (`RecvState::requeue_credit`); a peer whose connection failed
+        // needs none.
+        Outgoing::Credit { rank } => rx.with(|st| {
+            if let Some(b) = st.recv.as_mut().and_then(|r| r.credit.as_mut()) {
+                b.unqueue(rank);
+            }
+        }),
     }
 }
 
@@ -430,6 +467,9 @@ fn end_part(rx: &Arc<Rx>, what: Part, ok: bool) {
         // A written `Cts` needs nothing more: its data will come.
         Part::Cts(_) if ok => rx.with(|st| st.counters.cts_sent += 1),
         Part::Cts(token) => fail_waiting(rx, token),
+        Part::Credit if ok => rx.with(|st| st.counters.credits_sent += 1),
+        // The connection broke: its peer is gone.
+        Part::Credit => {}
         Part::Data {
             offer, buf, sent, ..
         } => end_offer(rx, offer, Some(buf), sent as u64, ok),

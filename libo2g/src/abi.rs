@@ -19,9 +19,9 @@
 pub const O2G_IOC_TYPE: u32 = 0xBB;
 
 /// Major ABI version: bumped on any incompatible change.
-pub const O2G_ABI_MAJOR: u16 = 2;
+pub const O2G_ABI_MAJOR: u16 = 3;
 /// Minor ABI version: bumped when opcodes or fields are added compatibly.
-pub const O2G_ABI_MINOR: u16 = 1;
+pub const O2G_ABI_MINOR: u16 = 0;
 
 /// `_IOC_NONE`: the ioctl moves no data.
 pub const IOC_NONE: u32 = 0;
@@ -64,6 +64,9 @@ pub mod feature {
     /// [`super::O2G_IOC_OFFER`] and [`super::O2G_IOC_RNDV_STATS`] exist
     /// (ABI minor 1).
     pub const RENDEZVOUS: u64 = 2;
+    /// Eager credit: INIT takes [`super::O2G_INIT_CREDIT`] and
+    /// [`super::O2G_IOC_TAKE_CREDIT`] exists (ABI 3.0).
+    pub const CREDIT: u64 = 4;
 }
 
 /// Reads the module's ABI version into a [`VersionInfo`].
@@ -167,7 +170,7 @@ pub struct InitArgs {
     /// In: most bytes of posted receive buffers pinned at once,
     /// `..=O2G_MAX_PIN_BUDGET`; a post beyond it gets `ENOBUFS`.
     pub pin_budget: u64,
-    /// In: [`O2G_INIT_NOTICES`] or zero.
+    /// In: [`O2G_INIT_NOTICES`], [`O2G_INIT_CREDIT`], both or zero.
     pub flags: u32,
     /// Out: number of ring records, a power of two at least twice
     /// `max_posted` (receives and as many offers; `2 * max_posted +
@@ -179,9 +182,24 @@ pub struct InitArgs {
     pub dump_offset: u64,
     /// Out: length to pass to `mmap`.
     pub map_bytes: u64,
+    /// In, with [`O2G_INIT_CREDIT`]: the longest eager message accepted,
+    /// `1..=dump_bytes` and at most `max_message`; the dump area is cut
+    /// into slots of this size rounded up to 64 bytes.
+    pub eager_limit: u64,
+    /// In, with [`O2G_INIT_CREDIT`]: eager messages each peer may leave
+    /// stored (its window), at least 1.
+    pub window_msgs: u32,
+    /// In, with [`O2G_INIT_CREDIT`]: peers have ranks below this,
+    /// `1..=O2G_MAX_SOCKETS`.
+    pub ranks: u32,
+    /// Out, with [`O2G_INIT_CREDIT`]: the dump area's slots; each peer's
+    /// messages connection takes `window_msgs` of them.
+    pub eager_slots: u32,
+    /// Explicit padding; always zero.
+    pub reserved: u32,
 }
 
-const _: () = assert!(core::mem::size_of::<InitArgs>() == 64);
+const _: () = assert!(core::mem::size_of::<InitArgs>() == 88);
 
 /// Byte offset of the completion ring's producer index in the control page.
 pub const O2G_RING_PROD: usize = 0;
@@ -208,6 +226,21 @@ pub const O2G_RING_CONS: usize = 64;
 /// through POST and PROBE as without notices, and are all younger than any
 /// announced one.
 pub const O2G_INIT_NOTICES: u32 = 1;
+
+/// [`InitArgs::flags`]: grant eager credit (`docs/protocol.md`, Credits).
+/// The dump area becomes slots of [`InitArgs::eager_limit`] bytes, and
+/// every messages connection registered (also the one to oneself) takes
+/// a window of [`InitArgs::window_msgs`] slots, or fails with `ENOSPC`
+/// when no window is left: so an eager message within its sender's
+/// credit always finds a slot. The module sends each peer a whole window
+/// as its first `Credit` on the control connection, gives credit back as
+/// the process takes stored messages (or as they are placed straight in
+/// receives), and fails a connection whose peer sends an eager message
+/// beyond its credit or longer than `eager_limit`. Credit the peers send
+/// this endpoint is kept for [`O2G_IOC_TAKE_CREDIT`]. Without this flag,
+/// messages connections take eager messages of any length without
+/// credit, into one circular dump area, and stall when it is full.
+pub const O2G_INIT_CREDIT: u32 = 2;
 
 /// Control-page `u32`: non-zero once the module stopped announcing stored
 /// messages (see [`O2G_INIT_NOTICES`]).
@@ -690,10 +723,46 @@ pub struct RendezvousStats {
     pub offers_sent: u64,
     /// Payload bytes the module sent from offers.
     pub offer_bytes_sent: u64,
+    /// With [`O2G_INIT_CREDIT`]: the eager bytes each peer may leave
+    /// stored (`window_msgs` times `eager_limit`); zero without.
+    pub window_bytes: u64,
+    /// The most eager bytes any one peer had stored here at once,
+    /// counted at each eager header: never above `window_bytes`.
+    pub held_peak: u64,
+    /// `Credit` messages sent (or, to oneself, handed over).
+    pub credits_sent: u64,
+    /// `Credit` messages received from peers.
+    pub credits_received: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<RendezvousStats>() == 64);
+const _: () = assert!(core::mem::size_of::<RendezvousStats>() == 96);
 
-/// Reads the endpoint's rendezvous counters ([`RendezvousStats`]).
-/// `EBADFD` before INIT.
+/// Reads the endpoint's rendezvous and credit counters
+/// ([`RendezvousStats`]). `EBADFD` before INIT.
 pub const O2G_IOC_RNDV_STATS: u32 = ioc(IOC_READ, 0x0e, core::mem::size_of::<RendezvousStats>());
+
+/// Argument of [`O2G_IOC_TAKE_CREDIT`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CreditArgs {
+    /// In: the peer.
+    pub rank: u32,
+    /// Out: eager messages it granted since the last call.
+    pub msgs: u32,
+    /// Out: eager bytes it granted since the last call.
+    pub bytes: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<CreditArgs>() == 16);
+
+/// Takes the eager credit `rank` granted this endpoint since the last
+/// call ([`CreditArgs`]); the caller adds it to what it may still send
+/// eagerly to that peer. Credit to oneself comes from this endpoint's own
+/// window for the connection to itself. Errors: `EOPNOTSUPP` (INIT
+/// without [`O2G_INIT_CREDIT`]), `EINVAL` (rank not below
+/// [`InitArgs::ranks`]), `EBADFD` (before INIT).
+pub const O2G_IOC_TAKE_CREDIT: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x0f,
+    core::mem::size_of::<CreditArgs>(),
+);

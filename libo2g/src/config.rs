@@ -22,6 +22,28 @@ pub struct EndpointConfig {
     /// [`Endpoint::reap`](crate::Endpoint::reap) then also returns
     /// [`Reaped::Stored`](crate::Reaped::Stored).
     pub notices: bool,
+    /// Grant eager credit ([`abi::O2G_INIT_CREDIT`]); `None`: take eager
+    /// messages of any length without credit.
+    pub credit: Option<CreditConfig>,
+}
+
+/// Eager credit for an endpoint (see [`abi::O2G_INIT_CREDIT`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreditConfig {
+    /// Longest eager message accepted, `1..=dump_bytes`, at most
+    /// `max_message`: the size of a dump-area slot.
+    pub eager_limit: u64,
+    /// Eager messages each peer may leave stored, at least 1.
+    pub window_msgs: u32,
+    /// Peers have ranks below this, `1..=O2G_MAX_SOCKETS`.
+    pub ranks: u32,
+}
+
+impl CreditConfig {
+    /// Slots a dump area of `dump_bytes` holds (as the module cuts it).
+    pub fn slots(&self, dump_bytes: u64) -> u64 {
+        dump_bytes / self.eager_limit.max(1).next_multiple_of(64)
+    }
 }
 
 impl Default for EndpointConfig {
@@ -35,6 +57,7 @@ impl Default for EndpointConfig {
             max_message: 64 << 20,
             pin_budget: 256 << 20,
             notices: false,
+            credit: None,
         }
     }
 }
@@ -87,6 +110,27 @@ impl EndpointConfig {
                 out_of_range(self.pin_budget, 0, abi::O2G_MAX_PIN_BUDGET),
             ));
         }
+        if let Some(c) = self.credit {
+            let most = self.dump_bytes.min(self.max_message);
+            if !(1..=most).contains(&c.eager_limit) {
+                return Err(invalid(
+                    "credit.eager_limit",
+                    format!(
+                        "{} is outside 1..={most} (the dump area and max_message)",
+                        c.eager_limit
+                    ),
+                ));
+            }
+            if !(1..=abi::O2G_MAX_SOCKETS).contains(&c.ranks) {
+                return Err(invalid(
+                    "credit.ranks",
+                    out_of_range(c.ranks, 1, abi::O2G_MAX_SOCKETS),
+                ));
+            }
+            if c.window_msgs == 0 {
+                return Err(invalid("credit.window_msgs", "must be at least 1".into()));
+            }
+        }
         Ok(())
     }
 
@@ -102,7 +146,14 @@ impl EndpointConfig {
                 abi::O2G_INIT_NOTICES
             } else {
                 0
+            } | if self.credit.is_some() {
+                abi::O2G_INIT_CREDIT
+            } else {
+                0
             },
+            eager_limit: self.credit.map_or(0, |c| c.eager_limit),
+            window_msgs: self.credit.map_or(0, |c| c.window_msgs),
+            ranks: self.credit.map_or(0, |c| c.ranks),
             ..Default::default()
         }
     }
@@ -151,6 +202,11 @@ mod tests {
             max_message: abi::O2G_MAX_MESSAGE,
             pin_budget: abi::O2G_MAX_PIN_BUDGET,
             notices: true,
+            credit: Some(CreditConfig {
+                eager_limit: abi::O2G_MAX_DUMP,
+                window_msgs: 1,
+                ranks: abi::O2G_MAX_SOCKETS,
+            }),
         };
         cfg.validate().unwrap();
         let small = EndpointConfig {
@@ -160,6 +216,7 @@ mod tests {
             max_message: 0,
             pin_budget: 0,
             notices: false,
+            credit: None,
         };
         small.validate().unwrap();
     }
@@ -226,9 +283,33 @@ mod tests {
                 },
                 "pin_budget",
             ),
+            (with_credit(d, 0, 1, 1), "credit.eager_limit"),
+            (with_credit(d, d.dump_bytes + 1, 1, 1), "credit.eager_limit"),
+            (with_credit(d, 64, 0, 1), "credit.window_msgs"),
+            (with_credit(d, 64, 1, 0), "credit.ranks"),
+            (
+                with_credit(d, 64, 1, abi::O2G_MAX_SOCKETS + 1),
+                "credit.ranks",
+            ),
         ];
         for (cfg, want) in cases {
             assert_eq!(field_of(cfg), want, "{cfg:?}");
+        }
+    }
+
+    fn with_credit(
+        d: EndpointConfig,
+        eager_limit: u64,
+        window_msgs: u32,
+        ranks: u32,
+    ) -> EndpointConfig {
+        EndpointConfig {
+            credit: Some(CreditConfig {
+                eager_limit,
+                window_msgs,
+                ranks,
+            }),
+            ..d
         }
     }
 
@@ -267,6 +348,17 @@ mod tests {
                 args.map_bytes
             ),
             (0, 0, 0, 0)
+        );
+        let credited = with_credit(cfg, 4096, 8, 3).to_init_args();
+        assert_eq!(credited.flags, abi::O2G_INIT_CREDIT);
+        assert_eq!(
+            (
+                credited.eager_limit,
+                credited.window_msgs,
+                credited.ranks,
+                credited.eager_slots
+            ),
+            (4096, 8, 3, 0)
         );
     }
 }

@@ -125,6 +125,24 @@ impl Endpoint {
         raw::rndv_stats(self.device.as_fd()).map_err(|e| Error::io("O2G_IOC_RNDV_STATS", e))
     }
 
+    /// Takes the eager credit peer `rank` granted since the last call
+    /// (see [`abi::O2G_IOC_TAKE_CREDIT`]): `(bytes, messages)` to add to
+    /// what may still go to it eagerly.
+    pub fn take_credit(&self, rank: u32) -> Result<(u64, u32)> {
+        let mut args = abi::CreditArgs {
+            rank,
+            ..Default::default()
+        };
+        raw::take_credit(self.device.as_fd(), &mut args)
+            .map_err(|e| Error::io("O2G_IOC_TAKE_CREDIT", e))?;
+        Ok((args.bytes, args.msgs))
+    }
+
+    /// The dump area's slots, with eager credit (0 without).
+    pub fn eager_slots(&self) -> u32 {
+        self.layout.eager_slots
+    }
+
     /// The counters of the connection to peer `rank`.
     pub fn socket_stats(&self, rank: u32) -> Result<abi::SocketStats> {
         self.device.socket_stats(rank)

@@ -24,6 +24,8 @@ pub struct Layout {
     pub dump_bytes: usize,
     /// Length of the mapping.
     pub map_bytes: usize,
+    /// Dump-area slots, with eager credit (0 without).
+    pub eager_slots: u32,
 }
 
 impl Layout {
@@ -86,7 +88,15 @@ impl Layout {
                 args.map_bytes
             )));
         };
+        let slots_wanted = cfg.credit.map_or(0, |c| c.slots(cfg.dump_bytes));
+        if u64::from(args.eager_slots) != slots_wanted {
+            return Err(bad(format!(
+                "eager_slots {} where the dump area holds {slots_wanted}",
+                args.eager_slots
+            )));
+        }
         Ok(Self {
+            eager_slots: args.eager_slots,
             ring_entries: entries,
             ring_offset,
             dump_offset,

@@ -87,7 +87,7 @@ mod slab;
 mod unexpected;
 
 pub use completion::{Completed, RawCompleted, Reaped, RecvError, Sent};
-pub use config::EndpointConfig;
+pub use config::{CreditConfig, EndpointConfig};
 pub use device::Device;
 pub use endpoint::Endpoint;
 pub use error::Error;

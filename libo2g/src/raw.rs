@@ -111,6 +111,14 @@ pub(crate) fn rndv_stats(fd: BorrowedFd<'_>) -> io::Result<abi::RendezvousStats>
     check(rc).map(|()| stats)
 }
 
+/// `O2G_IOC_TAKE_CREDIT`.
+pub(crate) fn take_credit(fd: BorrowedFd<'_>, args: &mut abi::CreditArgs) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<CreditArgs>()` in a valid,
+    // exclusively borrowed struct of integers.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_TAKE_CREDIT as _, args) };
+    check(rc)
+}
+
 /// `O2G_IOC_SYNC`: applies the release ring and resumes stalled connections.
 pub(crate) fn sync(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: `_IO`: the module reads no argument.

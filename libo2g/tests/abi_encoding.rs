@@ -55,7 +55,7 @@ fn argument_structs_have_fixed_layout() {
 fn receive_path_opcodes_match_nix_encoding() {
     use nix::{request_code_readwrite as rw, request_code_write as w};
     let t = abi::O2G_IOC_TYPE;
-    let cases: [(&str, u32, ioctl_num_type); 9] = [
+    let cases: [(&str, u32, ioctl_num_type); 10] = [
         (
             "INIT",
             abi::O2G_IOC_INIT,
@@ -101,6 +101,11 @@ fn receive_path_opcodes_match_nix_encoding() {
             abi::O2G_IOC_OFFER,
             rw!(t, 0x0d, size_of::<abi::OfferArgs>()),
         ),
+        (
+            "TAKE_CREDIT",
+            abi::O2G_IOC_TAKE_CREDIT,
+            rw!(t, 0x0f, size_of::<abi::CreditArgs>()),
+        ),
     ];
     for (name, ours, nix) in cases {
         assert_eq!(ours as ioctl_num_type, nix, "O2G_IOC_{name}");
@@ -125,6 +130,7 @@ fn opcode_numbers_are_distinct() {
         abi::O2G_IOC_SYNC,
         abi::O2G_IOC_OFFER,
         abi::O2G_IOC_RNDV_STATS,
+        abi::O2G_IOC_TAKE_CREDIT,
     ];
     // The `nr` byte alone tells them apart, and numbers them 0, 1, 2, ...
     let nrs: Vec<u32> = all.iter().map(|op| op & 0xff).collect();
@@ -135,7 +141,7 @@ fn opcode_numbers_are_distinct() {
 fn receive_path_structs_have_fixed_layout() {
     use std::mem::offset_of;
 
-    assert_eq!(size_of::<abi::InitArgs>(), 64);
+    assert_eq!(size_of::<abi::InitArgs>(), 88);
     assert_eq!(align_of::<abi::InitArgs>(), 8);
     assert_eq!(offset_of!(abi::InitArgs, max_unexpected), 4);
     assert_eq!(offset_of!(abi::InitArgs, dump_bytes), 8);
@@ -146,6 +152,14 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(offset_of!(abi::InitArgs, ring_offset), 40);
     assert_eq!(offset_of!(abi::InitArgs, dump_offset), 48);
     assert_eq!(offset_of!(abi::InitArgs, map_bytes), 56);
+    assert_eq!(offset_of!(abi::InitArgs, eager_limit), 64);
+    assert_eq!(offset_of!(abi::InitArgs, window_msgs), 72);
+    assert_eq!(offset_of!(abi::InitArgs, ranks), 76);
+    assert_eq!(offset_of!(abi::InitArgs, eager_slots), 80);
+    assert_eq!(offset_of!(abi::InitArgs, reserved), 84);
+    assert_eq!(size_of::<abi::CreditArgs>(), 16);
+    assert_eq!(offset_of!(abi::CreditArgs, msgs), 4);
+    assert_eq!(offset_of!(abi::CreditArgs, bytes), 8);
 
     assert_eq!(size_of::<abi::StoredMessage>(), 40);
     assert_eq!(offset_of!(abi::StoredMessage, offset), 8);
@@ -163,7 +177,7 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(offset_of!(abi::OfferArgs, offer), 32);
     assert_eq!(offset_of!(abi::OfferArgs, reserved), 36);
     assert_eq!(offset_of!(abi::SocketRegistration, local_rank), 12);
-    assert_eq!(size_of::<abi::RendezvousStats>(), 64);
+    assert_eq!(size_of::<abi::RendezvousStats>(), 96);
     assert_eq!(
         abi::O2G_IOC_RNDV_STATS as ioctl_num_type,
         nix::request_code_read!(abi::O2G_IOC_TYPE, 0x0e, size_of::<abi::RendezvousStats>())

@@ -233,12 +233,19 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
         TransportKind::O2g => {
             // Open the device first: a missing module fails before any
             // peer is contacted.
-            let ep = o2g::open_endpoint(config)?;
+            let (ep, eager_limit) =
+                o2g::open_endpoint(config, size + config.idle_connections as u32)?;
             let conns = bootstrap::connect_all(config, pmi, true)?;
             let controls = bootstrap::connect_round(config, pmi, false, "ctl-")?;
             let idle = bootstrap::idle_pairs(config.idle_connections, config)?;
             Ok(Box::new(o2g::O2g::new(
-                rank, ep, conns, controls, idle, config,
+                rank,
+                ep,
+                eager_limit,
+                conns,
+                controls,
+                idle,
+                config,
             )?))
         }
         TransportKind::Dimmnet => Ok(Box::new(dimmnet::Dimmnet::open(config, pmi)?)),

@@ -58,10 +58,11 @@ use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use libo2g::{
-    abi, Announced, Device, Endpoint, EndpointConfig, Post, PostOutcome, Reaped, RecvError,
-    RecvHandle, Sent,
+    abi, Announced, CreditConfig, Device, Endpoint, EndpointConfig, Post, PostOutcome, Reaped,
+    RecvError, RecvHandle, Sent,
 };
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use o2g_core::proto::credit::{Allowance, Credit};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::wire::{Encoder, Kind};
 
@@ -106,27 +107,35 @@ const QUEUE: u32 = 1 << 14;
 /// each other before receiving do not wait for each other.
 const RNDV_WAIT: Duration = Duration::from_millis(20);
 /// Why a message that needs a pinned receive buffer cannot be received.
-const NO_PINS_FOR_RENDEZVOUS: &str = "o2g: pinned memory for a rendezvous receive (a message      above O2G_RNDV_THRESHOLD lands only in a pinned buffer): raise `ulimit -l` or O2G_PIN_BUDGET";
+const NO_PINS_FOR_RENDEZVOUS: &str = "o2g: pinned memory for a rendezvous receive (a message \
+     above O2G_RNDV_THRESHOLD lands only in a pinned buffer): raise `ulimit -l` or \
+     O2G_PIN_BUDGET, or raise O2G_RNDV_THRESHOLD (and O2G_DUMP_BYTES) on every rank so that \
+     such messages go eager";
 /// Most bytes, and most buffers, kept for reuse by later receives.
 const POOL_BYTES: usize = 64 << 20;
 const POOL_BUFFERS: usize = 64;
 
 /// Opens `/dev/o2g` and creates this process's endpoint, sized from the
-/// configuration. Fails with [`Error::TransportUnavailable`] when the
-/// module is not loaded or refuses.
-pub(crate) fn open_endpoint(config: &Config) -> Result<Endpoint> {
+/// configuration, granting eager credit to `connections` messages
+/// connections (ranks below it). Fails with
+/// [`Error::TransportUnavailable`] when the module is not loaded or
+/// refuses.
+pub(crate) fn open_endpoint(config: &Config, connections: u32) -> Result<(Endpoint, u64)> {
     let unavailable = |reason: String| Error::TransportUnavailable {
         name: "o2g".into(),
         reason,
     };
+    let max_message = config.max_message.min(abi::O2G_MAX_MESSAGE);
     let cfg = EndpointConfig {
         max_posted: QUEUE,
         max_unexpected: QUEUE,
         dump_bytes: config.o2g_dump_bytes,
-        max_message: config.max_message.min(abi::O2G_MAX_MESSAGE),
+        max_message,
         pin_budget: config.o2g_pin_budget,
         notices: true,
+        credit: Some(credit_for(config, connections, max_message)?),
     };
+    let eager_limit = cfg.credit.map_or(0, |c| c.eager_limit);
     let dump = cfg.dump_bytes;
     Device::open()
         .map_err(|e| match e.raw_os_error() {
@@ -158,6 +167,41 @@ pub(crate) fn open_endpoint(config: &Config) -> Result<Endpoint> {
             )),
             _ => unavailable(format!("creating the endpoint: {e}")),
         })
+        .map(|ep| (ep, eager_limit))
+}
+
+/// The eager credit an endpoint grants: slots of the rendezvous
+/// threshold's size (the longest eager message), divided among the
+/// connections, at most `O2G_EAGER_CREDIT_MSGS` each. A dump area too
+/// small for one such slot per connection gets slots of what it holds
+/// per connection instead: a lower eager limit, which every rank of the
+/// job computes alike from the same settings.
+fn credit_for(config: &Config, connections: u32, max_message: u64) -> Result<CreditConfig> {
+    let ranks = connections.max(1);
+    let per_connection = config.o2g_dump_bytes / u64::from(ranks) / 64 * 64;
+    if per_connection == 0 {
+        return Err(Error::Config(format!(
+            "o2g: the dump area (O2G_DUMP_BYTES={}) is too small for one eager message \
+             slot for each of the {ranks} connections; raise O2G_DUMP_BYTES",
+            config.o2g_dump_bytes
+        )));
+    }
+    let eager_limit = config
+        .rndv_threshold
+        .min(max_message)
+        .min(per_connection)
+        .max(1);
+    let probe = CreditConfig {
+        eager_limit,
+        window_msgs: 1,
+        ranks,
+    };
+    let slots = probe.slots(config.o2g_dump_bytes) / u64::from(ranks);
+    Ok(CreditConfig {
+        // At least 1 (see above), at most the slots: a `u32` in the module.
+        window_msgs: slots.clamp(1, u64::from(config.eager_credit.msgs)) as u32,
+        ..probe
+    })
 }
 
 fn lib_err(context: &str, e: libo2g::Error) -> Error {
@@ -236,13 +280,14 @@ pub(crate) struct O2g {
     /// Waiting receives that an announced request to send matched, to be
     /// posted to the module once the ring is read.
     requested: VecDeque<(WaitingRecv, libo2g::Envelope)>,
-    /// Messages above this many bytes go as a request to send.
+    /// Messages above this many bytes go as a request to send: the
+    /// threshold, or less if the dump area's slots are smaller.
     rndv_threshold: u64,
     /// Rendezvous sends the module holds, by offer user data.
     offers: HashMap<u64, Offered>,
     next_offer: u64,
-    /// Said once that a rendezvous send fell back to an eager one.
-    warned_no_offer: bool,
+    /// By rank: eager credit left for messages to it.
+    credit: Vec<Allowance>,
 }
 
 /// An announcement from the module.
@@ -345,10 +390,12 @@ fn took_stored(sync_matched: &mut Vec<Envelope>, e: libo2g::Envelope) -> Envelop
 impl O2g {
     /// Registers every connection of `links` (one per world rank, this
     /// process's own included) with `ep`, and the idle connections of
-    /// `idle` under the ranks after them.
+    /// `idle` under the ranks after them. Messages up to `eager_limit`
+    /// bytes (the endpoints' slot size) may go eager.
     pub(crate) fn new(
         me: u32,
         ep: Endpoint,
+        eager_limit: u64,
         links: Vec<Option<Link>>,
         controls: Vec<Option<Link>>,
         idle: Vec<(TcpStream, TcpStream)>,
@@ -410,10 +457,10 @@ impl O2g {
             announced: VecDeque::new(),
             waiting: VecDeque::new(),
             requested: VecDeque::new(),
-            rndv_threshold: config.rndv_threshold,
+            rndv_threshold: eager_limit,
             offers: HashMap::new(),
             next_offer: 1,
-            warned_no_offer: false,
+            credit: vec![Allowance::new(); size],
             spin: std::thread::available_parallelism().map_or(1, |n| n.get()) >= size,
         })
     }
@@ -717,23 +764,43 @@ impl O2g {
         }
     }
 
-    /// Whether a message of `len` bytes to `dest` goes as a request to
-    /// send (to oneself too: the module then copies the offer into the
-    /// receive itself).
-    fn rendezvous(&self, len: usize) -> bool {
-        len as u64 > self.rndv_threshold
+    /// Whether a message of `len` bytes to `dest` goes eager: no longer
+    /// than the threshold, and within the credit `dest` granted (taken
+    /// from the module when what is left does not cover it), which it
+    /// then spends. Otherwise it goes as a request to send (to oneself
+    /// too: the module then copies the offer into the receive itself).
+    fn eager(&mut self, dest: u32, len: usize) -> Result<bool> {
+        let len = len as u64;
+        if len > self.rndv_threshold {
+            return Ok(false);
+        }
+        let Some(allowance) = self.credit.get_mut(dest as usize) else {
+            return Ok(false);
+        };
+        if allowance.spend(len) {
+            return Ok(true);
+        }
+        let (bytes, msgs) = self
+            .ep
+            .take_credit(dest)
+            .map_err(|e| lib_err("taking eager credit from the module", e))?;
+        let allowance = &mut self.credit[dest as usize];
+        allowance.add(Credit { bytes, msgs });
+        Ok(allowance.spend(len))
     }
 
     /// Offers `data` to the module for a rendezvous send to `dest`; the
-    /// offer's user data and id, or `None` when the module cannot hold it
-    /// now (pins, table), so that the message goes eager instead.
-    fn offer(&mut self, dest: u32, data: &[u8]) -> Result<Option<(u64, u32)>> {
+    /// offer's user data and id. When the module cannot hold it now (pins,
+    /// table), waits for earlier offers to end; with none left, that is
+    /// an error: the message cannot go eager (the receiver takes no eager
+    /// message beyond the threshold or its credit).
+    fn offer(&mut self, dest: u32, data: &[u8]) -> Result<(u64, u32)> {
         let user_data = self.next_offer;
         loop {
             let error = match self.ep.offer(data, dest, user_data) {
                 Ok(id) => {
                     self.next_offer += 1;
-                    return Ok(Some((user_data, id)));
+                    return Ok((user_data, id));
                 }
                 Err(e) => e,
             };
@@ -744,19 +811,65 @@ impl O2g {
                 }
                 (_, Some(nix::libc::ENOTCONN)) => {
                     self.kill(dest, "its control connection failed".into());
-                    return self.peer(dest).map(|_| None);
+                    self.peer(dest)?;
+                    return Err(lib_err("offering a rendezvous send", error));
                 }
-                (_, Some(nix::libc::ENOSPC | nix::libc::ENOBUFS | nix::libc::ENOMEM)) => {
-                    if !self.warned_no_offer {
-                        self.warned_no_offer = true;
-                        eprintln!(
-                            "o2g: a large message could not be offered to the module ({error}); \
-                             such messages go eager (through the receiver's dump area)"
-                        );
-                    }
-                    return Ok(None);
+                (_, Some(nix::libc::ENOSPC | nix::libc::ENOBUFS | nix::libc::ENOMEM))
+                    if self.offers.values().any(|o| o.ended.is_none()) =>
+                {
+                    self.progress(Some(IDLE_SLICE))?;
+                }
+                (_, Some(nix::libc::ENOBUFS | nix::libc::ENOMEM)) => {
+                    return Err(lib_err(
+                        &format!(
+                            "offering a {}-byte rendezvous send (it needs pinned memory: \
+                             raise `ulimit -l` or O2G_PIN_BUDGET, or raise O2G_RNDV_THRESHOLD \
+                             and O2G_DUMP_BYTES on every rank so that it goes eager)",
+                            data.len()
+                        ),
+                        error,
+                    ))
                 }
                 _ => return Err(lib_err("offering a rendezvous send", error)),
+            }
+        }
+    }
+
+    /// Starts a send to `dest`, eager (its credit spent) or as a request
+    /// to send of a copy (the caller's buffer is free at once).
+    fn start_send(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        data: &[u8],
+        eager: bool,
+    ) -> Result<SendToken> {
+        let mut copy = None;
+        let mut offer = None;
+        if !eager {
+            let owned = data.to_vec();
+            offer = Some(self.offer(dest, &owned)?);
+            copy = Some(owned);
+        }
+        let p = &mut self.peers[dest as usize];
+        let (header, payload) = match offer {
+            Some((_, id)) => (
+                p.tx.encode_ref(Kind::Rts, env, data.len() as u64, id),
+                &[][..],
+            ),
+            None => (p.tx.encode(Kind::Eager, env, data.len() as u64), data),
+        };
+        let w = p.writer.as_mut().unwrap_or(&mut p.registered);
+        let started = start_isend(w, &mut p.out, &mut self.sends, header, payload);
+        if let Some((user_data, id)) = offer {
+            // Moving the vector does not move the bytes the module reads.
+            self.hold(user_data, dest, id, copy, None);
+        }
+        match started {
+            Ok(token) => Ok(token),
+            Err(e) => {
+                self.kill(dest, format!("write failed: {e}"));
+                self.peer(dest).map(|_| SendToken(0))
             }
         }
     }
@@ -1148,10 +1261,18 @@ impl Transport for O2g {
         while !self.peer(dest)?.out.is_empty() {
             self.progress(None)?;
         }
-        let offer = if self.rendezvous(data.len()) {
-            self.offer(dest, data)?
-        } else {
+        let eager = self.eager(dest, data.len())?;
+        if !eager && data.len() as u64 <= self.rndv_threshold {
+            // Out of credit: a short message goes as a request to send
+            // of a copy, and the caller goes on at once.
+            let token = self.start_send(dest, env, data, false)?;
+            self.release_send(token);
+            return Ok(());
+        }
+        let offer = if eager {
             None
+        } else {
+            Some(self.offer(dest, data)?)
         };
         let p = self.peer(dest)?;
         let header = match offer {
@@ -1187,35 +1308,8 @@ impl Transport for O2g {
     fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
         self.check_size(data.len())?;
         self.peer(dest)?;
-        // The module reads a copy: the caller's buffer is free at once.
-        let mut copy = None;
-        let mut offer = None;
-        if self.rendezvous(data.len()) {
-            let owned = data.to_vec();
-            offer = self.offer(dest, &owned)?;
-            copy = Some(owned);
-        }
-        let p = &mut self.peers[dest as usize];
-        let (header, payload) = match offer {
-            Some((_, id)) => (
-                p.tx.encode_ref(Kind::Rts, env, data.len() as u64, id),
-                &[][..],
-            ),
-            None => (p.tx.encode(Kind::Eager, env, data.len() as u64), data),
-        };
-        let w = p.writer.as_mut().unwrap_or(&mut p.registered);
-        let started = start_isend(w, &mut p.out, &mut self.sends, header, payload);
-        if let Some((user_data, id)) = offer {
-            // Moving the vector does not move the bytes the module reads.
-            self.hold(user_data, dest, id, copy, None);
-        }
-        match started {
-            Ok(token) => Ok(token),
-            Err(e) => {
-                self.kill(dest, format!("write failed: {e}"));
-                self.peer(dest).map(|_| SendToken(0))
-            }
-        }
+        let eager = self.eager(dest, data.len())?;
+        self.start_send(dest, env, data, eager)
     }
 
     fn test_send(&mut self, token: SendToken) -> Result<bool> {
@@ -1292,15 +1386,13 @@ impl Transport for O2g {
     ) -> Result<Option<SendToken>> {
         self.check_size(len)?;
         self.peer(dest)?;
-        if !self.rendezvous(len) {
+        if len as u64 <= self.rndv_threshold {
             return Ok(None);
         }
         // SAFETY: The caller keeps the memory valid and unchanged until
         // the token ends (this function's contract).
         let lent = unsafe { std::slice::from_raw_parts(data, len) };
-        let Some((user_data, id)) = self.offer(dest, lent)? else {
-            return Ok(None);
-        };
+        let (user_data, id) = self.offer(dest, lent)?;
         self.hold(user_data, dest, id, None, Some((data as usize, len)));
         let p = &mut self.peers[dest as usize];
         let header = p.tx.encode_ref(Kind::Rts, env, len as u64, id);

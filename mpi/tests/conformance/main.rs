@@ -129,15 +129,30 @@ fn matrix() -> Vec<Run> {
         if t == "o2g" {
             // Receives the module cannot pin (a pin budget below their
             // size, as RLIMIT_MEMLOCK would refuse them) wait in the dump
-            // area instead, and say so once.
+            // area instead, and say so once: messages up to the eager
+            // limit, which a job without pins raises to its largest.
+            runs.push(Run {
+                env: vec![
+                    ("O2G_CONF_CASE", "large_recv".into()),
+                    ("O2G_TRANSPORT", t.into()),
+                    ("O2G_PIN_BUDGET", (64 << 10).to_string()),
+                    ("O2G_RNDV_THRESHOLD", p2p::LARGE.to_string()),
+                ],
+                name: format!("large_recv/{t}/np2/no-pins"),
+                expect_output: Some("could not be pinned"),
+                ..case("large_recv", t, 2)
+            });
+            // A rendezvous message needs pins at both ends: without them,
+            // the job stops with an error that names the remedy.
             runs.push(Run {
                 env: vec![
                     ("O2G_CONF_CASE", "large_recv".into()),
                     ("O2G_TRANSPORT", t.into()),
                     ("O2G_PIN_BUDGET", (64 << 10).to_string()),
                 ],
-                name: format!("large_recv/{t}/np2/no-pins"),
-                expect_output: Some("could not be pinned"),
+                name: format!("large_recv/{t}/np2/no-pins-rendezvous"),
+                expect_code: 1,
+                expect_output: Some("O2G_RNDV_THRESHOLD"),
                 ..case("large_recv", t, 2)
             });
         }

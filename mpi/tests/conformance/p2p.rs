@@ -423,7 +423,7 @@ pub(crate) fn big_self() -> Check {
 /// Bytes of the large messages of `large_recv`: above the size up to which
 /// the o2g transport receives through its ring, so its blocking receives
 /// are posted straight into the caller's buffer.
-const LARGE: usize = 256 << 10;
+pub(crate) const LARGE: usize = 256 << 10;
 
 /// Blocking receives of large messages, which a transport may write
 /// straight into the caller's memory: posted before the message, after
@@ -486,19 +486,20 @@ pub(crate) fn large_recv() -> Check {
     Ok(())
 }
 
-/// Bytes of each backlog message; `BACKLOG_AREA` of them fill the o2g
-/// module's dump area exactly (it packs payloads at 64-byte alignment).
+/// Bytes of each backlog message; `BACKLOG_AREA` of them would fill the
+/// o2g module's dump area exactly.
 const BACKLOG_MSG: usize = 4096;
 /// The dump area the matrix runs `backlog` with (`O2G_DUMP_BYTES`).
 pub(crate) const BACKLOG_AREA: usize = 64 << 10;
 
 /// Rank 1 sends enough tag-1 messages to fill the receiver's area for
 /// unexpected messages, then one tag-2 message; rank 0 receives the tag-2
-/// message first. Over o2g the tag-2 header finds the dump area full and
-/// stalls its connection, so the receive must reach the module, which then
-/// writes the message straight into it; a receive that waited for the
-/// message to be announced would wait forever (the tag-1 messages are only
-/// received after it). Every transport must deliver both in full.
+/// message first. Over o2g the area holds one eager message per
+/// connection, so the sender runs out of credit at once and the rest,
+/// the tag-2 message too, go as requests to send, which the receiving
+/// module stores as envelopes and answers when a receive takes them; a
+/// receive that waited for the tag-1 messages to leave first would wait
+/// forever. Every transport must deliver both in full.
 pub(crate) fn backlog() -> Check {
     let universe = mpi::initialize()?;
     let world = universe.world();
@@ -513,8 +514,8 @@ pub(crate) fn backlog() -> Check {
         world.send(&[0xAB_u8; 1000], 0, 2)?;
         wait_all(reqs)?;
     } else if world.rank() == 0 {
-        // Let everything arrive (and, over o2g, the tag-2 header stall)
-        // before the receive is posted; the other order must work too,
+        // Let everything arrive before the receive is posted; the other
+        // order must work too,
         // and is what a fast receiver gets.
         std::thread::sleep(std::time::Duration::from_millis(500));
         let mut last = [0u8; 1000];

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device};
 
+mod credit;
 mod demangle;
 mod ivshmem;
 mod notices;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         Some("rndv-misbehaviour") => rendezvous::misbehaviour(),
         Some("rndv-errors") => rendezvous::errors(),
         Some("rndv-teardown") => rendezvous::teardown(),
+        Some("credit") => credit::check(),
         Some("recv-remote") => remote::remote(&args[1..]),
         Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
         Some("trust-listen-child") => trust::listen_child(),

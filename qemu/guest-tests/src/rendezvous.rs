@@ -19,6 +19,7 @@ use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::wire::{Encoder, Header, Kind, HEADER_LEN};
 
 use crate::recv::{e, endpoint, next_completion, pattern, sel, tcp_pair};
+use crate::trust::vm_pin_kib;
 use crate::CheckResult;
 
 /// A's rank (the receiver) and B's (the sender, `recv::PEER`).
@@ -325,8 +326,8 @@ fn next_completion_or_sent(ep: &mut Endpoint) -> Result<libo2g::Completed, Strin
     Err("no completion within 120 s".into())
 }
 
-/// Polls A's counters until `ready` (bounded).
-fn wait_until(
+/// Waits (bounded) until `ep`'s counters satisfy `ready`.
+pub(crate) fn wait_until(
     ep: &Endpoint,
     what: &str,
     ready: impl Fn(&abi::EndpointStats) -> bool,
@@ -658,22 +659,6 @@ fn resumes() -> CheckResult {
         return Err(format!("the resumed offer's record: {s:?}"));
     }
     Ok(())
-}
-
-/// This process's pinned memory (`VmPin` of `/proc/self/status`), in kB.
-fn vm_pin_kib() -> Result<u64, String> {
-    let status = std::fs::read_to_string("/proc/self/status").map_err(|e| e.to_string())?;
-    status
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("VmPin:")?
-                .trim()
-                .strip_suffix("kB")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .ok_or_else(|| "/proc/self/status has no VmPin".into())
 }
 
 /// Issues `op` on `ep`'s device with `arg`; the errno if it failed.
