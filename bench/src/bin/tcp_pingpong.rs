@@ -160,6 +160,11 @@ fn connect_retrying(addr: &str, wait: Duration) -> io::Result<TcpStream> {
     loop {
         let last = match addr.to_socket_addrs()?.next() {
             Some(a) => match TcpStream::connect_timeout(&a, wait) {
+                // Before the peer listens, a loopback connect can land on
+                // its own ephemeral port (TCP simultaneous open): retry.
+                Ok(s) if s.local_addr()? == s.peer_addr()? => {
+                    io::Error::new(io::ErrorKind::ConnectionRefused, "connected to itself")
+                }
                 Ok(s) => return Ok(s),
                 Err(e) => e,
             },
