@@ -65,7 +65,8 @@ use crate::config::{Config, TransportKind};
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 
-pub(crate) mod bootstrap;
+mod announced;
+mod bootstrap;
 pub(crate) mod dimmnet;
 mod epoll;
 mod hyphenlink;

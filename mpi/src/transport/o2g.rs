@@ -10,10 +10,12 @@
 //! endpoint's dump area when nothing matches yet.
 //!
 //! - **Receive:** the module announces each message it stores (no receive
-//!   was posted for it) in the shared ring; `post_recv` first looks among
-//!   those, oldest first, copies a match out of the dump area and gives the
-//!   space back through the shared release ring: a receive of a message
-//!   that arrived first makes no system call. Otherwise a small receive
+//!   was posted for it) in the shared ring and hands it to this process;
+//!   the same o2g-core engine the module matches with then matches those
+//!   announcements against receives here (`announced.rs`). `post_recv`
+//!   takes the oldest announcement it matches, copies it out of the dump
+//!   area and gives the space back through the shared release ring: a
+//!   receive of a message that arrived first makes no system call. Otherwise a small receive
 //!   (up to [`WAIT_IN_RING_MAX`]) waits for its message's announcement,
 //!   and a larger one is handed to the module (one `O2G_IOC_POST`; the
 //!   module pins the buffer and writes the message straight into it). For
@@ -30,7 +32,9 @@
 //! - **Send:** plain nonblocking writes of header + payload on the same
 //!   sockets (`outbox.rs`), exactly as the socket transports send, so a
 //!   comparison with them changes only the receive side, as in the paper.
-//!   A message above `O2G_RNDV_THRESHOLD` is offered to the module
+//!   Eager messages go within the receiver's eager credit (taken from the
+//!   module with `O2G_IOC_TAKE_CREDIT`); a message above
+//!   `O2G_RNDV_THRESHOLD`, or one without credit, is offered to the module
 //!   (`O2G_IOC_OFFER`) and only its request to send is written; the
 //!   receiver's module asks for the data on the pair's control
 //!   connection, which only the modules write, and this process's module
@@ -39,7 +43,7 @@
 //!   receive. An announced request is taken by posting the receive with
 //!   exactly its envelope.
 //! - **Self:** messages to oneself go through the loopback connection and
-//!   the module too, so one engine orders every message.
+//!   the module too, so the module's engine orders every message.
 //! - **Dead peers:** the module fails a connection that closes, resets or
 //!   breaks the protocol, and completes the receives posted for that rank
 //!   with an error; `progress` learns of failures from those completions
@@ -66,6 +70,7 @@ use o2g_core::proto::credit::{Allowance, Credit};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::wire::{Encoder, Kind};
 
+use super::announced::{Announcements, Wait};
 use super::bootstrap::Link;
 use super::outbox::{start_isend, Out, Sending, Sends};
 use super::{RecvOutcome, RecvToken, SendToken, Transport};
@@ -272,11 +277,10 @@ pub(crate) struct O2g {
     sync_matched: Vec<Envelope>,
     /// Whether idle waits spin on the ring first ([`SPIN`]).
     spin: bool,
-    /// Messages the module stored and announced, oldest first, that no
-    /// receive has taken yet.
-    announced: VecDeque<Notice>,
-    /// Receives waiting for an announcement, in posting order.
-    waiting: VecDeque<WaitingRecv>,
+    /// Messages the module stored and announced that no receive has
+    /// taken yet, and the receives waiting for an announcement, matched
+    /// by o2g-core's engine.
+    held: Announcements<Notice, WaitingRecv>,
     /// Waiting receives that an announced request to send matched, to be
     /// posted to the module once the ring is read.
     requested: VecDeque<(WaitingRecv, libo2g::Envelope)>,
@@ -297,15 +301,6 @@ enum Notice {
     /// A request to send, which stays with the module: a receive takes it
     /// by posting with exactly its envelope.
     Request(libo2g::Envelope),
-}
-
-impl Notice {
-    fn envelope(&self) -> libo2g::Envelope {
-        match self {
-            Notice::Stored(a) => a.envelope(),
-            Notice::Request(e) => *e,
-        }
-    }
 }
 
 /// A rendezvous send the module holds until its `SENT` record.
@@ -339,15 +334,20 @@ enum Attempt {
 }
 
 /// A receive that was not posted to the module (see `RecvState::Waiting`).
+#[derive(Clone, Copy)]
 struct WaitingRecv {
     token: RecvToken,
     sel: Selector,
     cap: usize,
 }
 
-/// An announced message's envelope, as the matching engine spells it.
-fn announced_envelope(a: &Notice) -> Envelope {
-    stored_envelope(a.envelope())
+/// The envelope of an announced request to send; `None` for a stored
+/// message.
+fn request_of(n: &Notice) -> Option<libo2g::Envelope> {
+    match n {
+        Notice::Stored(_) => None,
+        Notice::Request(e) => Some(*e),
+    }
 }
 
 /// The status a blocking send's offer ended with (`None`: it ended and
@@ -454,8 +454,7 @@ impl O2g {
             pool: Vec::new(),
             pool_bytes: 0,
             sync_matched: Vec::new(),
-            announced: VecDeque::new(),
-            waiting: VecDeque::new(),
+            held: Announcements::new(QUEUE as usize),
             requested: VecDeque::new(),
             rndv_threshold: eager_limit,
             offers: HashMap::new(),
@@ -512,11 +511,7 @@ impl O2g {
         p.dead = Some(reason.clone());
         // As the module does for posted receives: those naming exactly
         // this rank can never match now.
-        let (dead, alive) = std::mem::take(&mut self.waiting)
-            .into_iter()
-            .partition(|w| w.sel.source == SourceSel::Rank(rank));
-        self.waiting = alive;
-        for w in dead {
+        for w in self.held.unwait_from(rank) {
             self.settle(
                 w.token,
                 RecvOutcome::Failed {
@@ -566,30 +561,16 @@ impl O2g {
             let c = match r {
                 Reaped::Owned(c) => c,
                 Reaped::Stored(msg) => {
-                    let env = stored_envelope(msg.envelope());
-                    match self.waiting.iter().position(|w| w.sel.matches(&env)) {
-                        Some(i) => {
-                            let Some(w) = self.waiting.remove(i) else {
-                                continue;
-                            };
-                            let outcome = self.deliver(msg, w.cap)?;
-                            self.settle(w.token, outcome);
-                        }
-                        None => self.announced.push_back(Notice::Stored(msg)),
+                    let (env, len) = (stored_envelope(msg.envelope()), msg.envelope().len);
+                    if let Some((w, n)) = self.held.announce(env, len, Notice::Stored(msg))? {
+                        self.take_notice(w, n)?;
                     }
                     continue;
                 }
                 Reaped::Request(e) => {
                     let env = stored_envelope(e);
-                    match self.waiting.iter().position(|w| w.sel.matches(&env)) {
-                        // Posted once the ring is read (a post refuses
-                        // while records wait unread).
-                        Some(i) => {
-                            if let Some(w) = self.waiting.remove(i) {
-                                self.requested.push_back((w, e));
-                            }
-                        }
-                        None => self.announced.push_back(Notice::Request(e)),
+                    if let Some((w, n)) = self.held.announce(env, e.len, Notice::Request(e))? {
+                        self.take_notice(w, n)?;
                     }
                     continue;
                 }
@@ -633,7 +614,7 @@ impl O2g {
             });
             self.settle(token, outcome);
         }
-        if !self.waiting.is_empty() && self.ep.notices_stopped() {
+        if self.held.has_waiting() && self.ep.notices_stopped() {
             // Cannot happen: every post reads the ring first, so it never
             // holds more than a record per posted receive and stored message.
             return Err(Error::ResourceExhausted(
@@ -642,6 +623,21 @@ impl O2g {
         }
         self.post_requested()?;
         Ok(any)
+    }
+
+    /// Waiting receive `w` took announcement `n`: a stored message is
+    /// copied out now; a request to send is posted for exactly its
+    /// envelope once the ring is read (a post refuses while records wait
+    /// unread).
+    fn take_notice(&mut self, w: WaitingRecv, n: Notice) -> Result<()> {
+        match n {
+            Notice::Stored(msg) => {
+                let outcome = self.deliver(msg, w.cap)?;
+                self.settle(w.token, outcome);
+            }
+            Notice::Request(e) => self.requested.push_back((w, e)),
+        }
+        Ok(())
     }
 
     /// Posts the waiting receives that announced requests to send matched,
@@ -991,37 +987,6 @@ impl O2g {
         Ok(())
     }
 
-    /// What posting a receive for announced request `e` (taken from index
-    /// `i` of the announcements) gave: the receive's state, or `None` to
-    /// read the ring and try again. Unless posted, the request goes back
-    /// where it was.
-    fn for_request(
-        &mut self,
-        i: usize,
-        e: libo2g::Envelope,
-        attempt: Attempt,
-    ) -> Result<Option<RecvState>> {
-        if let Attempt::Made(state) = attempt {
-            return Ok(Some(state));
-        }
-        self.announced.insert(i, Notice::Request(e));
-        match attempt {
-            Attempt::NoPins => Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS)),
-            _ => Ok(None),
-        }
-    }
-
-    /// Takes the oldest announcement `sel` matches out of the list
-    /// (receives take stored messages in arrival order), with where it
-    /// was, to put a request back if the module refuses the post for now.
-    fn pop_announced(&mut self, sel: Selector) -> Option<(usize, Notice)> {
-        let i = self
-            .announced
-            .iter()
-            .position(|a| sel.matches(&announced_envelope(a)))?;
-        self.announced.remove(i).map(|n| (i, n))
-    }
-
     /// Copies announced `msg` into a buffer of `cap` bytes and gives its
     /// space back.
     fn deliver(&mut self, msg: Announced, cap: usize) -> Result<RecvOutcome> {
@@ -1189,6 +1154,26 @@ impl O2g {
         self.refused(sel, error)
     }
 
+    /// Receive `token` for `sel` into `cap` bytes waits in the ring for
+    /// an announcement, unless one that arrived meanwhile matches it.
+    fn wait(&mut self, sel: Selector, cap: usize, token: RecvToken) -> Result<RecvState> {
+        let w = WaitingRecv { token, sel, cap };
+        match self.held.wait(sel, token.to_handle(), w)? {
+            Wait::Queued => Ok(RecvState::Waiting { released: false }),
+            Wait::Matched(n) => {
+                // Settled (or posted, for a request) like one that waited.
+                self.recvs
+                    .insert(token, RecvState::Waiting { released: false });
+                self.take_notice(w, n)?;
+                self.post_requested()?;
+                Ok(self
+                    .recvs
+                    .remove(&token)
+                    .unwrap_or(RecvState::Waiting { released: false }))
+            }
+        }
+    }
+
     /// Hands every receive waiting in the ring to the module, oldest first:
     /// before a large receive (whose message may not fit the dump area),
     /// and when a connection is stalled (its next message may be one of
@@ -1197,19 +1182,18 @@ impl O2g {
     /// Returns false, leaving the rest waiting, when the module cannot pin
     /// a buffer (see [`Attempt::NoPins`]).
     fn promote_waiting(&mut self) -> Result<bool> {
-        while let Some(w) = self.waiting.pop_front() {
+        while let Some(&w) = self.held.oldest_waiting() {
             match self.try_post(w.sel, w.cap, w.token)? {
-                Attempt::Made(state) => self.posted(w.token, state),
+                Attempt::Made(state) => {
+                    self.held.unwait(w.token.to_handle());
+                    self.posted(w.token, state);
+                }
+                // It keeps its place: what the ring holds is matched in
+                // posting order, maybe to this very receive.
                 Attempt::Retry => {
-                    // Back in front, so that what the ring holds is matched
-                    // in posting order.
-                    self.waiting.push_front(w);
                     self.reap()?;
                 }
-                Attempt::NoPins => {
-                    self.waiting.push_front(w);
-                    return Ok(false);
-                }
+                Attempt::NoPins => return Ok(false),
             }
         }
         Ok(true)
@@ -1415,35 +1399,38 @@ impl Transport for O2g {
             // Every announcement read first: the module refuses a post
             // (Rescan) while an older one may match.
             self.reap()?;
-            match self.pop_announced(sel) {
-                Some((_, Notice::Stored(msg))) => break RecvState::Done(self.deliver(msg, cap)?),
-                Some((i, Notice::Request(e))) => {
-                    let attempt = self.try_post(exactly(&e), cap, token)?;
-                    match self.for_request(i, e, attempt)? {
-                        Some(state) => break state,
-                        None => continue,
+            match self.held.find(sel).map(|(id, n)| (id, request_of(n))) {
+                Some((id, None)) => {
+                    if let Some(Notice::Stored(msg)) = self.held.take(id) {
+                        break RecvState::Done(self.deliver(msg, cap)?);
                     }
                 }
+                Some((id, Some(e))) => match self.try_post(exactly(&e), cap, token)? {
+                    Attempt::Made(state) => {
+                        self.held.take(id);
+                        break state;
+                    }
+                    Attempt::Retry => continue,
+                    Attempt::NoPins => {
+                        return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS))
+                    }
+                },
                 None => {}
             }
             // A large message may not fit the dump area: this receive goes
             // to the module, after the ones waiting before it (unless the
             // module cannot pin them).
-            if cap > WAIT_IN_RING_MAX && !self.waiting.is_empty() && self.promote_waiting()? {
+            if cap > WAIT_IN_RING_MAX && self.held.has_waiting() && self.promote_waiting()? {
                 continue;
             }
-            if cap <= WAIT_IN_RING_MAX || !self.waiting.is_empty() {
-                self.waiting.push_back(WaitingRecv { token, sel, cap });
-                break RecvState::Waiting { released: false };
-            }
-            match self.try_post(sel, cap, token)? {
-                Attempt::Made(state) => break state,
-                Attempt::Retry => continue,
-                Attempt::NoPins => {
-                    self.waiting.push_back(WaitingRecv { token, sel, cap });
-                    break RecvState::Waiting { released: false };
+            if cap > WAIT_IN_RING_MAX && !self.held.has_waiting() {
+                match self.try_post(sel, cap, token)? {
+                    Attempt::Made(state) => break state,
+                    Attempt::Retry => continue,
+                    Attempt::NoPins => {}
                 }
             }
+            break self.wait(sel, cap, token)?;
         };
         self.recvs.insert(token, state);
         Ok(token)
@@ -1469,29 +1456,36 @@ impl Transport for O2g {
             // As in `post_recv`: announcements first, then the receives
             // waiting before this one.
             self.reap()?;
-            match self.pop_announced(sel) {
-                Some((_, Notice::Stored(msg))) => {
-                    // SAFETY: Nothing was posted yet; the caller lends
-                    // `dst` exclusively.
-                    let dst = unsafe { std::slice::from_raw_parts_mut(dst, cap) };
-                    let (envelope, len, written) = self.take_stored(msg, dst)?;
-                    break RecvState::Done(RecvOutcome::InPlace {
-                        envelope,
-                        len,
-                        written,
-                    });
+            match self.held.find(sel).map(|(id, n)| (id, request_of(n))) {
+                Some((id, None)) => {
+                    if let Some(Notice::Stored(msg)) = self.held.take(id) {
+                        // SAFETY: Nothing was posted yet; the caller lends
+                        // `dst` exclusively.
+                        let dst = unsafe { std::slice::from_raw_parts_mut(dst, cap) };
+                        let (envelope, len, written) = self.take_stored(msg, dst)?;
+                        break RecvState::Done(RecvOutcome::InPlace {
+                            envelope,
+                            len,
+                            written,
+                        });
+                    }
                 }
-                Some((i, Notice::Request(e))) => {
+                Some((id, Some(e))) => {
                     // SAFETY: Forwarded from this function's contract.
-                    let attempt = unsafe { self.try_post_in_place(exactly(&e), dst, cap, token) }?;
-                    match self.for_request(i, e, attempt)? {
-                        Some(state) => break state,
-                        None => continue,
+                    match unsafe { self.try_post_in_place(exactly(&e), dst, cap, token) }? {
+                        Attempt::Made(state) => {
+                            self.held.take(id);
+                            break state;
+                        }
+                        Attempt::Retry => continue,
+                        Attempt::NoPins => {
+                            return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS))
+                        }
                     }
                 }
                 None => {}
             }
-            if !self.waiting.is_empty() {
+            if self.held.has_waiting() {
                 if self.promote_waiting()? {
                     continue;
                 }
@@ -1527,8 +1521,7 @@ impl Transport for O2g {
     }
 
     fn cancel_recv(&mut self, token: RecvToken) -> bool {
-        if let Some(i) = self.waiting.iter().position(|w| w.token == token) {
-            self.waiting.remove(i);
+        if self.held.unwait(token.to_handle()).is_some() {
             self.recvs
                 .insert(token, RecvState::Done(RecvOutcome::Cancelled));
             return true;
@@ -1587,12 +1580,8 @@ impl Transport for O2g {
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
         // An error here shows up again in `progress`.
         let _ = self.reap();
-        let announced = self.announced.iter().find_map(|a| {
-            let env = announced_envelope(a);
-            sel.matches(&env).then(|| (env, a.envelope().len))
-        });
-        if announced.is_some() {
-            return announced;
+        if let Some(announced) = self.held.peek(sel) {
+            return Some(announced);
         }
         let env = self.ep.probe(lib_selector(sel)).ok()??;
         Some((
@@ -1612,7 +1601,7 @@ impl Transport for O2g {
         }
         let slice = timeout.map_or(IDLE_SLICE, |t| t.min(IDLE_SLICE));
         // Without pins the receives stay waiting: sleep below instead.
-        if !self.waiting.is_empty()
+        if self.held.has_waiting()
             && self.ep.stalled_connections() != 0
             && self.promote_waiting()?
         {
