@@ -139,17 +139,10 @@ enum Route {
     Eager,
     /// A request to send now, the data once cleared.
     Rendezvous,
-    /// Later, from a copy: the sender has no credit for it, or earlier
-    /// messages wait already.
-    Defer,
-}
-
-/// A message that waits at its sender for eager credit.
-struct Deferred {
-    env: Envelope,
-    data: Vec<u8>,
-    /// Its `isend` token (released for a blocking send).
-    token: u64,
+    /// A short message without eager credit: a request to send now, the
+    /// data (from a copy) once cleared, so that it never waits at the
+    /// sender for credit that only the receiver's progress returns.
+    Request,
 }
 
 /// A rendezvous send waiting for its clear-to-send.
@@ -179,7 +172,6 @@ struct Conn {
     offers: HashMap<u32, Offer>,
     next_offer: u32,
     /// Messages that wait for credit, in sending order.
-    deferred: VecDeque<Deferred>,
     out: VecDeque<Out>,
     /// A blocking send is writing a message straight from its caller's
     /// buffer: nothing else may be written until it is out.
@@ -307,7 +299,6 @@ impl<P: Poller> Sockets<P> {
                         allowance: Allowance::new(),
                         offers: HashMap::new(),
                         next_offer: 0,
-                        deferred: VecDeque::new(),
                         out: VecDeque::new(),
                         inline: false,
                         readable: true,
@@ -386,9 +377,6 @@ impl<P: Poller> Sockets<P> {
                 self.sends.fail(token, &reason);
             }
         }
-        for d in c.deferred.drain(..) {
-            self.sends.fail(d.token, &reason);
-        }
         c.dead = Some(reason);
     }
 
@@ -453,42 +441,6 @@ impl<P: Poller> Sockets<P> {
         }
         self.scratch = scratch;
         self.settle_credit(rank);
-        self.send_deferred(rank);
-    }
-
-    /// Sends the messages that waited for credit, in order, while the
-    /// credit lasts (a rendezvous request needs none).
-    fn send_deferred(&mut self, rank: usize) {
-        let threshold = self.threshold;
-        let Some(Some(c)) = self.conns.get_mut(rank) else {
-            return;
-        };
-        while let Some(d) = c.deferred.front() {
-            let len = d.data.len() as u64;
-            let rendezvous = len > threshold;
-            if !rendezvous && !c.allowance.spend(len) {
-                break;
-            }
-            let Some(d) = c.deferred.pop_front() else {
-                break;
-            };
-            if rendezvous {
-                let id = c.next_offer;
-                c.next_offer = c.next_offer.wrapping_add(1);
-                let rts = c.tx.encode_ref(Kind::Rts, d.env, len, id);
-                c.offers.insert(
-                    id,
-                    Offer::Owned {
-                        data: d.data,
-                        token: d.token,
-                    },
-                );
-                c.queue(rts, Vec::new(), 0);
-            } else {
-                let header = c.tx.encode(Kind::Eager, d.env, len);
-                c.queue(header, d.data, d.token);
-            }
-        }
     }
 
     /// Runs `input` from connection `rank` through its reader; keeps what
@@ -588,7 +540,6 @@ impl<P: Poller> Sockets<P> {
                     let unread = std::mem::take(&mut c.unread);
                     self.take_input(rank, &unread);
                     self.settle_credit(rank);
-                    self.send_deferred(rank);
                 }
                 Ok(false) => {}
                 Err(why) => self.kill(rank, why, describe(why, rank, self.me)),
@@ -825,32 +776,37 @@ impl<P: Poller> Sockets<P> {
     }
 
     /// How a message of `len` bytes to `dest` leaves; an eager one's
-    /// credit is spent. Without credit a message waits here rather than
-    /// going as a request: on one connection, requests that stall the
-    /// receiver would hold back the data of requests it already cleared.
+    /// credit is spent. Without credit a short message goes as a request
+    /// to send, as over two connections: a message held back at the
+    /// sender until credit comes back would hang a receiver that waits
+    /// for it before taking the earlier ones (conformance `late_tag`,
+    /// many small messages). The receiver holds requests without payload
+    /// room, and one that floods it with requests is bounded there
+    /// (`a_flood_of_requests_to_send_is_bounded_*`).
     fn route(&mut self, dest: u32, len: u64) -> Result<Route> {
         let threshold = self.threshold;
         let c = self.conn(dest)?;
-        Ok(if !c.deferred.is_empty() {
-            Route::Defer
-        } else if len > threshold {
+        Ok(if len > threshold {
             Route::Rendezvous
         } else if c.allowance.spend(len) {
             Route::Eager
         } else {
-            Route::Defer
+            Route::Request
         })
     }
 
-    /// Queues a copy of `data` until `dest` gives credit; its token.
-    fn defer(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<u64> {
+    /// Sends a request to send for a copy of `data` to `dest`; the send's
+    /// token, which ends once the data went out.
+    fn request_copy(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
         let token = self.sends.start();
-        self.conn(dest)?.deferred.push_back(Deferred {
-            env,
+        let owned = Offer::Owned {
             data: data.to_vec(),
             token,
-        });
-        Ok(token)
+        };
+        let (_, rts) = self.offer(dest, env, data.len() as u64, owned)?;
+        self.conn(dest)?.queue(rts, Vec::new(), 0);
+        self.flush_conn(dest as usize);
+        Ok(SendToken(token))
     }
 
     /// Makes a new offer to `dest`; returns its id and the request to
@@ -922,9 +878,9 @@ impl<P: Poller> Transport for Sockets<P> {
         match self.route(dest, data.len() as u64)? {
             Route::Eager => {}
             Route::Rendezvous => return self.send_rendezvous(dest, env, data),
-            Route::Defer => {
-                let token = self.defer(dest, env, data)?;
-                self.sends.release(SendToken(token));
+            Route::Request => {
+                let token = self.request_copy(dest, env, data)?;
+                self.sends.release(token);
                 return Ok(());
             }
         }
@@ -939,20 +895,8 @@ impl<P: Poller> Transport for Sockets<P> {
             return Ok(SendToken(0));
         }
         let len = data.len() as u64;
-        let route = self.route(dest, len)?;
-        if let Route::Defer = route {
-            return self.defer(dest, env, data).map(SendToken);
-        }
-        if let Route::Rendezvous = route {
-            let token = self.sends.start();
-            let owned = Offer::Owned {
-                data: data.to_vec(),
-                token,
-            };
-            let (_, rts) = self.offer(dest, env, len, owned)?;
-            self.conn(dest)?.queue(rts, Vec::new(), 0);
-            self.flush_conn(dest as usize);
-            return Ok(SendToken(token));
+        if let Route::Rendezvous | Route::Request = self.route(dest, len)? {
+            return self.request_copy(dest, env, data);
         }
         let Some(Some(c)) = self.conns.get_mut(dest as usize) else {
             unreachable!("route() just found rank {dest}'s connection");
@@ -1003,9 +947,10 @@ impl<P: Poller> Transport for Sockets<P> {
     }
 
     fn has_queued_sends(&self) -> bool {
-        self.conns.iter().flatten().any(|c| {
-            c.dead.is_none() && !(c.out.is_empty() && c.offers.is_empty() && c.deferred.is_empty())
-        })
+        self.conns
+            .iter()
+            .flatten()
+            .any(|c| c.dead.is_none() && !(c.out.is_empty() && c.offers.is_empty()))
     }
 }
 
@@ -1289,35 +1234,50 @@ mod tests {
         flood_is_bounded(Poll::new());
     }
 
-    /// Without eager credit at the receiver, small messages wait at the
-    /// sender: `isend`s stay pending and a blocking send returns (its
-    /// data copied); once the receiver grants credit they leave in order,
-    /// eager, and a large message sent after them follows them as a
-    /// request to send.
+    /// Without eager credit at the receiver, small messages go as
+    /// requests to send, in order with a large one after them: an
+    /// `isend` stays pending until its data goes, a blocking send
+    /// returns at once (its data copied). Once the receiver grants
+    /// credit, a small message goes eager again.
     #[test]
-    fn without_credit_small_messages_wait_at_the_sender_in_order() {
+    fn without_credit_small_messages_go_as_requests_in_order() {
         let (mut t, mut peers) = rank0(2, Poll::new(), &config(&[]));
         let a = t.isend(1, env(0, 1), b"first").expect("isend");
         t.send(1, env(0, 2), b"second").expect("send");
         let big = t.isend(1, env(0, 3), &vec![3u8; 1 << 20]).expect("isend");
-        t.progress(Some(Duration::from_millis(50)))
-            .expect("progress");
         let peer = &mut peers[0];
-        let early: Vec<Kind> = peer.heard().iter().map(|h| h.kind).collect();
-        assert_eq!(early, [Kind::Credit], "nothing may go out before credit");
-        assert!(!t.test_send(a).expect("pending"));
+        let mut heard = Vec::new();
+        progress_until(&mut t, "the requests", |_| {
+            heard.extend(peer.heard());
+            heard.len() == 4
+        });
+        let order: Vec<(Kind, u32)> = heard.iter().map(|h| (h.kind, h.envelope.tag)).collect();
+        assert_eq!(
+            order,
+            [
+                (Kind::Credit, 0),
+                (Kind::Rts, 1),
+                (Kind::Rts, 2),
+                (Kind::Rts, 3)
+            ]
+        );
+        assert!(!t.test_send(a).expect("waits for its clear-to-send"));
+        assert!(!t.test_send(big).expect("waits for its clear-to-send"));
         let grant = peer.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 10, 8);
         peer.say(&grant);
         peer.push();
-        let mut heard = Vec::new();
-        progress_until(&mut t, "the waiting messages", |_| {
-            heard.extend(peer.heard());
-            heard.len() == 3
+        progress_until(&mut t, "the credit", |t| {
+            t.conns[1]
+                .as_ref()
+                .is_some_and(|c| c.allowance.left().msgs == 8)
         });
-        let order: Vec<(Kind, u32)> = heard.iter().map(|h| (h.kind, h.envelope.tag)).collect();
-        assert_eq!(order, [(Kind::Eager, 1), (Kind::Eager, 2), (Kind::Rts, 3)]);
-        assert!(t.test_send(a).expect("sent"));
-        assert!(!t.test_send(big).expect("waits for its clear-to-send"));
+        t.send(1, env(0, 4), b"fourth").expect("send");
+        let mut heard = Vec::new();
+        progress_until(&mut t, "the eager message", |_| {
+            heard.extend(peer.heard());
+            !heard.is_empty()
+        });
+        assert_eq!((heard[0].kind, heard[0].envelope.tag), (Kind::Eager, 4));
     }
 
     /// A peer that sends more eager messages than its credit allows breaks

@@ -182,6 +182,15 @@ fn matrix() -> Vec<Run> {
             name: format!("late_tag/{t}/np2/one-huge"),
             ..case("late_tag", t, 2)
         });
+        runs.push(Run {
+            env: vec![
+                ("O2G_CONF_CASE", "late_tag".into()),
+                ("O2G_TRANSPORT", t.into()),
+                ("O2G_CONF_MANY_SMALL", "1".into()),
+            ],
+            name: format!("late_tag/{t}/np2/many-small"),
+            ..case("late_tag", t, 2)
+        });
         if t == "o2g" {
             // And with a dump area far below one message.
             runs.push(Run {

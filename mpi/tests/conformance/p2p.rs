@@ -543,6 +543,10 @@ pub(crate) fn backlog() -> Check {
 /// the o2g module's default area for unexpected messages (64 MiB).
 const LATE_TAG_COUNT: usize = 20;
 const LATE_TAG_MSG: usize = 4 << 20;
+/// The short messages of its `O2G_CONF_MANY_SMALL` variant: four times
+/// the default eager credit (256 messages).
+const LATE_TAG_SMALL_COUNT: usize = 1024;
+const LATE_TAG_SMALL_MSG: usize = 1024;
 
 /// The program of issue 20: rank 1 (in a world of one, rank 0 itself)
 /// starts `LATE_TAG_COUNT` sends of 4 MiB with tag 1, then one with tag
@@ -551,13 +555,23 @@ const LATE_TAG_MSG: usize = 4 << 20;
 /// says it completes: the tag-1 messages must not stand in the way of
 /// the tag-2 one, however little room the receiver has for them. With
 /// `O2G_CONF_ONE_HUGE=1` one tag-1 message is instead larger than all
-/// the others together.
+/// the others together; with `O2G_CONF_MANY_SMALL=1` the tag-1 messages
+/// are `LATE_TAG_SMALL_COUNT` short ones, more than a sender's eager
+/// credit covers.
 pub(crate) fn late_tag() -> Check {
     let universe = mpi::initialize()?;
     let world = universe.world();
-    let huge = std::env::var("O2G_CONF_ONE_HUGE").is_ok_and(|v| v == "1");
+    let flag = |name: &str| std::env::var(name).is_ok_and(|v| v == "1");
+    let (huge, small) = (flag("O2G_CONF_ONE_HUGE"), flag("O2G_CONF_MANY_SMALL"));
+    let count = if small {
+        LATE_TAG_SMALL_COUNT
+    } else {
+        LATE_TAG_COUNT
+    };
     let size = |i: usize| {
-        if huge && i == 0 {
+        if small {
+            LATE_TAG_SMALL_MSG
+        } else if huge && i == 0 {
             LATE_TAG_COUNT * LATE_TAG_MSG
         } else {
             LATE_TAG_MSG
@@ -567,7 +581,7 @@ pub(crate) fn late_tag() -> Check {
     // The last rank sends to rank 0: in a world of one, to itself.
     let sender = world.size() - 1;
     let msgs: Vec<Vec<u8>> = if world.rank() == sender {
-        (0..LATE_TAG_COUNT).map(fill).collect()
+        (0..count).map(fill).collect()
     } else {
         Vec::new()
     };
@@ -587,7 +601,7 @@ pub(crate) fn late_tag() -> Check {
             "tag-2 message: {} bytes, content wrong",
             st.count_bytes()
         );
-        for i in 0..LATE_TAG_COUNT {
+        for i in 0..count {
             let mut buf = vec![0u8; size(i)];
             let st = world.recv(&mut buf, sender, 1)?;
             ensure!(
