@@ -901,13 +901,13 @@ where
 
     /// The connection `conn` failed for `why`: hands every receive that
     /// can no longer complete to `failed` (the one it was filling, those
-    /// naming its rank, those waiting for rendezvous data if `conn` carries
-    /// it, and, if it was the last live connection (`was_live` tells
-    /// whether it counted), those from any source), and frees a
-    /// half-stored message. A receive waiting for data on a control
-    /// connection outlives the messages connection: a sender that closes
-    /// once its data went out may close that one first, and its data is
-    /// still to be read.
+    /// posted for its rank if `conn` carries matchable messages, those
+    /// waiting for rendezvous data if it carries that, and, if it was the
+    /// last live connection (`was_live` tells whether it counted), those
+    /// from any source), and frees a half-stored message. So a receive
+    /// outlives the failure of the peer's other connection: a peer that
+    /// closes both once done may close either first, and what it sent on
+    /// the other is still to be read.
     pub fn fail(
         &mut self,
         conn: &mut Inbound,
@@ -927,13 +927,19 @@ where
             source: rank,
             ..Envelope::default()
         };
-        self.engine.cancel_from(rank, |handle| {
-            failed(Failed {
-                handle,
-                envelope: env,
-                len: 0,
+        // What a connection fails is what could only come on it: receives
+        // posted for its rank wait for a message on the connection that
+        // carries messages, receives waiting for rendezvous data for the
+        // one that carries data. A peer closes both, in either order.
+        if !matches!(conn.role, Role::Control) {
+            self.engine.cancel_from(rank, |handle| {
+                failed(Failed {
+                    handle,
+                    envelope: env,
+                    len: 0,
+                });
             });
-        });
+        }
         let data_here = matches!(conn.role, Role::Control | Role::Combined(_));
         for index in 0..self.waiting.len() {
             if !data_here {

@@ -1,9 +1,12 @@
-//! A receive waiting for rendezvous data against the failure of each of
-//! its peer's two connections: the data comes on the control connection,
-//! so the messages connection closing first (a sender that closes once its
-//! data went out) must not fail the receive, while the control connection
-//! failing must. The module saw the first: a zero-length message at
-//! finalize failed its control connection with `UnknownToken`.
+//! Receives against the failure of each of their peer's two connections:
+//! rendezvous data comes on the control connection, so the messages
+//! connection closing first (a sender that closes once its data went out)
+//! must not fail a receive waiting for it, while the control connection
+//! failing must; a posted receive waits for a message on the messages
+//! connection, so the control connection closing first must not fail it.
+//! The module saw both at finalize: a zero-length message failed its
+//! control connection with `UnknownToken`, and a receive failed with the
+//! control connection its peer closed first.
 
 use o2g_core::proto::credit::{Credit, Window};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
@@ -110,4 +113,35 @@ fn a_failed_control_connection_fails_the_receive() {
     rx.fail(&mut ctl, Failure::Closed, true, |f| failed.push(f.handle));
     assert_eq!(failed, [42]);
     assert_eq!(rx.awaiting_data(), 0);
+}
+
+/// A receive posted for `PEER`.
+fn posted(rx: &mut Machine) {
+    let sel = Selector {
+        source: SourceSel::Rank(PEER),
+        tag: TagSel::Any,
+        context: 0,
+    };
+    assert!(matches!(rx.post(sel, 43), Ok(OnPost::Queued(_))));
+}
+
+#[test]
+fn a_closed_control_connection_leaves_the_messages_to_come() {
+    let mut rx = machine();
+    let mut msgs = Inbound::messages(PEER, LIMITS, window());
+    let mut ctl = Inbound::control(PEER, LIMITS);
+    posted(&mut rx);
+    let mut failed = Vec::new();
+    rx.fail(&mut ctl, Failure::Closed, true, |f| failed.push(f.handle));
+    assert!(
+        failed.is_empty(),
+        "the receive failed with the control connection"
+    );
+    assert_eq!(rx.posted_len(), 1);
+    rx.fail(&mut msgs, Failure::Closed, true, |f| failed.push(f.handle));
+    assert_eq!(
+        failed,
+        [43],
+        "the messages connection is the one it waits on"
+    );
 }
