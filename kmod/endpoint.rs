@@ -524,7 +524,9 @@ impl Endpoint {
         let entries = caps.ring_entries();
         let shared = SharedArea::new(entries, caps.dump_bytes as usize)?;
         let seed = core::ptr::from_ref(self) as u64;
-        let eager_slots = caps.credit.map_or(0, |cc| cc.slots(caps.dump_bytes));
+        let eager_slots = caps
+            .credit
+            .map_or(0, |cc| cc.slots(caps.dump_bytes, caps.max_unexpected));
         let recv = RecvState::new(caps, seed)?;
         let (ring_entries, ring_offset, dump_offset, map_bytes) = shared.layout();
         self.rx.install(shared, recv)?;

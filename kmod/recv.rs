@@ -74,10 +74,13 @@ pub(crate) struct CreditCaps {
 }
 
 impl CreditCaps {
-    /// Slots in a dump area of `dump_bytes`.
-    pub(crate) fn slots(&self, dump_bytes: u64) -> u32 {
-        // At most `O2G_MAX_DUMP / 64`, which fits.
-        (dump_bytes / self.slot) as u32
+    /// Slots in a dump area of `dump_bytes`, at most one per entry of
+    /// the unexpected queue (`max_unexpected`): every stored message
+    /// takes one, so more slots could never fill, and the slot table
+    /// stays bounded however short the eager limit.
+    pub(crate) fn slots(&self, dump_bytes: u64, max_unexpected: u32) -> u32 {
+        // At most `max_unexpected`, which fits.
+        (dump_bytes / self.slot).min(u64::from(max_unexpected)) as u32
     }
 
     /// The window each peer gets: `window_msgs` messages of up to
@@ -257,7 +260,7 @@ impl RecvState {
         .map_err(|_| EINVAL)?;
         let (dump, credit) = match caps.credit {
             Some(cc) => {
-                let slots = cc.slots(caps.dump_bytes);
+                let slots = cc.slots(caps.dump_bytes, caps.max_unexpected);
                 let store = SlotStore::new(
                     filled(slots as usize, SlotEntry::EMPTY)?,
                     filled(cc.ranks as usize, Credit::default())?,

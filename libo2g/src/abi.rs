@@ -192,8 +192,9 @@ pub struct InitArgs {
     /// In, with [`O2G_INIT_CREDIT`]: peers have ranks below this,
     /// `1..=O2G_MAX_SOCKETS`.
     pub ranks: u32,
-    /// Out, with [`O2G_INIT_CREDIT`]: the dump area's slots; each peer's
-    /// messages connection takes `window_msgs` of them.
+    /// Out, with [`O2G_INIT_CREDIT`]: the dump area's slots (`dump_bytes`
+    /// over the slot size, at most `max_unexpected`); each peer's messages
+    /// connection takes `window_msgs` of them.
     pub eager_slots: u32,
     /// Explicit padding; always zero.
     pub reserved: u32,

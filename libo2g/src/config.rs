@@ -40,9 +40,10 @@ pub struct CreditConfig {
 }
 
 impl CreditConfig {
-    /// Slots a dump area of `dump_bytes` holds (as the module cuts it).
-    pub fn slots(&self, dump_bytes: u64) -> u64 {
-        dump_bytes / self.eager_limit.max(1).next_multiple_of(64)
+    /// Slots a dump area of `dump_bytes` holds, as the module cuts it: at
+    /// most one per unexpected message (`max_unexpected`).
+    pub fn slots(&self, dump_bytes: u64, max_unexpected: u32) -> u64 {
+        (dump_bytes / self.eager_limit.max(1).next_multiple_of(64)).min(u64::from(max_unexpected))
     }
 }
 

@@ -88,7 +88,9 @@ impl Layout {
                 args.map_bytes
             )));
         };
-        let slots_wanted = cfg.credit.map_or(0, |c| c.slots(cfg.dump_bytes));
+        let slots_wanted = cfg
+            .credit
+            .map_or(0, |c| c.slots(cfg.dump_bytes, cfg.max_unexpected));
         if u64::from(args.eager_slots) != slots_wanted {
             return Err(bad(format!(
                 "eager_slots {} where the dump area holds {slots_wanted}",
