@@ -57,7 +57,8 @@
 //! transport refuses to start, so a benchmark measures what it names.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::TcpStream;
+use std::io::Read;
+use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
@@ -68,6 +69,7 @@ use libo2g::{
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use o2g_core::proto::credit::{Allowance, Credit};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
+use o2g_core::proto::matching::MsgId;
 use o2g_core::proto::wire::{Encoder, Kind};
 
 use super::announced::{Announcements, Wait};
@@ -111,6 +113,9 @@ const QUEUE: u32 = 1 << 14;
 /// do (see `docs/protocol.md`): two ranks that send large messages to
 /// each other before receiving do not wait for each other.
 const RNDV_WAIT: Duration = Duration::from_millis(20);
+/// How long closing waits for the peers to close their control
+/// connections too (see `Drop for O2g`).
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// Why a message that needs a pinned receive buffer cannot be received.
 const NO_PINS_FOR_RENDEZVOUS: &str = "o2g: pinned memory for a rendezvous receive (a message \
      above O2G_RNDV_THRESHOLD lands only in a pinned buffer): raise `ulimit -l` or \
@@ -201,7 +206,7 @@ fn credit_for(config: &Config, connections: u32, max_message: u64) -> Result<Cre
         window_msgs: 1,
         ranks,
     };
-    let slots = probe.slots(config.o2g_dump_bytes) / u64::from(ranks);
+    let slots = probe.slots(config.o2g_dump_bytes, QUEUE) / u64::from(ranks);
     Ok(CreditConfig {
         // At least 1 (see above), at most the slots: a `u32` in the module.
         window_msgs: slots.clamp(1, u64::from(config.eager_credit.msgs)) as u32,
@@ -222,7 +227,7 @@ struct Peer {
     writer: Option<TcpStream>,
     /// The control connection, which only the modules write (none for
     /// oneself); kept open while registered.
-    _control: Option<TcpStream>,
+    control: Option<TcpStream>,
     tx: Encoder,
     out: VecDeque<Out>,
     dead: Option<String>,
@@ -430,7 +435,7 @@ impl O2g {
             peers.push(Peer {
                 registered,
                 writer,
-                _control: control,
+                control,
                 tx: Encoder::new(),
                 out: VecDeque::new(),
                 dead: None,
@@ -987,6 +992,20 @@ impl O2g {
         Ok(())
     }
 
+    /// What posting a receive for announced request `id` gave: the
+    /// receive's state once made (the announcement is then taken), or
+    /// `None` to read the ring and try again.
+    fn for_request(&mut self, id: MsgId, attempt: Attempt) -> Result<Option<RecvState>> {
+        match attempt {
+            Attempt::Made(state) => {
+                self.held.take(id);
+                Ok(Some(state))
+            }
+            Attempt::Retry => Ok(None),
+            Attempt::NoPins => Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS)),
+        }
+    }
+
     /// Copies announced `msg` into a buffer of `cap` bytes and gives its
     /// space back.
     fn deliver(&mut self, msg: Announced, cap: usize) -> Result<RecvOutcome> {
@@ -1238,6 +1257,40 @@ fn lib_selector(sel: Selector) -> libo2g::Selector {
     }
 }
 
+impl Drop for O2g {
+    /// Closes the control connections without a reset. The peers'
+    /// modules write on them whenever they like (eager credit comes back
+    /// as their processes take messages), so one may still hold bytes
+    /// nobody will read, and closing a socket with unread bytes resets
+    /// the connection: the peer's module would see the reset and fail a
+    /// receive still waiting for this process's last data on it. So each
+    /// end takes its sockets back from the module, shuts its sending half
+    /// (the peer reads everything before that end of stream), and reads
+    /// until the peer does the same, for at most [`CLOSE_WAIT`].
+    fn drop(&mut self) {
+        for (rank, p) in self.peers.iter().enumerate() {
+            if let Some(c) = &p.control {
+                let _ = self.ep.unregister_socket(rank as u32);
+                let _ = c.shutdown(Shutdown::Write);
+            }
+        }
+        let deadline = Instant::now() + CLOSE_WAIT;
+        let mut scratch = [0u8; 4096];
+        for c in self.peers.iter_mut().filter_map(|p| p.control.as_mut()) {
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() || c.set_read_timeout(Some(left)).is_err() {
+                    break;
+                }
+                match c.read(&mut scratch) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        }
+    }
+}
+
 impl Transport for O2g {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
         self.check_size(data.len())?;
@@ -1405,16 +1458,13 @@ impl Transport for O2g {
                         break RecvState::Done(self.deliver(msg, cap)?);
                     }
                 }
-                Some((id, Some(e))) => match self.try_post(exactly(&e), cap, token)? {
-                    Attempt::Made(state) => {
-                        self.held.take(id);
-                        break state;
+                Some((id, Some(e))) => {
+                    let attempt = self.try_post(exactly(&e), cap, token)?;
+                    match self.for_request(id, attempt)? {
+                        Some(state) => break state,
+                        None => continue,
                     }
-                    Attempt::Retry => continue,
-                    Attempt::NoPins => {
-                        return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS))
-                    }
-                },
+                }
                 None => {}
             }
             // A large message may not fit the dump area: this receive goes
@@ -1472,15 +1522,10 @@ impl Transport for O2g {
                 }
                 Some((id, Some(e))) => {
                     // SAFETY: Forwarded from this function's contract.
-                    match unsafe { self.try_post_in_place(exactly(&e), dst, cap, token) }? {
-                        Attempt::Made(state) => {
-                            self.held.take(id);
-                            break state;
-                        }
-                        Attempt::Retry => continue,
-                        Attempt::NoPins => {
-                            return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS))
-                        }
+                    let attempt = unsafe { self.try_post_in_place(exactly(&e), dst, cap, token) }?;
+                    match self.for_request(id, attempt)? {
+                        Some(state) => break state,
+                        None => continue,
                     }
                 }
                 None => {}
