@@ -15,17 +15,17 @@
 //!   announcements against receives here (`announced.rs`). `post_recv`
 //!   takes the oldest announcement it matches, copies it out of the dump
 //!   area and gives the space back through the shared release ring: a
-//!   receive of a message that arrived first makes no system call. Otherwise a small receive
-//!   (up to [`WAIT_IN_RING_MAX`]) waits for its message's announcement,
-//!   and a larger one is handed to the module (one `O2G_IOC_POST`; the
-//!   module pins the buffer and writes the message straight into it). For
-//!   a blocking receive that buffer is the caller's own
-//!   (`post_recv_in_place`), so the payload is copied once, from the
-//!   socket buffer to its destination; a nonblocking one gets a transport
-//!   buffer, copied out on completion, because its request could be
-//!   leaked while the module still writes. A
-//!   receive posted while another one waits in the ring waits there too,
-//!   so that receives still take messages in the order they were posted.
+//!   receive of a message that arrived first makes no system call.
+//!   Otherwise a small receive (up to [`WAIT_IN_RING_MAX`]) waits for its
+//!   message's announcement, and a larger one is handed to the module
+//!   (one `O2G_IOC_POST`; the module pins the buffer and writes the
+//!   message straight into it). For a blocking receive that buffer is the
+//!   caller's own (`post_recv_in_place`), so the payload is copied once,
+//!   from the socket buffer to its destination; a nonblocking one gets a
+//!   transport buffer, copied out on completion, because its request
+//!   could be leaked while the module still writes. A receive posted
+//!   while another one waits in the ring waits there too, so that
+//!   receives still take messages in the order they were posted.
 //! - **Completion:** read from the ring shared with the module, with no
 //!   system call; `progress` sleeps in `O2G_IOC_POLL` only when there is
 //!   nothing to do.
