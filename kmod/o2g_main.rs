@@ -4,7 +4,7 @@
 //!
 //! This is the crate root of `o2g.ko`. Loading the module creates the misc
 //! device `/dev/o2g`; each open file is one endpoint (one MPI process). The
-//! ioctl ABI lives in `libo2g/src/abi.rs`, shared verbatim with user space.
+//! ioctl ABI lives in `uapi/abi.rs`, shared verbatim with user space.
 //!
 //! # Who may do what
 //!
@@ -32,7 +32,8 @@
 //! assert_eq!(v.major, libo2g::abi::O2G_ABI_MAJOR);
 //! ```
 
-#[path = "../libo2g/src/abi.rs"]
+/// The ioctl ABI, shared verbatim with user space: `uapi/abi.rs`.
+#[path = "../uapi/abi.rs"]
 pub mod abi;
 /// The pure core (wire format, stream reassembly, MPI matching), shared
 /// verbatim with user space: `core/src/proto.rs`.

@@ -69,6 +69,8 @@
 //! `unsafe` blocks hand a posted buffer to the module and read a stored
 //! message in place; each states why that is sound.
 
+/// The ioctl ABI, shared verbatim with the module: `uapi/abi.rs`.
+#[path = "../../uapi/abi.rs"]
 pub mod abi;
 mod completion;
 mod config;

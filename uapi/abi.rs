@@ -2,8 +2,10 @@
 
 //! The `/dev/o2g` ioctl ABI: opcodes and argument structs, defined once.
 //!
-//! This file is compiled twice, verbatim: into the kernel module (through a
-//! `#[path]` module in `kmod/o2g_main.rs`) and into `libo2g` (as `libo2g::abi`).
+//! This file is compiled twice, verbatim, through a `#[path]` module on
+//! each side: into the kernel module (`kmod/o2g_main.rs`) and into
+//! `libo2g` (as `libo2g::abi`). It lives in `uapi/`, in neither tree, as
+//! the kernel's own user-space ABI headers live in `include/uapi/`.
 //! It therefore uses `core` only and must stay clean under the kernel's Rust
 //! lints. Every argument struct is `#[repr(C)]`, has explicit padding fields
 //! (which callers must zero and the module checks), and has its size asserted
