@@ -5,9 +5,8 @@
 //! process context.
 //!
 //! Where a `Cts`, `Data` or `Credit` is decided (the reader in softirq, a
-//! POST), it
-//! is queued under the rx lock as an [`Outgoing`] and the send work is
-//! kicked. The work writes each message whole, without blocking: a
+//! POST), it is queued under the rx lock as an [`Outgoing`] and the send
+//! work is kicked. The work writes each message whole, without blocking: a
 //! connection whose send buffer is full keeps its half-written message
 //! (and the messages queued behind it for that rank) until its
 //! `sk_write_space` kicks the work again, so one slow peer never holds

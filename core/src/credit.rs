@@ -125,21 +125,17 @@ impl Grant {
 
     /// The receiver let go of an eager message of `len` bytes.
     pub fn give_back(&mut self, len: u64) {
-        // Bounded by the window as long as only spent messages come back;
-        // the minimum keeps the invariant if a caller errs.
-        let held = self.held_bytes();
-        let held_msgs = self
-            .window
-            .msgs
-            .saturating_sub(self.open.msgs)
-            .saturating_sub(self.due.msgs);
-        self.due.bytes = self.due.bytes.saturating_add(len.min(held));
-        self.due.msgs = self.due.msgs.saturating_add(u32::from(held_msgs > 0));
+        self.give_back_all(Credit {
+            bytes: len,
+            msgs: 1,
+        });
     }
 
     /// The receiver let go of `returned` eager bytes and messages at
     /// once (as a store counts them: see `slots::SlotStore`).
     pub fn give_back_all(&mut self, returned: Credit) {
+        // Bounded by the window as long as only spent messages come back;
+        // the minimum keeps the invariant if a caller errs.
         let held_msgs = self
             .window
             .msgs

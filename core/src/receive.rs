@@ -1229,9 +1229,10 @@ impl Inbound {
     /// store (a receive took it, or it was released): its credit is due
     /// again.
     pub fn give_back(&mut self, len: u64) {
-        if let Role::Messages(g) | Role::Combined(g) = &mut self.role {
-            g.give_back(len);
-        }
+        self.give_back_all(Credit {
+            bytes: len,
+            msgs: 1,
+        });
     }
 
     /// The peer's eager messages that `returned` counts left the store

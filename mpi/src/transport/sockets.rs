@@ -171,7 +171,6 @@ struct Conn {
     /// Rendezvous sends to the peer that wait for its clear-to-send.
     offers: HashMap<u32, Offer>,
     next_offer: u32,
-    /// Messages that wait for credit, in sending order.
     out: VecDeque<Out>,
     /// A blocking send is writing a message straight from its caller's
     /// buffer: nothing else may be written until it is out.
