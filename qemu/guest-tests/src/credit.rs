@@ -15,7 +15,7 @@ use libo2g::{CreditConfig, Endpoint, EndpointConfig};
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::wire::{Encoder, Header, Kind, HEADER_LEN};
 
-use crate::recv::{e, endpoint, pattern, receive, tcp_pair};
+use crate::harness::{e, endpoint, pattern, receive, tcp_pair};
 use crate::rendezvous::wait_until;
 use crate::CheckResult;
 

@@ -12,6 +12,7 @@ use libo2g::{abi, raw, Device};
 
 mod credit;
 mod demangle;
+mod harness;
 mod ivshmem;
 mod notices;
 mod recv;
@@ -36,16 +37,16 @@ fn main() -> ExitCode {
         Some("register-errors") => sockets::register_errors(),
         Some("hook-passthrough") => sockets::hook_passthrough(),
         Some("ioctl-storm") => storm::storm(&args[1..]),
-        Some("recv-paths") => recv::paths(),
-        Some("recv-misbehaviour") => recv::misbehaviour(),
-        Some("recv-peer-gone") => recv::peer_gone(),
-        Some("recv-flood") => recv::flood(&args[1..]),
+        Some("recv-paths") => recv::paths::paths(),
+        Some("recv-misbehaviour") => recv::misbehaviour::misbehaviour(),
+        Some("recv-peer-gone") => recv::peer_gone::peer_gone(),
+        Some("recv-flood") => recv::flood::flood(&args[1..]),
         Some("recv-notices") => notices::paths(),
         Some("recv-notices-flood") => notices::flood(&args[1..]),
         Some("recv-notices-ring-full") => notices::ring_full(),
-        Some("recv-race") => recv::race(&args[1..]),
-        Some("recv-teardown") => recv::teardown(),
-        Some("recv-sigkill") => recv::sigkill(),
+        Some("recv-race") => recv::race::race(&args[1..]),
+        Some("recv-teardown") => recv::teardown::teardown(),
+        Some("recv-sigkill") => recv::teardown::sigkill(),
         Some("recv-scale") => scale::scale(&args[1..]),
         Some("rndv-paths") => rendezvous::paths(),
         Some("rndv-misbehaviour") => rendezvous::misbehaviour(),

@@ -8,11 +8,10 @@ use std::time::{Duration, Instant};
 
 use libo2g::{Announced, Endpoint, EndpointConfig, Post, Reaped};
 
-use crate::recv::{e, endpoint, next_completion, pattern, sel, slab_kib, tcp_pair, Flood, Sender};
+use crate::harness::{
+    e, endpoint, next_completion, pattern, sel, slab_kib, tcp_pair, Flood, Sender, PEER,
+};
 use crate::CheckResult;
-
-/// The rank our peer has (as in `recv.rs`).
-const PEER: u32 = 1;
 
 fn config() -> EndpointConfig {
     EndpointConfig {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{Endpoint, EndpointConfig, Post, Selector};
 
-use crate::recv::{e, endpoint, next_completion, pattern, receive_from, slab_kib, Sender};
+use crate::harness::{e, endpoint, next_completion, pattern, receive_from, slab_kib, Sender};
 use crate::{env_number, CheckResult};
 
 /// Port node 0 listens on.

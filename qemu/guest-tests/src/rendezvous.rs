@@ -18,11 +18,11 @@ use libo2g::{abi, Endpoint, EndpointConfig, Post, Reaped, RecvError, Sent};
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::wire::{Encoder, Header, Kind, HEADER_LEN};
 
-use crate::recv::{e, endpoint, next_completion, pattern, sel, tcp_pair};
+use crate::harness::{e, endpoint, next_completion, pattern, sel, tcp_pair};
 use crate::trust::vm_pin_kib;
 use crate::CheckResult;
 
-/// A's rank (the receiver) and B's (the sender, `recv::PEER`).
+/// A's rank (the receiver) and B's (the sender, `harness::PEER`).
 const A: u32 = 0;
 const B: u32 = 1;
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{Endpoint, EndpointConfig, Selector};
 
-use crate::recv::{e, endpoint, next_completion, pattern, Sender};
+use crate::harness::{e, endpoint, next_completion, pattern, Sender};
 use crate::CheckResult;
 
 /// Messages timed per round of the per-message cost figure.

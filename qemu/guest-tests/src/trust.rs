@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device, Endpoint, EndpointConfig, Post, RecvError, Selector};
 
-use crate::recv::{e, endpoint, next_completion, pattern, tcp_pair, Sender};
+use crate::harness::{e, endpoint, next_completion, pattern, tcp_pair, Sender};
 use crate::CheckResult;
 
 fn errno_of(rc: libc::c_int) -> Option<i32> {
@@ -265,7 +265,7 @@ pub(crate) fn urgent() -> CheckResult {
         tag: Some(tag),
         context: 0,
     };
-    let (first, status) = crate::recv::receive_from(&mut ep, sel(1), 100)?;
+    let (first, status) = crate::harness::receive_from(&mut ep, sel(1), 100)?;
     if status.is_err() || first != pattern(1, 100) {
         return Err(format!("message before the urgent byte: {status:?}"));
     }
@@ -524,7 +524,7 @@ pub(crate) fn shared_state() -> CheckResult {
     prod.store(before.wrapping_add(1000), Ordering::Release);
     let mut tx = Sender::new(peer);
     tx.send(3, &pattern(3, 32)).map_err(|e| e.to_string())?;
-    let (data, status) = crate::recv::receive_from(
+    let (data, status) = crate::harness::receive_from(
         &mut ep,
         Selector {
             source: Some(1),
@@ -678,7 +678,7 @@ pub(crate) fn any_source() -> CheckResult {
             c.status
         ));
     }
-    let (data, status) = crate::recv::receive_from(&mut ep, any(2), 16)?;
+    let (data, status) = crate::harness::receive_from(&mut ep, any(2), 16)?;
     if status.is_err() || data != pattern(2, 16) {
         return Err(format!("message stored before the peers left: {status:?}"));
     }
@@ -1065,7 +1065,7 @@ pub(crate) fn dump_overlap() -> CheckResult {
     stored(&ep, 1)?;
     tx.send(2, &[]).map_err(|e| e.to_string())?;
     stored(&ep, 2)?;
-    let (a, status) = crate::recv::receive_from(&mut ep, sel(1), a_len)?;
+    let (a, status) = crate::harness::receive_from(&mut ep, sel(1), a_len)?;
     if status.is_err() || a != pattern(1, a_len) {
         return Err(format!("A: {status:?}"));
     }
@@ -1087,7 +1087,7 @@ pub(crate) fn dump_overlap() -> CheckResult {
         std::thread::sleep(Duration::from_millis(10));
     }
     for (tag, len) in [(3u32, b_len), (4, c_len), (2, 0)] {
-        let (data, status) = crate::recv::receive_from(&mut ep, sel(tag), len.max(1))?;
+        let (data, status) = crate::harness::receive_from(&mut ep, sel(tag), len.max(1))?;
         if status.is_err() || data != pattern(u64::from(tag), len) {
             let first_bad = data
                 .iter()
