@@ -468,6 +468,7 @@ mod tests {
 
     use super::super::poll::Poll;
     use super::super::sockets::Sockets;
+    use super::super::{ReceiveHalf, SendHalf};
     use super::super::{RecvOutcome, Transport};
     use super::*;
 

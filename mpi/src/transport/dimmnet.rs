@@ -93,9 +93,9 @@ use o2g_dimmnet::{
 };
 use o2g_nicmem::Region;
 
-use super::matcher::{matcher_receive_methods, Matcher, Sink};
+use super::matcher::{Matcher, Sink};
 use super::outbox::Sends;
-use super::{SendToken, Transport};
+use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
@@ -715,6 +715,61 @@ fn job_pgid(job: &str) -> Result<u16> {
 }
 
 impl Transport for Dimmnet {
+    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
+        if self.live_peers() == 0 {
+            self.drain_overflow();
+            return match timeout {
+                None => Err(Error::Deadlock(
+                    "waiting for a message, but no live peer is left that could send it".into(),
+                )),
+                Some(_) => Ok(()),
+            };
+        }
+        if timeout == Some(Duration::ZERO) {
+            self.pump();
+            self.rounds = self.rounds.wrapping_add(1);
+            if self.rounds % WATCH_EVERY == 0 {
+                self.watch();
+            }
+            return Ok(());
+        }
+        let mut backoff = Backoff::new(self.spins);
+        let mut deadline = None;
+        loop {
+            if self.wait_step(&mut backoff, deadline) {
+                return Ok(());
+            }
+            if let (Some(t), true) = (timeout, backoff.idle()) {
+                // The clock is read only once spinning found nothing.
+                let d = *deadline.get_or_insert_with(|| Instant::now() + t);
+                if Instant::now() >= d {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn peer_failure(&self, rank: u32) -> Option<String> {
+        self.peers.get(rank as usize).and_then(|p| p.dead.clone())
+    }
+
+    fn enter_world_barrier(&mut self) -> Result<bool> {
+        let Some(net) = &mut self.net else {
+            return Ok(false);
+        };
+        net.barrier.enter().map_err(nic_err)?;
+        Ok(true)
+    }
+
+    fn test_world_barrier(&mut self) -> Result<bool> {
+        match &mut self.net {
+            Some(net) => net.barrier.test().map_err(nic_err),
+            None => Ok(true),
+        }
+    }
+}
+
+impl SendHalf for Dimmnet {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
         self.check_dest(dest)?;
         self.check_len(data.len())?;
@@ -782,67 +837,8 @@ impl Transport for Dimmnet {
         Ok(SendToken(token))
     }
 
-    fn test_send(&mut self, token: SendToken) -> Result<bool> {
-        self.sends.test(token)
-    }
-
-    fn release_send(&mut self, token: SendToken) {
-        self.sends.release(token);
-    }
-
-    matcher_receive_methods!();
-
-    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
-        if self.live_peers() == 0 {
-            self.drain_overflow();
-            return match timeout {
-                None => Err(Error::Deadlock(
-                    "waiting for a message, but no live peer is left that could send it".into(),
-                )),
-                Some(_) => Ok(()),
-            };
-        }
-        if timeout == Some(Duration::ZERO) {
-            self.pump();
-            self.rounds = self.rounds.wrapping_add(1);
-            if self.rounds % WATCH_EVERY == 0 {
-                self.watch();
-            }
-            return Ok(());
-        }
-        let mut backoff = Backoff::new(self.spins);
-        let mut deadline = None;
-        loop {
-            if self.wait_step(&mut backoff, deadline) {
-                return Ok(());
-            }
-            if let (Some(t), true) = (timeout, backoff.idle()) {
-                // The clock is read only once spinning found nothing.
-                let d = *deadline.get_or_insert_with(|| Instant::now() + t);
-                if Instant::now() >= d {
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    fn peer_failure(&self, rank: u32) -> Option<String> {
-        self.peers.get(rank as usize).and_then(|p| p.dead.clone())
-    }
-
-    fn enter_world_barrier(&mut self) -> Result<bool> {
-        let Some(net) = &mut self.net else {
-            return Ok(false);
-        };
-        net.barrier.enter().map_err(nic_err)?;
-        Ok(true)
-    }
-
-    fn test_world_barrier(&mut self) -> Result<bool> {
-        match &mut self.net {
-            Some(net) => net.barrier.test().map_err(nic_err),
-            None => Ok(true),
-        }
+    fn sends(&mut self) -> &mut Sends {
+        &mut self.sends
     }
 
     fn has_queued_sends(&self) -> bool {
@@ -852,10 +848,17 @@ impl Transport for Dimmnet {
     }
 }
 
+impl ReceivesThroughMatcher for Dimmnet {
+    fn matcher(&mut self) -> &mut Matcher {
+        &mut self.matcher
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::transport::matcher::RecvOutcome;
+    use crate::transport::ReceiveHalf;
     use o2g_core::proto::envelope::{Selector, SourceSel, TagSel};
 
     #[test]

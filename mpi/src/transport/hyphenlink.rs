@@ -83,9 +83,9 @@ use o2g_hyphen::wait::WaitPolicy;
 use o2g_hyphen::{Board, BoardConfig, Node, Overflow, MAX_NODES, PAGE};
 use o2g_nicmem::Region;
 
-use super::matcher::{matcher_receive_methods, Matcher, Sink};
+use super::matcher::{Matcher, Sink};
 use super::outbox::Sends;
-use super::{SendToken, Transport};
+use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
@@ -1017,6 +1017,30 @@ fn word64(region: &Region, off: usize) -> &AtomicU64 {
 }
 
 impl Transport for HyphenLink {
+    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
+        if self.poll_once(false) {
+            return Ok(());
+        }
+        let deadline = match timeout {
+            Some(t) if t.is_zero() => return Ok(()),
+            Some(t) => Some(Instant::now() + t),
+            None => None,
+        };
+        if deadline.is_none() && !self.anyone_left() {
+            return Err(Error::Deadlock(
+                "waiting for a message, but no live peer is left that could send it".into(),
+            ));
+        }
+        self.wait_for(deadline, |t, force| Ok(t.poll_once(force)))
+            .map(drop)
+    }
+
+    fn peer_failure(&self, rank: u32) -> Option<String> {
+        self.peers.get(rank as usize)?.dead.clone()
+    }
+}
+
+impl SendHalf for HyphenLink {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
         if self.is_local(dest) {
             return self.matcher.deliver_local(env, data);
@@ -1068,42 +1092,20 @@ impl Transport for HyphenLink {
         Ok(SendToken(token))
     }
 
-    fn test_send(&mut self, token: SendToken) -> Result<bool> {
-        self.sends.test(token)
-    }
-
-    fn release_send(&mut self, token: SendToken) {
-        self.sends.release(token);
-    }
-
-    matcher_receive_methods!();
-
-    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
-        if self.poll_once(false) {
-            return Ok(());
-        }
-        let deadline = match timeout {
-            Some(t) if t.is_zero() => return Ok(()),
-            Some(t) => Some(Instant::now() + t),
-            None => None,
-        };
-        if deadline.is_none() && !self.anyone_left() {
-            return Err(Error::Deadlock(
-                "waiting for a message, but no live peer is left that could send it".into(),
-            ));
-        }
-        self.wait_for(deadline, |t, force| Ok(t.poll_once(force)))
-            .map(drop)
-    }
-
-    fn peer_failure(&self, rank: u32) -> Option<String> {
-        self.peers.get(rank as usize)?.dead.clone()
+    fn sends(&mut self) -> &mut Sends {
+        &mut self.sends
     }
 
     fn has_queued_sends(&self) -> bool {
         self.peers
             .iter()
             .any(|p| p.dead.is_none() && !p.out.is_empty())
+    }
+}
+
+impl ReceivesThroughMatcher for HyphenLink {
+    fn matcher(&mut self) -> &mut Matcher {
+        &mut self.matcher
     }
 }
 

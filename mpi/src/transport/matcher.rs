@@ -33,49 +33,6 @@ use o2g_core::proto::receive::{
 
 use crate::error::{Error, Result};
 
-/// The receive half of [`super::Transport`] for a transport whose
-/// arrivals all go through a [`Matcher`] in its field `matcher`: posting,
-/// testing, cancelling and releasing receives, probing, and the
-/// synchronous-send matches. Expands inside the `impl Transport` block.
-macro_rules! matcher_receive_methods {
-    () => {
-        fn post_recv(
-            &mut self,
-            sel: o2g_core::proto::envelope::Selector,
-            capacity: usize,
-        ) -> crate::error::Result<super::matcher::RecvToken> {
-            self.matcher.post(sel, capacity)
-        }
-
-        fn test_recv(
-            &mut self,
-            token: super::matcher::RecvToken,
-        ) -> Option<super::matcher::RecvOutcome> {
-            self.matcher.test(token)
-        }
-
-        fn cancel_recv(&mut self, token: super::matcher::RecvToken) -> bool {
-            self.matcher.cancel(token)
-        }
-
-        fn release_recv(&mut self, token: super::matcher::RecvToken) {
-            self.matcher.release(token);
-        }
-
-        fn iprobe(
-            &mut self,
-            sel: o2g_core::proto::envelope::Selector,
-        ) -> Option<(o2g_core::proto::envelope::Envelope, u64)> {
-            self.matcher.probe(sel)
-        }
-
-        fn take_sync_matches(&mut self) -> Vec<o2g_core::proto::envelope::Envelope> {
-            self.matcher.take_sync_matches()
-        }
-    };
-}
-pub(crate) use matcher_receive_methods;
-
 /// Capacity of each engine queue (posted receives, unexpected messages).
 pub(crate) const QUEUE_CAPACITY: usize = 1 << 14;
 

@@ -80,12 +80,53 @@ mod sockets;
 
 pub(crate) use matcher::{RecvOutcome, RecvToken};
 
+use matcher::Matcher;
+use outbox::Sends;
+
 /// Names an `isend` until it completes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SendToken(pub(crate) u64);
 
-/// What every transport provides; see the module documentation.
-pub(crate) trait Transport {
+/// What every transport provides (see the module documentation): its send
+/// half, its receive half, and what ties the two together, moving bytes and
+/// knowing who is alive.
+pub(crate) trait Transport: SendHalf + ReceiveHalf {
+    /// Moves bytes, waiting at most `timeout` (forever for `None`) when
+    /// nothing can be done at once.
+    fn progress(&mut self, timeout: Option<Duration>) -> Result<()>;
+
+    /// Why world rank `rank` is dead, or `None` while it is alive.
+    fn peer_failure(&self, rank: u32) -> Option<String>;
+
+    /// Delivers every queued byte, waiting at most `timeout`.
+    fn flush(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.has_queued_sends() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(Error::Timeout("flushing queued sends at finalize".into()));
+            }
+            self.progress(Some(left.min(Duration::from_millis(100))))?;
+        }
+        Ok(())
+    }
+
+    /// Enters a barrier of every world rank that the hardware runs (the
+    /// Fagus AOTF barrier of `dimmnet`); `Ok(false)` when the transport has
+    /// none, and the MPI layer then synchronises with messages.
+    fn enter_world_barrier(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Whether the barrier entered last has completed; never waits.
+    fn test_world_barrier(&mut self) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// The send half of a [`Transport`]. A transport writes its own `send` and
+/// `isend`; the bookkeeping of `isend` tokens ([`Sends`]) it inherits.
+pub(crate) trait SendHalf {
     /// Sends `data` to world rank `dest` and returns when `data` may be
     /// reused, receiving meanwhile.
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()>;
@@ -94,24 +135,31 @@ pub(crate) trait Transport {
     /// to `data`.
     fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken>;
 
+    /// The `isend`s not yet completed or not yet asked about.
+    fn sends(&mut self) -> &mut Sends;
+
     /// Whether the send completed; a completed token is forgotten.
-    fn test_send(&mut self, token: SendToken) -> Result<bool>;
+    fn test_send(&mut self, token: SendToken) -> Result<bool> {
+        self.sends().test(token)
+    }
 
     /// The caller no longer cares about this send; it still goes out.
-    /// For a send started with [`Transport::isend_in_place`], returns only
+    /// For a send started with [`SendHalf::isend_in_place`], returns only
     /// once the transport no longer reads the caller's memory.
-    fn release_send(&mut self, token: SendToken);
+    fn release_send(&mut self, token: SendToken) {
+        self.sends().release(token);
+    }
 
     /// Starts sending the `len` bytes at `data` to world rank `dest`,
     /// reading them from the caller's memory until the send completes (no
     /// copy); `None` where the transport would copy anyway (then use
-    /// [`Transport::isend`]).
+    /// [`SendHalf::isend`]).
     ///
     /// # Safety
     ///
     /// On `Some`, `data..data + len` stays allocated and unchanged until
-    /// [`Transport::test_send`] returned true for the token or
-    /// [`Transport::release_send`] returned for it.
+    /// [`SendHalf::test_send`] returned true for the token or
+    /// [`SendHalf::release_send`] returned for it.
     unsafe fn isend_in_place(
         &mut self,
         _dest: u32,
@@ -122,20 +170,28 @@ pub(crate) trait Transport {
         Ok(None)
     }
 
+    /// Whether a send to a live peer still has bytes queued.
+    fn has_queued_sends(&self) -> bool;
+}
+
+/// The receive half of a [`Transport`]. The user-space transports inherit
+/// it whole from their [`Matcher`] ([`ReceivesThroughMatcher`]); `o2g`,
+/// whose receives the kernel matches, writes its own.
+pub(crate) trait ReceiveHalf {
     /// Posts a receive for at most `capacity` bytes.
     fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken>;
 
     /// Posts a receive whose payload the transport writes straight into
     /// `capacity` bytes at `dst`, saving the copy out of its own buffer;
     /// it completes with [`RecvOutcome::InPlace`]. `None`: the transport
-    /// has no such path for this receive (use [`Transport::post_recv`]).
+    /// has no such path for this receive (use [`ReceiveHalf::post_recv`]).
     ///
     /// # Safety
     ///
     /// On `Some`, `dst..dst + capacity` stays allocated and writable, and
     /// the caller neither reads nor writes it nor holds a reference to it,
-    /// until [`Transport::test_recv`] returned this token's outcome or
-    /// [`Transport::release_recv`] returned for it (which then waits for
+    /// until [`ReceiveHalf::test_recv`] returned this token's outcome or
+    /// [`ReceiveHalf::release_recv`] returned for it (which then waits for
     /// the transport to let go of the memory).
     unsafe fn post_recv_in_place(
         &mut self,
@@ -161,49 +217,47 @@ pub(crate) trait Transport {
     /// take now, without taking it (§3.8.1).
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)>;
 
-    /// Moves bytes, waiting at most `timeout` (forever for `None`) when
-    /// nothing can be done at once.
-    fn progress(&mut self, timeout: Option<Duration>) -> Result<()>;
-
-    /// Why world rank `rank` is dead, or `None` while it is alive.
-    fn peer_failure(&self, rank: u32) -> Option<String>;
-
-    /// Whether a send to a live peer still has bytes queued.
-    fn has_queued_sends(&self) -> bool;
-
-    /// Delivers every queued byte, waiting at most `timeout`.
-    fn flush(&mut self, timeout: Duration) -> Result<()> {
-        let deadline = std::time::Instant::now() + timeout;
-        while self.has_queued_sends() {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return Err(Error::Timeout("flushing queued sends at finalize".into()));
-            }
-            self.progress(Some(left.min(Duration::from_millis(100))))?;
-        }
-        Ok(())
-    }
-
     /// Envelopes of the synchronous-mode messages ([`Envelope::is_sync`])
     /// that matched a receive since the last call, so the MPI layer can
-    /// acknowledge them (see `sync_acks.rs`).
+    /// acknowledge them (see `synchronous.rs`).
     fn take_sync_matches(&mut self) -> Vec<Envelope>;
-
-    /// Enters a barrier of every world rank that the hardware runs (the
-    /// Fagus AOTF barrier of `dimmnet`); `Ok(false)` when the transport has
-    /// none, and the MPI layer then synchronises with messages.
-    fn enter_world_barrier(&mut self) -> Result<bool> {
-        Ok(false)
-    }
-
-    /// Whether the barrier entered last has completed; never waits.
-    fn test_world_barrier(&mut self) -> Result<bool> {
-        Ok(true)
-    }
 
     /// Takes back the buffer of a completed receive's data once the MPI
     /// layer has copied it out, to reuse it; dropping it is fine too.
     fn recycle(&mut self, _buf: Vec<u8>) {}
+}
+
+/// A transport whose arrivals all go through one [`Matcher`]: its whole
+/// receive half is the matcher's.
+pub(crate) trait ReceivesThroughMatcher {
+    /// The matcher every arrival goes through.
+    fn matcher(&mut self) -> &mut Matcher;
+}
+
+impl<T: ReceivesThroughMatcher> ReceiveHalf for T {
+    fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
+        self.matcher().post(sel, capacity)
+    }
+
+    fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
+        self.matcher().test(token)
+    }
+
+    fn cancel_recv(&mut self, token: RecvToken) -> bool {
+        self.matcher().cancel(token)
+    }
+
+    fn release_recv(&mut self, token: RecvToken) {
+        self.matcher().release(token);
+    }
+
+    fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
+        self.matcher().probe(sel)
+    }
+
+    fn take_sync_matches(&mut self) -> Vec<Envelope> {
+        self.matcher().take_sync_matches()
+    }
 }
 
 /// Builds the transport the configuration selects, connecting to every

@@ -75,7 +75,7 @@ use o2g_core::proto::wire::{Encoder, Kind};
 use super::announced::{Announcements, Wait};
 use super::bootstrap::Link;
 use super::outbox::{start_isend, Out, Sending, Sends};
-use super::{RecvOutcome, RecvToken, SendToken, Transport};
+use super::{ReceiveHalf, RecvOutcome, RecvToken, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::request::NO_RANK;
@@ -1292,6 +1292,43 @@ impl Drop for O2g {
 }
 
 impl Transport for O2g {
+    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
+        let worked = self.reap()? | self.flush_queues();
+        if worked || timeout == Some(Duration::ZERO) {
+            return Ok(());
+        }
+        let slice = timeout.map_or(IDLE_SLICE, |t| t.min(IDLE_SLICE));
+        // Without pins the receives stay waiting: sleep below instead.
+        if self.held.has_waiting()
+            && self.ep.stalled_connections() != 0
+            && self.promote_waiting()?
+        {
+            return Ok(());
+        }
+        let queued = self.queued();
+        if queued.is_empty() && self.spin && self.spin_on_ring(slice.min(SPIN))? {
+            return Ok(());
+        }
+        if queued.is_empty() {
+            match self.ep.poll(Some(slice)) {
+                Ok(_) | Err(libo2g::Error::Interrupted { .. }) => {}
+                Err(e) => return Err(lib_err("waiting for a completion", e)),
+            }
+        } else {
+            self.wait_writable(&queued, slice.min(SEND_SLICE))?;
+        }
+        if !(self.reap()? | self.flush_queues()) {
+            self.check_failures()?;
+        }
+        Ok(())
+    }
+
+    fn peer_failure(&self, rank: u32) -> Option<String> {
+        self.peers.get(rank as usize)?.dead.clone()
+    }
+}
+
+impl SendHalf for O2g {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
         self.check_size(data.len())?;
         // Earlier isends to `dest` leave first.
@@ -1347,6 +1384,10 @@ impl Transport for O2g {
         self.peer(dest)?;
         let eager = self.eager(dest, data.len())?;
         self.start_send(dest, env, data, eager)
+    }
+
+    fn sends(&mut self) -> &mut Sends {
+        &mut self.sends
     }
 
     fn test_send(&mut self, token: SendToken) -> Result<bool> {
@@ -1442,6 +1483,14 @@ impl Transport for O2g {
         Ok(Some(SendToken(OFFER_TOKEN | user_data)))
     }
 
+    fn has_queued_sends(&self) -> bool {
+        // An offer the module still holds is a send not yet done: closing
+        // the endpoint now would end it unsent.
+        !self.queued().is_empty() || self.offers.values().any(|o| o.ended.is_none())
+    }
+}
+
+impl ReceiveHalf for O2g {
     fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
         // No message can be longer than `max_message`, so a larger buffer
         // would only pin memory for nothing.
@@ -1639,52 +1688,11 @@ impl Transport for O2g {
         ))
     }
 
-    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
-        let worked = self.reap()? | self.flush_queues();
-        if worked || timeout == Some(Duration::ZERO) {
-            return Ok(());
-        }
-        let slice = timeout.map_or(IDLE_SLICE, |t| t.min(IDLE_SLICE));
-        // Without pins the receives stay waiting: sleep below instead.
-        if self.held.has_waiting()
-            && self.ep.stalled_connections() != 0
-            && self.promote_waiting()?
-        {
-            return Ok(());
-        }
-        let queued = self.queued();
-        if queued.is_empty() && self.spin && self.spin_on_ring(slice.min(SPIN))? {
-            return Ok(());
-        }
-        if queued.is_empty() {
-            match self.ep.poll(Some(slice)) {
-                Ok(_) | Err(libo2g::Error::Interrupted { .. }) => {}
-                Err(e) => return Err(lib_err("waiting for a completion", e)),
-            }
-        } else {
-            self.wait_writable(&queued, slice.min(SEND_SLICE))?;
-        }
-        if !(self.reap()? | self.flush_queues()) {
-            self.check_failures()?;
-        }
-        Ok(())
-    }
-
-    fn peer_failure(&self, rank: u32) -> Option<String> {
-        self.peers.get(rank as usize)?.dead.clone()
-    }
-
     fn recycle(&mut self, buf: Vec<u8>) {
         let size = buf.capacity();
         if size > 0 && self.pool.len() < POOL_BUFFERS && self.pool_bytes + size <= POOL_BYTES {
             self.pool_bytes += size;
             self.pool.push(buf);
         }
-    }
-
-    fn has_queued_sends(&self) -> bool {
-        // An offer the module still holds is a send not yet done: closing
-        // the endpoint now would end it unsent.
-        !self.queued().is_empty() || self.offers.values().any(|o| o.ended.is_none())
     }
 }

@@ -74,9 +74,9 @@ use o2g_core::proto::receive::{Clear, Control, Decision, Failure, Inbound, Next}
 use o2g_core::proto::wire::{Encoder, Header, Kind, Limits, HEADER_LEN};
 
 use super::bootstrap::Link;
-use super::matcher::{matcher_receive_methods, Matcher};
+use super::matcher::Matcher;
 use super::outbox::{start_isend, Out, Sending, Sends};
-use super::{SendToken, Transport};
+use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
 
@@ -870,6 +870,27 @@ impl<P: Poller> Sockets<P> {
 }
 
 impl<P: Poller> Transport for Sockets<P> {
+    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
+        self.resume_stalled();
+        self.settle_owed();
+        let worked = self.pump();
+        let timeout = if worked {
+            Some(Duration::ZERO)
+        } else {
+            timeout
+        };
+        self.poll(timeout, None)
+    }
+
+    fn peer_failure(&self, rank: u32) -> Option<String> {
+        match self.conns.get(rank as usize) {
+            Some(Some(c)) => c.dead.clone(),
+            _ => None,
+        }
+    }
+}
+
+impl<P: Poller> SendHalf for Sockets<P> {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
         if self.is_local(dest) {
             return self.matcher.deliver_local(env, data);
@@ -916,33 +937,8 @@ impl<P: Poller> Transport for Sockets<P> {
         }
     }
 
-    fn test_send(&mut self, token: SendToken) -> Result<bool> {
-        self.sends.test(token)
-    }
-
-    fn release_send(&mut self, token: SendToken) {
-        self.sends.release(token);
-    }
-
-    matcher_receive_methods!();
-
-    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
-        self.resume_stalled();
-        self.settle_owed();
-        let worked = self.pump();
-        let timeout = if worked {
-            Some(Duration::ZERO)
-        } else {
-            timeout
-        };
-        self.poll(timeout, None)
-    }
-
-    fn peer_failure(&self, rank: u32) -> Option<String> {
-        match self.conns.get(rank as usize) {
-            Some(Some(c)) => c.dead.clone(),
-            _ => None,
-        }
+    fn sends(&mut self) -> &mut Sends {
+        &mut self.sends
     }
 
     fn has_queued_sends(&self) -> bool {
@@ -950,6 +946,12 @@ impl<P: Poller> Transport for Sockets<P> {
             .iter()
             .flatten()
             .any(|c| c.dead.is_none() && !(c.out.is_empty() && c.offers.is_empty()))
+    }
+}
+
+impl<P: Poller> ReceivesThroughMatcher for Sockets<P> {
+    fn matcher(&mut self) -> &mut Matcher {
+        &mut self.matcher
     }
 }
 
@@ -969,6 +971,7 @@ mod tests {
     use super::super::matcher::{FIRST_RESERVE, QUEUE_CAPACITY};
     use super::super::poll::Poll;
     use super::super::select::Select;
+    use super::super::ReceiveHalf;
     use super::super::RecvOutcome;
     use super::*;
 
