@@ -26,8 +26,8 @@
 # O2G_PEERS_HOSTS: unset for ranks on this node only; across VMs, the node
 # names, comma-separated, one rank each (o2g-node0,o2g-node1,...). Both
 # launchers then start the other nodes' part of the job through the
-# harness's remote shell /bin/o2g-rsh (o2g-vmtest rsh; those nodes run
-# o2g-vmtest rsh-serve) where they would use ssh.
+# harness's remote shell /bin/o2g-rsh (those nodes run o2g-rsh --serve)
+# where they would use ssh.
 
 : "${O2G_PEERS_IF:=lo}"
 _peers_exec=""
@@ -106,7 +106,7 @@ peers_run() {
 # node 0 and the server's elsewhere.
 peers_across_nodes() {
     if [ "${O2G_NODE:-0}" != 0 ]; then
-        o2g-vmtest rsh-serve "${O2G_RSH_PORT:-7100}" "${O2G_RSH_SECONDS:-3000}"
+        o2g-rsh --serve "${O2G_RSH_PORT:-7100}" "${O2G_RSH_SECONDS:-3000}"
         return
     fi
     O2G_PEERS_HOSTS="" _i=0
@@ -119,7 +119,7 @@ peers_across_nodes() {
     "$@" || _rc=$?
     _i=1
     while [ "$_i" -lt "${O2G_NODES:-1}" ]; do
-        o2g-vmtest rsh-quit "o2g-node$_i" || { echo "o2g-node$_i did not take the quit"; _rc=1; }
+        o2g-rsh --quit "o2g-node$_i" || { echo "o2g-node$_i did not take the quit"; _rc=1; }
         _i=$((_i + 1))
     done
     unset O2G_PEERS_HOSTS

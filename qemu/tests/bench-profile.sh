@@ -127,7 +127,7 @@ profile() {
              END { for (c in cpus) { printf "%scpu %d busy %.1f%% idle %.1f%%", sep, c, busy[c], idle[c]; sep = ", " } }')"
     perf report -i "$data" --stdio --no-children --sort dso,sym -g none -q -t '|' 2>>"$data.rlog" |
         head -n "$top" >"$data.raw"
-    o2g-vmtest demangle <"$data.raw" >"$data.top"
+    o2g-demangle <"$data.raw" >"$data.top"
     # shellcheck disable=SC2016 # awk's $ fields
     awk -F'|' -v csv="/tmp/profile-$name.csv" '
         function trim(s) { gsub(/^[ \t]+|[ \t]+$/, "", s); return s }
@@ -144,7 +144,7 @@ profile() {
         { cat "$data.rlog"; fail "$name: no kernel symbol named in the profile"; }
     # Every o2g.ko function that was sampled, however rarely.
     echo "in o2g.ko: $(perf report -i "$data" --stdio --no-children --sort sym -g none -q \
-        --dsos '[o2g]' --percentage absolute 2>>"$data.rlog" | o2g-vmtest demangle |
+        --dsos '[o2g]' --percentage absolute 2>>"$data.rlog" | o2g-demangle |
         awk '$1 ~ /%$/ { $2 = ""; sub(/^ +/, "", $0); s = $0; sub(/^[^ ]+ +/, "", s)
                          printf "%s%s %s", sep, s, $1; sep = ", " }' | shorten | cut -c1-600)"
     # The kernel's busiest functions apart from idle: their callers, as
@@ -154,7 +154,7 @@ profile() {
         echo "$sym called from:"
         perf report -i "$data" --stdio --no-children --sort sym -q -S "$sym" \
             -g folded,0,callee,function,percent --max-stack "$depth" 2>>"$data.rlog" |
-            awk 'NF >= 2 && $1 ~ /%$/ && $2 ~ /;/' | head -n 3 | o2g-vmtest demangle |
+            awk 'NF >= 2 && $1 ~ /%$/ && $2 ~ /;/' | head -n 3 | o2g-demangle |
             shorten | awk '{ c = substr($0, index($0, $2)); sub(/^[^;]*;/, "", c)
                              gsub(/;/, " < ", c); printf "%9s  %s\n", $1, c }' | cut -c1-200
     done

@@ -11,14 +11,12 @@ use std::time::{Duration, Instant};
 use libo2g::{abi, raw, Device};
 
 mod credit;
-mod demangle;
 mod harness;
 mod ivshmem;
 mod notices;
 mod recv;
 mod remote;
 mod rendezvous;
-mod rsh;
 mod scale;
 mod sockets;
 mod storm;
@@ -67,9 +65,6 @@ fn main() -> ExitCode {
         Some("trust-list-fault") => trust::list_fault(),
         Some("trust-dump-overlap") => trust::dump_overlap(),
         Some("ivshmem") => ivshmem::ivshmem(),
-        Some("demangle") => demangle::filter(),
-        Some("rsh-serve") => rsh::serve(&args[1..]),
-        Some("rsh-quit") => rsh::quit(&args[1..]),
         Some("as-user") => {
             return match unprivileged::as_user(&args[1..]) {
                 Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
@@ -79,18 +74,8 @@ fn main() -> ExitCode {
                 }
             };
         }
-        Some("rsh") => {
-            // The remote command's status is this program's.
-            return match rsh::client(&args[1..]) {
-                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
-                Err(msg) => {
-                    eprintln!("o2g-vmtest: {msg}");
-                    ExitCode::from(255)
-                }
-            };
-        }
         _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|trust-listen-child|trust-ulp|trust-spoof|trust-urgent|trust-post-race [SECS]|trust-shared-state|trust-list|trust-any-source|trust-limits|trust-list-fault|trust-dump-overlap|ivshmem|demangle|as-user MEMLOCK_KIB CMD...|rsh-serve PORT SECONDS|rsh HOST COMMAND...|rsh-quit HOST"
+            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|trust-listen-child|trust-ulp|trust-spoof|trust-urgent|trust-post-race [SECS]|trust-shared-state|trust-list|trust-any-source|trust-limits|trust-list-fault|trust-dump-overlap|ivshmem|as-user MEMLOCK_KIB CMD..."
                 .into(),
         ),
     };

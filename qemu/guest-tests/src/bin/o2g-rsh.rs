@@ -2,17 +2,17 @@
 //! MPICH's launchers can start ranks on other nodes (the guests have no
 //! ssh). It speaks only to nodes of one test run, on the harness network.
 //!
-//! `o2g-vmtest rsh-serve PORT SECONDS` runs on every node but the launching
+//! `o2g-rsh --serve PORT SECONDS` runs on every node but the launching
 //! one. For each connection it runs the command it is sent under `sh -c`
 //! (stdin from /dev/null) in a process group of its own, forwards its
 //! output, then its exit status. A client that goes away takes the command
 //! with it (the group is killed), as when a launcher stops its ssh. The
 //! server ends on a `quit` request or after SECONDS.
 //!
-//! `o2g-vmtest rsh HOST COMMAND...` is the ssh stand-in the launchers call
+//! `o2g-rsh HOST COMMAND...` is the ssh stand-in the launchers call
 //! (`/bin/o2g-rsh`): like ssh it joins COMMAND's words with spaces for the
 //! remote shell, and exits with the remote command's status. Options before
-//! HOST (launchers pass some to ssh) are ignored. `o2g-vmtest rsh-quit HOST`
+//! HOST (launchers pass some to ssh) are ignored. `o2g-rsh --quit HOST`
 //! ends HOST's server.
 //!
 //! Wire format. Request: u32 length (big-endian) and the command, or the
@@ -23,13 +23,11 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-
-use crate::CheckResult;
 
 const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
@@ -38,10 +36,10 @@ const QUIT: u32 = u32::MAX;
 /// A command line longer than this is refused (Open MPI's orted lines are
 /// a few KiB).
 const MAX_COMMAND: u32 = 1 << 20;
-/// How long `rsh` keeps trying to reach a server that is not up yet.
+/// How long the client keeps trying to reach a server that is not up yet.
 const CONNECT_FOR: Duration = Duration::from_secs(60);
 
-/// The port `rsh` and `rsh-quit` connect to (`O2G_RSH_PORT`).
+/// The port the client and `--quit` connect to (`O2G_RSH_PORT`).
 fn port() -> Result<u16, String> {
     std::env::var("O2G_RSH_PORT")
         .unwrap_or_else(|_| "7100".into())
@@ -58,10 +56,10 @@ fn frame(out: &Mutex<TcpStream>, kind: u8, data: &[u8]) -> io::Result<()> {
     w.write_all(data)
 }
 
-/// `rsh-serve PORT SECONDS`.
-pub(crate) fn serve(args: &[String]) -> CheckResult {
+/// `--serve PORT SECONDS`.
+fn serve(args: &[String]) -> Result<(), String> {
     let [port, secs] = args else {
-        return Err("usage: o2g-vmtest rsh-serve PORT SECONDS".into());
+        return Err("usage: o2g-rsh --serve PORT SECONDS".into());
     };
     let port: u16 = port.parse().map_err(|e| format!("PORT: {e}"))?;
     let secs: u64 = secs.parse().map_err(|e| format!("SECONDS: {e}"))?;
@@ -72,14 +70,14 @@ pub(crate) fn serve(args: &[String]) -> CheckResult {
     let quit = Arc::new(Mutex::new(false));
     while !*quit.lock().unwrap_or_else(|p| p.into_inner()) {
         if Instant::now() >= deadline {
-            return Err(format!("rsh-serve: no quit request within {secs} s"));
+            return Err(format!("--serve: no quit request within {secs} s"));
         }
         match listener.accept() {
             Ok((conn, peer)) => {
                 let quit = quit.clone();
                 thread::spawn(move || {
                     if let Err(e) = session(conn, &quit) {
-                        eprintln!("rsh-serve: {peer}: {e}");
+                        eprintln!("o2g-rsh --serve: {peer}: {e}");
                     }
                 });
             }
@@ -119,7 +117,11 @@ fn session(mut conn: TcpStream, quit: &Mutex<bool>) -> io::Result<()> {
     {
         Ok(c) => c,
         Err(e) => {
-            frame(&out, STDERR, format!("rsh-serve: sh: {e}\n").as_bytes())?;
+            frame(
+                &out,
+                STDERR,
+                format!("o2g-rsh --serve: sh: {e}\n").as_bytes(),
+            )?;
             return frame(&out, EXIT, &127i32.to_be_bytes());
         }
     };
@@ -189,7 +191,7 @@ fn connect(host: &str) -> Result<TcpStream, String> {
         }
         if start.elapsed() >= CONNECT_FOR {
             return Err(format!(
-                "{host}:{port}: no rsh-serve within {} s ({})",
+                "{host}:{port}: no o2g-rsh --serve within {} s ({})",
                 CONNECT_FOR.as_secs(),
                 last.map_or("no address".into(), |e| e.to_string())
             ));
@@ -198,32 +200,32 @@ fn connect(host: &str) -> Result<TcpStream, String> {
     }
 }
 
-/// `rsh [OPTIONS] HOST COMMAND...`: returns the remote command's status.
-pub(crate) fn client(args: &[String]) -> Result<i32, String> {
+/// `[OPTIONS] HOST COMMAND...`: returns the remote command's status.
+fn client(args: &[String]) -> Result<i32, String> {
     let mut words = args.iter().skip_while(|a| a.starts_with('-'));
     let host = words
         .next()
-        .ok_or("usage: o2g-vmtest rsh [OPTIONS] HOST COMMAND...")?;
+        .ok_or("usage: o2g-rsh [OPTIONS] HOST COMMAND... | --serve PORT SECONDS | --quit HOST")?;
     let cmd = words.map(String::as_str).collect::<Vec<_>>().join(" ");
     if cmd.is_empty() {
-        return Err("rsh: no command (an interactive shell is not offered)".into());
+        return Err("no command (an interactive shell is not offered)".into());
     }
     let mut s = connect(host)?;
     let len = u32::try_from(cmd.len())
         .ok()
         .filter(|l| *l <= MAX_COMMAND)
-        .ok_or("rsh: command too long")?;
+        .ok_or("command too long")?;
     s.write_all(&len.to_be_bytes())
         .and_then(|()| s.write_all(cmd.as_bytes()))
-        .map_err(|e| format!("rsh: {host}: {e}"))?;
+        .map_err(|e| format!("{host}: {e}"))?;
     let mut head = [0u8; 5];
     loop {
         s.read_exact(&mut head)
-            .map_err(|e| format!("rsh: {host}: connection ended before the exit status: {e}"))?;
+            .map_err(|e| format!("{host}: connection ended before the exit status: {e}"))?;
         let len = u32::from_be_bytes(head[1..].try_into().expect("4 bytes")) as usize;
         let mut data = vec![0u8; len];
         s.read_exact(&mut data)
-            .map_err(|e| format!("rsh: {host}: {e}"))?;
+            .map_err(|e| format!("{host}: {e}"))?;
         match head[0] {
             STDOUT => {
                 let _ = io::stdout()
@@ -234,17 +236,35 @@ pub(crate) fn client(args: &[String]) -> Result<i32, String> {
                 let _ = io::stderr().write_all(&data);
             }
             EXIT if len == 4 => return Ok(i32::from_be_bytes(data[..].try_into().expect("4"))),
-            k => return Err(format!("rsh: {host}: bad frame kind {k} ({len} bytes)")),
+            k => return Err(format!("{host}: bad frame kind {k} ({len} bytes)")),
         }
     }
 }
 
-/// `rsh-quit HOST`: ends HOST's server.
-pub(crate) fn quit(args: &[String]) -> CheckResult {
+/// `--quit HOST`: ends HOST's server.
+fn quit(args: &[String]) -> Result<(), String> {
     let [host] = args else {
-        return Err("usage: o2g-vmtest rsh-quit HOST".into());
+        return Err("usage: o2g-rsh --quit HOST".into());
     };
     let mut s = connect(host)?;
     s.write_all(&QUIT.to_be_bytes())
-        .map_err(|e| format!("rsh-quit: {host}: {e}"))
+        .map_err(|e| format!("--quit: {host}: {e}"))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (result, failure) = match args.first().map(String::as_str) {
+        Some("--serve") => (serve(&args[1..]).map(|()| 0), 1),
+        Some("--quit") => (quit(&args[1..]).map(|()| 0), 1),
+        // The remote command's status is this program's; like ssh, 255
+        // when the remote shell itself failed.
+        _ => (client(&args), 255),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(msg) => {
+            eprintln!("o2g-rsh: {msg}");
+            ExitCode::from(failure)
+        }
+    }
 }
