@@ -8,26 +8,22 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::process::Command;
 
 use libo2g::{abi, raw, Device};
+use rand_core::{Rng as _, SeedableRng};
+use rand_xorshift::XorShiftRng;
 
 use crate::CheckResult;
 
-/// xorshift64*: deterministic per seed, so a failing run can be replayed.
-struct Rng(u64);
+/// The storm's random numbers: xorshift, deterministic per seed (its
+/// `seed_from_u64`), so a failing run can be replayed with its seed.
+struct Rng(XorShiftRng);
 
 impl Rng {
-    /// Distinct seeds give distinct streams: multiplying by an odd constant
-    /// is a bijection, and only the (unreachable in practice) zero state is
-    /// patched.
     fn new(seed: u64) -> Rng {
-        let state = (seed ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        Rng(if state == 0 { 1 } else { state })
+        Rng(XorShiftRng::seed_from_u64(seed))
     }
 
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: u64) -> u64 {
