@@ -8,9 +8,12 @@
 //! caller vouches that nobody writes them for the borrow's duration.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::num::NonZeroUsize;
+use std::os::fd::BorrowedFd;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use nix::sys::mman::{self, MapFlags, ProtFlags};
 
 use crate::abi;
 
@@ -41,26 +44,15 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Maps `len` bytes of the endpoint behind `fd` at offset 0.
     pub(crate) fn map_device(fd: BorrowedFd<'_>, len: usize) -> io::Result<Self> {
-        // SAFETY: With a null address hint and no MAP_FIXED, the kernel picks a
+        // mmap(2) refuses an empty mapping with EINVAL.
+        let size = NonZeroUsize::new(len).ok_or(io::Error::from_raw_os_error(libc::EINVAL))?;
+        let rw = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        // SAFETY: With no address hint and no MAP_FIXED, the kernel picks a
         // range that overlaps no existing mapping, so no Rust object's memory
         // changes under it. `fd` is a valid open file for the whole call.
-        let p = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let base =
-            NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned NULL"))?;
+        let p = unsafe { mman::mmap(None, size, rw, MapFlags::MAP_SHARED, fd, 0) }?;
         Ok(Self {
-            base,
+            base: p.cast(),
             len,
             backing: Backing::Device,
         })
@@ -177,7 +169,7 @@ impl Drop for Mapping {
                 // every borrow of it is tied to `&self`, so none outlives this.
                 // A failure (impossible for a whole, valid mapping) leaves the
                 // range mapped, which is only a leak.
-                unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+                let _ = unsafe { mman::munmap(self.base.cast(), self.len) };
             }
             #[cfg(test)]
             Backing::Heap(layout) => {

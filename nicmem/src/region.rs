@@ -3,11 +3,13 @@
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::num::NonZeroUsize;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use nix::sys::mman::{self, MapFlags, ProtFlags};
 
 /// PCI vendor and device id of QEMU's `ivshmem-plain` (Red Hat, Inc.).
 const IVSHMEM_VENDOR: &str = "0x1af4";
@@ -167,31 +169,24 @@ impl Region {
     }
 
     fn map(file: &File, len: usize, path: PathBuf) -> Result<Self> {
-        if len == 0 {
+        let Some(size) = NonZeroUsize::new(len) else {
             return Err(Error::SizeMismatch {
                 path,
                 found: 0,
                 expected: 1,
             });
-        }
-        // SAFETY: With a null hint and no MAP_FIXED the kernel picks a range
-        // that overlaps no existing mapping, so no Rust object's memory
-        // changes under it; `file` is open for the whole call.
-        let p = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
         };
-        if p == libc::MAP_FAILED {
-            return Err(io_error("mmap", &path, io::Error::last_os_error()));
-        }
-        let base = NonNull::new(p.cast::<u8>()).expect("mmap returned null without MAP_FIXED");
-        Ok(Self { base, len, path })
+        let rw = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        // SAFETY: With no address hint and no MAP_FIXED the kernel picks a
+        // range that overlaps no existing mapping, so no Rust object's memory
+        // changes under it; `file` is open for the whole call.
+        let p = unsafe { mman::mmap(None, size, rw, MapFlags::MAP_SHARED, file, 0) }
+            .map_err(|e| io_error("mmap", &path, e.into()))?;
+        Ok(Self {
+            base: p.cast(),
+            len,
+            path,
+        })
     }
 
     /// Size of the region in bytes.
@@ -314,7 +309,7 @@ impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: `base`/`len` describe a mapping this value created and
         // nothing else unmaps; no reference into it outlives `self`.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+        let _ = unsafe { mman::munmap(self.base.cast(), self.len) };
     }
 }
 
