@@ -1,6 +1,6 @@
 //! The send half every TCP-based transport shares: writing a header and
-//! payload to a nonblocking socket, the queue of what the socket did not
-//! take yet, and the bookkeeping of `isend` tokens.
+//! payload to a nonblocking socket, each connection's [`Outbox`] of what
+//! the socket did not take yet, and the bookkeeping of `isend` tokens.
 //!
 //! A message is the 32-byte o2g-core header then the payload, written with
 //! one `writev` where possible. An `isend` writes what the socket takes at
@@ -11,7 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind, IoSlice, Write};
 use std::net::TcpStream;
 
-use o2g_core::proto::wire::HEADER_LEN;
+use o2g_core::proto::wire::{Encoder, HEADER_LEN};
 
 use super::SendToken;
 use crate::error::{Error, Result};
@@ -73,7 +73,7 @@ pub(crate) struct Out {
     /// The payload bytes the socket had not taken when it was queued.
     data: Vec<u8>,
     /// The `isend` it belongs to.
-    pub(crate) token: u64,
+    token: u64,
 }
 
 impl Out {
@@ -111,27 +111,92 @@ impl Out {
     }
 }
 
-/// Starts an `isend` on a connection whose queue is `out`: unless earlier
-/// messages still wait there, writes what the socket takes at once, then
-/// queues the rest under a new token of `sends`. Token 0: it all went out.
-pub(crate) fn start_isend(
-    s: &mut TcpStream,
-    out: &mut VecDeque<Out>,
-    sends: &mut Sends,
-    header: [u8; HEADER_LEN],
-    data: &[u8],
-) -> io::Result<SendToken> {
-    let done = if out.is_empty() {
-        write_parts(s, &header, data)?
-    } else {
-        (0, 0)
-    };
-    if done == (HEADER_LEN, data.len()) {
-        return Ok(SendToken(0));
+/// One connection's send side: the encoder that numbers its messages,
+/// and what the socket has not taken yet, oldest first. Messages leave in
+/// the order they were started (MPI non-overtaking, §3.5).
+pub(crate) struct Outbox {
+    /// Encodes every header written on the connection.
+    pub(crate) tx: Encoder,
+    queue: VecDeque<Out>,
+}
+
+/// What one [`Outbox::flush`] did.
+pub(crate) struct Flushed {
+    /// Whether a queued message went out whole.
+    pub(crate) sent: bool,
+    /// Whether the queue is empty now (else the socket is full).
+    pub(crate) drained: bool,
+}
+
+impl Outbox {
+    pub(crate) fn new() -> Self {
+        Self {
+            tx: Encoder::new(),
+            queue: VecDeque::new(),
+        }
     }
-    let token = sends.start();
-    out.push_back(Out::rest(header, done, data, token));
-    Ok(SendToken(token))
+
+    /// Whether nothing waits to be written.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Queues a message whose bytes this end owns (see [`Out::whole`]).
+    pub(crate) fn push(&mut self, out: Out) {
+        self.queue.push_back(out);
+    }
+
+    /// Starts an `isend` on socket `s`: unless earlier messages still
+    /// wait, writes what the socket takes at once, then queues the rest
+    /// under a new token of `sends`. Token 0: it all went out.
+    pub(crate) fn start(
+        &mut self,
+        s: &mut TcpStream,
+        sends: &mut Sends,
+        header: [u8; HEADER_LEN],
+        data: &[u8],
+    ) -> io::Result<SendToken> {
+        let done = if self.queue.is_empty() {
+            write_parts(s, &header, data)?
+        } else {
+            (0, 0)
+        };
+        if done == (HEADER_LEN, data.len()) {
+            return Ok(SendToken(0));
+        }
+        let token = sends.start();
+        self.queue.push_back(Out::rest(header, done, data, token));
+        Ok(SendToken(token))
+    }
+
+    /// Writes queued messages to `s` until the socket is full or the queue
+    /// empty, finishing each one's token in `sends`. On an error the
+    /// message being written stays first in the queue.
+    pub(crate) fn flush(&mut self, s: &mut TcpStream, sends: &mut Sends) -> io::Result<Flushed> {
+        let mut sent = false;
+        while let Some(o) = self.queue.front_mut() {
+            if !o.write(s)? {
+                return Ok(Flushed {
+                    sent,
+                    drained: false,
+                });
+            }
+            sends.finish(o.token);
+            self.queue.pop_front();
+            sent = true;
+        }
+        Ok(Flushed {
+            sent,
+            drained: true,
+        })
+    }
+
+    /// Empties the queue: none of it can go out now, for `reason`.
+    pub(crate) fn fail_all(&mut self, sends: &mut Sends, reason: &str) {
+        for out in self.queue.drain(..) {
+            sends.fail(out.token, reason);
+        }
+    }
 }
 
 enum SendState {

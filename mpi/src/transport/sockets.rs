@@ -62,7 +62,7 @@
 //! (every live connection stalled, nothing to send) fails with
 //! [`Error::Deadlock`] instead of hanging.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -71,11 +71,11 @@ use std::time::{Duration, Instant};
 use o2g_core::proto::credit::{Allowance, Credit, Window};
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::receive::{Clear, Control, Decision, Failure, Inbound, Next};
-use o2g_core::proto::wire::{Encoder, Header, Kind, Limits, HEADER_LEN};
+use o2g_core::proto::wire::{Header, Kind, Limits, HEADER_LEN};
 
 use super::bootstrap::Link;
 use super::matcher::Matcher;
-use super::outbox::{start_isend, Out, Sending, Sends};
+use super::outbox::{Out, Outbox, Sending, Sends};
 use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -165,13 +165,12 @@ struct Conn {
     /// Bytes read from the socket that the machine has not taken yet: the
     /// connection stalled in the middle of them.
     unread: Vec<u8>,
-    tx: Encoder,
     /// Eager credit this end has at the peer.
     allowance: Allowance,
     /// Rendezvous sends to the peer that wait for its clear-to-send.
     offers: HashMap<u32, Offer>,
     next_offer: u32,
-    out: VecDeque<Out>,
+    outbox: Outbox,
     /// A blocking send is writing a message straight from its caller's
     /// buffer: nothing else may be written until it is out.
     inline: bool,
@@ -211,7 +210,7 @@ impl Conn {
     /// Queues a message whose bytes this end owns; `token` (0: none)
     /// completes when it is out.
     fn queue(&mut self, header: [u8; HEADER_LEN], data: Vec<u8>, token: u64) {
-        self.out.push_back(Out::whole(header, data, token));
+        self.outbox.push(Out::whole(header, data, token));
     }
 
     /// Queues a credit message returning `credit`, from world rank `me`.
@@ -221,6 +220,7 @@ impl Conn {
             ..Envelope::default()
         };
         let header = self
+            .outbox
             .tx
             .encode_ref(Kind::Credit, env, credit.bytes, credit.msgs);
         self.queue(header, Vec::new(), 0);
@@ -294,11 +294,10 @@ impl<P: Poller> Sockets<P> {
                         writer,
                         inbound: Inbound::combined(rank as u32, limits, window),
                         unread: Vec::new(),
-                        tx: Encoder::new(),
                         allowance: Allowance::new(),
                         offers: HashMap::new(),
                         next_offer: 0,
-                        out: VecDeque::new(),
+                        outbox: Outbox::new(),
                         inline: false,
                         readable: true,
                         writable: true,
@@ -368,9 +367,7 @@ impl<P: Poller> Sockets<P> {
         // ones stay receivable.
         self.matcher.fail_conn(&mut c.inbound, why, &reason);
         c.unread = Vec::new();
-        for out in c.out.drain(..) {
-            self.sends.fail(out.token, &reason);
-        }
+        c.outbox.fail_all(&mut self.sends, &reason);
         for (_, offer) in c.offers.drain() {
             if let Offer::Owned { token, .. } = offer {
                 self.sends.fail(token, &reason);
@@ -381,29 +378,16 @@ impl<P: Poller> Sockets<P> {
 
     /// Writes queued messages until the socket is full.
     fn flush_conn(&mut self, rank: usize) {
-        loop {
-            let Some(Some(c)) = self.conns.get_mut(rank) else {
-                return;
-            };
-            if c.inline || c.dead.is_some() {
-                return;
-            }
-            let Some(o) = c.out.front_mut() else {
-                return;
-            };
-            let w = c.writer.as_mut().unwrap_or(&mut c.stream);
-            match o.write(w) {
-                Ok(false) => {
-                    c.writable = false;
-                    return;
-                }
-                Ok(true) => {
-                    let token = o.token;
-                    c.out.pop_front();
-                    self.sends.finish(token);
-                }
-                Err(e) => return self.kill(rank, Failure::Closed, format!("write failed: {e}")),
-            }
+        let Some(Some(c)) = self.conns.get_mut(rank) else {
+            return;
+        };
+        if c.inline || c.dead.is_some() {
+            return;
+        }
+        let w = c.writer.as_mut().unwrap_or(&mut c.stream);
+        match c.outbox.flush(w, &mut self.sends) {
+            Ok(flushed) => c.writable &= flushed.drained,
+            Err(e) => self.kill(rank, Failure::Closed, format!("write failed: {e}")),
         }
     }
 
@@ -588,7 +572,7 @@ impl<P: Poller> Sockets<P> {
         match self.conns.get_mut(clear.rank as usize) {
             Some(Some(c)) if c.dead.is_none() => {
                 let env = Header::token_envelope(me, clear.token);
-                let header = c.tx.encode_ref(Kind::Cts, env, want, clear.offer);
+                let header = c.outbox.tx.encode_ref(Kind::Cts, env, want, clear.offer);
                 c.queue(header, Vec::new(), 0);
             }
             // The sender died after its request arrived.
@@ -623,7 +607,7 @@ impl<P: Poller> Sockets<P> {
                 }
                 data.truncate(want as usize);
                 let env = Header::token_envelope(me, token);
-                let header = c.tx.encode_ref(Kind::Data, env, want, offer);
+                let header = c.outbox.tx.encode_ref(Kind::Data, env, want, offer);
                 c.queue(header, data, t);
                 Ok(())
             }
@@ -660,7 +644,7 @@ impl<P: Poller> Sockets<P> {
             let Some(Some(c)) = self.conns.get(rank) else {
                 continue;
             };
-            let write = c.writable && !c.out.is_empty() && !c.inline;
+            let write = c.writable && !c.outbox.is_empty() && !c.inline;
             if write {
                 self.flush_conn(rank);
             }
@@ -675,7 +659,7 @@ impl<P: Poller> Sockets<P> {
         self.resume_stalled();
         self.settle_owed();
         let wants = |rank: usize, c: &Conn| {
-            let w = (!c.out.is_empty() && !c.inline) || also_write == Some(rank);
+            let w = (!c.outbox.is_empty() && !c.inline) || also_write == Some(rank);
             (!c.held_back(), w)
         };
         let (mut alive, mut active, mut ready_now) = (0, 0, false);
@@ -687,7 +671,7 @@ impl<P: Poller> Sockets<P> {
                 // A connection let go above may have bytes waiting that no
                 // new readiness event will announce; one with a queue may
                 // have room that nobody tried yet.
-                ready_now |= (r && c.readable) || (w && c.writable && !c.out.is_empty());
+                ready_now |= (r && c.readable) || (w && c.writable && !c.outbox.is_empty());
             }
         }
         if timeout.is_none() && alive == 0 {
@@ -745,7 +729,7 @@ impl<P: Poller> Sockets<P> {
     /// Writes one message to `dest` straight from `data`, after everything
     /// queued before it, receiving while the socket is full.
     fn write_inline(&mut self, dest: u32, header: [u8; HEADER_LEN], data: &[u8]) -> Result<()> {
-        while !self.conn(dest)?.out.is_empty() {
+        while !self.conn(dest)?.outbox.is_empty() {
             self.progress(None)?;
         }
         self.conn(dest)?.inline = true;
@@ -821,7 +805,7 @@ impl<P: Poller> Sockets<P> {
         let id = c.next_offer;
         c.next_offer = c.next_offer.wrapping_add(1);
         c.offers.insert(id, offer);
-        Ok((id, c.tx.encode_ref(Kind::Rts, env, len, id)))
+        Ok((id, c.outbox.tx.encode_ref(Kind::Rts, env, len, id)))
     }
 
     /// A blocking rendezvous send: the request, then the data from the
@@ -843,7 +827,7 @@ impl<P: Poller> Sockets<P> {
                     let (token, want) = (*token, *want);
                     c.offers.remove(&id);
                     let env = Header::token_envelope(me, token);
-                    let header = c.tx.encode_ref(Kind::Data, env, want, id);
+                    let header = c.outbox.tx.encode_ref(Kind::Data, env, want, id);
                     return self.write_inline(dest, header, &data[..want as usize]);
                 }
                 Some(Offer::Borrowed { cleared: None, .. }) => {}
@@ -905,7 +889,7 @@ impl<P: Poller> SendHalf for Sockets<P> {
             }
         }
         let c = self.conn(dest)?;
-        let header = c.tx.encode(Kind::Eager, env, data.len() as u64);
+        let header = c.outbox.tx.encode(Kind::Eager, env, data.len() as u64);
         self.write_inline(dest, header, data)
     }
 
@@ -921,9 +905,9 @@ impl<P: Poller> SendHalf for Sockets<P> {
         let Some(Some(c)) = self.conns.get_mut(dest as usize) else {
             unreachable!("route() just found rank {dest}'s connection");
         };
-        let header = c.tx.encode(Kind::Eager, env, len);
+        let header = c.outbox.tx.encode(Kind::Eager, env, len);
         let w = c.writer.as_mut().unwrap_or(&mut c.stream);
-        match start_isend(w, &mut c.out, &mut self.sends, header, data) {
+        match c.outbox.start(w, &mut self.sends, header, data) {
             Ok(token) => {
                 if token.0 != 0 {
                     c.writable = false;
@@ -945,7 +929,7 @@ impl<P: Poller> SendHalf for Sockets<P> {
         self.conns
             .iter()
             .flatten()
-            .any(|c| c.dead.is_none() && !(c.out.is_empty() && c.offers.is_empty()))
+            .any(|c| c.dead.is_none() && !(c.outbox.is_empty() && c.offers.is_empty()))
     }
 }
 
@@ -965,6 +949,7 @@ mod tests {
 
     use o2g_core::proto::envelope::{Selector, SourceSel, TagSel};
     use o2g_core::proto::stream::{Event, Reassembler};
+    use o2g_core::proto::wire::Encoder;
 
     use super::super::bootstrap;
     use super::super::epoll::Epoll;

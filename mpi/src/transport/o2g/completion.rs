@@ -1,0 +1,216 @@
+//! Reading the ring the module shares with this process: completed
+//! receives, ended offers, and the announcements of stored messages and
+//! requests to send, matched against the waiting receives.
+
+use std::time::{Duration, Instant};
+
+use libo2g::{abi, Announced, Reaped, RecvError};
+use o2g_core::proto::envelope::Envelope;
+
+use crate::error::{Error, Result};
+use crate::request::NO_RANK;
+use crate::transport::{RecvOutcome, RecvToken};
+
+use super::failure::NO_LIVE_PEER;
+use super::receive::{exactly, Attempt, RecvState, WaitingRecv, NO_PINS_FOR_RENDEZVOUS};
+use super::{lib_err, O2g};
+
+/// How long an idle rank watches the completion ring before it sleeps in
+/// the module: a completion within it costs no system call and no wake-up
+/// (which dominates a small message's round trip). Only when the job has
+/// a CPU per rank; otherwise spinning only delays the peer.
+pub(super) const SPIN: Duration = Duration::from_micros(100);
+
+/// An announcement from the module.
+pub(super) enum Notice {
+    /// An eager message, now this process's.
+    Stored(Announced),
+    /// A request to send, which stays with the module: a receive takes it
+    /// by posting with exactly its envelope.
+    Request(libo2g::Envelope),
+}
+
+/// The envelope of an announced request to send; `None` for a stored
+/// message.
+pub(super) fn request_of(n: &Notice) -> Option<libo2g::Envelope> {
+    match n {
+        Notice::Stored(_) => None,
+        Notice::Request(e) => Some(*e),
+    }
+}
+
+/// Our envelope of a message the module stored.
+pub(super) fn stored_envelope(e: libo2g::Envelope) -> Envelope {
+    Envelope {
+        source: e.source,
+        tag: e.tag,
+        context: e.context,
+    }
+}
+
+/// The envelope of stored message `e`, which a receive just took, added to
+/// `sync_matched` if a synchronous send sent it (it is owed an
+/// acknowledgement).
+pub(super) fn took_stored(sync_matched: &mut Vec<Envelope>, e: libo2g::Envelope) -> Envelope {
+    let envelope = stored_envelope(e);
+    if envelope.is_sync() {
+        sync_matched.push(envelope);
+    }
+    envelope
+}
+
+impl O2g {
+    /// Reaps for at most `limit` without a system call; whether a
+    /// completion came.
+    pub(super) fn spin_on_ring(&mut self, limit: Duration) -> Result<bool> {
+        let until = Instant::now() + limit;
+        while Instant::now() < until {
+            if self.reap()? {
+                return Ok(true);
+            }
+            std::hint::spin_loop();
+        }
+        Ok(false)
+    }
+
+    /// Takes every completion from the shared ring; whether there was one.
+    pub(super) fn reap(&mut self) -> Result<bool> {
+        let mut any = false;
+        while let Some(r) = self.ep.reap().map_err(|e| lib_err("reaping", e))? {
+            any = true;
+            let c = match r {
+                Reaped::Owned(c) => c,
+                Reaped::Stored(msg) => {
+                    let (env, len) = (stored_envelope(msg.envelope()), msg.envelope().len);
+                    if let Some((w, n)) = self.held.announce(env, len, Notice::Stored(msg))? {
+                        self.take_notice(w, n)?;
+                    }
+                    continue;
+                }
+                Reaped::Request(e) => {
+                    let env = stored_envelope(e);
+                    if let Some((w, n)) = self.held.announce(env, e.len, Notice::Request(e))? {
+                        self.take_notice(w, n)?;
+                    }
+                    continue;
+                }
+                Reaped::Sent(sent) => {
+                    self.sent(sent);
+                    continue;
+                }
+                Reaped::Raw(c) => {
+                    let token = RecvToken::from_handle(c.user_data);
+                    let Some(&RecvState::InPlace { cap, .. }) = self.recvs.get(&token) else {
+                        continue;
+                    };
+                    let envelope = Envelope {
+                        source: c.source,
+                        tag: c.tag,
+                        context: c.context,
+                    };
+                    let outcome = self.outcome(envelope, c.status, || RecvOutcome::InPlace {
+                        envelope,
+                        len: c.len,
+                        written: c.len.min(cap as u64) as usize,
+                    });
+                    self.recvs.insert(token, RecvState::Done(outcome));
+                    continue;
+                }
+            };
+            let token = RecvToken::from_handle(c.user_data);
+            let envelope = Envelope {
+                source: c.source,
+                tag: c.tag,
+                context: c.context,
+            };
+            let (len, mut data) = (c.len, c.buf);
+            let outcome = self.outcome(envelope, c.status, || {
+                data.truncate(c.written);
+                RecvOutcome::Done {
+                    envelope,
+                    len,
+                    data,
+                }
+            });
+            self.settle(token, outcome);
+        }
+        if self.held.has_waiting() && self.ep.notices_stopped() {
+            // Cannot happen: every post reads the ring first, so it never
+            // holds more than a record per posted receive and stored message.
+            return Err(Error::ResourceExhausted(
+                "o2g ring (the module stopped announcing stored messages)",
+            ));
+        }
+        self.post_requested()?;
+        Ok(any)
+    }
+
+    /// Waiting receive `w` took announcement `n`: a stored message is
+    /// copied out now; a request to send is posted for exactly its
+    /// envelope once the ring is read (a post refuses while records wait
+    /// unread).
+    pub(super) fn take_notice(&mut self, w: WaitingRecv, n: Notice) -> Result<()> {
+        match n {
+            Notice::Stored(msg) => {
+                let outcome = self.deliver(msg, w.cap)?;
+                self.settle(w.token, outcome);
+            }
+            Notice::Request(e) => self.requested.push_back((w, e)),
+        }
+        Ok(())
+    }
+
+    /// Posts the waiting receives that announced requests to send matched,
+    /// each for exactly its request; those the module refuses for now
+    /// (records arrived since the ring was read) wait for the next reap.
+    pub(super) fn post_requested(&mut self) -> Result<()> {
+        while let Some((w, e)) = self.requested.pop_front() {
+            match self.try_post(exactly(&e), w.cap, w.token)? {
+                Attempt::Made(state) => self.posted(w.token, state),
+                Attempt::Retry => {
+                    self.requested.push_front((w, e));
+                    return Ok(());
+                }
+                Attempt::NoPins => return Err(Error::ResourceExhausted(NO_PINS_FOR_RENDEZVOUS)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The outcome of a receive the module completed with `status`:
+    /// `matched()` if a message matched (noting a synchronous one), else a
+    /// failure (and a failed connection kills its rank).
+    pub(super) fn outcome(
+        &mut self,
+        envelope: Envelope,
+        status: std::result::Result<(), RecvError>,
+        matched: impl FnOnce() -> RecvOutcome,
+    ) -> RecvOutcome {
+        match status {
+            Ok(()) | Err(RecvError::Truncated) => {
+                if envelope.is_sync() {
+                    self.sync_matched.push(envelope);
+                }
+                matched()
+            }
+            // The module completes receives from any source this way when
+            // every connection has failed.
+            Err(RecvError::ConnectionFailed) if envelope.source == abi::O2G_ANY_SOURCE => {
+                RecvOutcome::Failed {
+                    rank: NO_RANK,
+                    reason: NO_LIVE_PEER.into(),
+                }
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                if e == RecvError::ConnectionFailed {
+                    self.kill(envelope.source, reason.clone());
+                }
+                RecvOutcome::Failed {
+                    rank: envelope.source,
+                    reason,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Dead peers: a connection the module failed marks its rank dead, fails
+//! its queued sends and the receives that can only match from it.
+
+use libo2g::abi;
+
+use crate::error::{Error, Result};
+use crate::transport::RecvOutcome;
+
+use super::{lib_err, O2g, Peer};
+
+/// Why a receive from any source failed over o2g: the module completes or
+/// refuses it once every registered connection has failed.
+pub(super) const NO_LIVE_PEER: &str =
+    "waiting for a message from any source, but no live peer is left that could send it";
+
+impl O2g {
+    pub(super) fn peer(&mut self, dest: u32) -> Result<&mut Peer> {
+        let size = self.peers.len() as i32;
+        let p = self
+            .peers
+            .get_mut(dest as usize)
+            .ok_or(Error::InvalidRank {
+                rank: dest as i32,
+                size,
+            })?;
+        match &p.dead {
+            Some(reason) => Err(Error::PeerGone {
+                rank: dest,
+                reason: reason.clone(),
+            }),
+            None => Ok(p),
+        }
+    }
+
+    /// Marks `rank` dead and fails its queued sends.
+    pub(super) fn kill(&mut self, rank: u32, reason: String) {
+        let Some(p) = self.peers.get_mut(rank as usize) else {
+            return;
+        };
+        if p.dead.is_some() {
+            return;
+        }
+        p.outbox.fail_all(&mut self.sends, &reason);
+        p.dead = Some(reason.clone());
+        // As the module does for posted receives: those naming exactly
+        // this rank can never match now.
+        for w in self.held.unwait_from(rank) {
+            self.settle(
+                w.token,
+                RecvOutcome::Failed {
+                    rank,
+                    reason: reason.clone(),
+                },
+            );
+        }
+    }
+
+    /// Learns of connections the module failed that no completion reported
+    /// (a peer that left while nothing was posted for it).
+    pub(super) fn check_failures(&mut self) -> Result<()> {
+        let failed = self
+            .ep
+            .stats()
+            .map_err(|e| lib_err("endpoint counters", e))?
+            .failed_sockets;
+        if failed == self.failures_seen {
+            return Ok(());
+        }
+        self.failures_seen = failed;
+        for rank in 0..self.peers.len() as u32 {
+            if self.peers[rank as usize].dead.is_some() {
+                continue;
+            }
+            let st = self
+                .ep
+                .socket_stats(rank)
+                .map_err(|e| lib_err("socket counters", e))?;
+            if st.state == abi::socket_state::FAILED {
+                self.kill(
+                    rank,
+                    "the connection closed, was reset or broke the protocol".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+}

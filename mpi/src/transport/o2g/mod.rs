@@ -1,0 +1,330 @@
+//! `o2g`: the kernel-module transport.
+//!
+//! Connections are made as for the socket transports (`bootstrap.rs`),
+//! plus always a loopback connection to this process itself, and every
+//! connection's socket is registered with this process's `/dev/o2g`
+//! endpoint under the peer's world rank. From then on the module reads
+//! them: in the socket's `sk_data_ready` it matches each arriving message
+//! against the posted receives (o2g-core's engine, in the kernel) and
+//! writes the payload straight into the posted buffer, or into the
+//! endpoint's dump area when nothing matches yet.
+//!
+//! - **Receive:** the module announces each message it stores (no receive
+//!   was posted for it) in the shared ring and hands it to this process;
+//!   the same o2g-core engine the module matches with then matches those
+//!   announcements against receives here (`announced.rs`). `post_recv`
+//!   takes the oldest announcement it matches, copies it out of the dump
+//!   area and gives the space back through the shared release ring: a
+//!   receive of a message that arrived first makes no system call.
+//!   Otherwise a small receive (up to [`WAIT_IN_RING_MAX`]) waits for its
+//!   message's announcement, and a larger one is handed to the module
+//!   (one `O2G_IOC_POST`; the module pins the buffer and writes the
+//!   message straight into it). For a blocking receive that buffer is the
+//!   caller's own (`post_recv_in_place`), so the payload is copied once,
+//!   from the socket buffer to its destination; a nonblocking one gets a
+//!   transport buffer, copied out on completion, because its request
+//!   could be leaked while the module still writes. A receive posted
+//!   while another one waits in the ring waits there too, so that
+//!   receives still take messages in the order they were posted.
+//! - **Completion:** read from the ring shared with the module, with no
+//!   system call; `progress` sleeps in `O2G_IOC_POLL` only when there is
+//!   nothing to do.
+//! - **Send:** plain nonblocking writes of header + payload on the same
+//!   sockets (`outbox.rs`), exactly as the socket transports send, so a
+//!   comparison with them changes only the receive side, as in the paper.
+//!   Eager messages go within the receiver's eager credit (taken from the
+//!   module with `O2G_IOC_TAKE_CREDIT`); a message above
+//!   `O2G_RNDV_THRESHOLD`, or one without credit, is offered to the module
+//!   (`O2G_IOC_OFFER`) and only its request to send is written; the
+//!   receiver's module asks for the data on the pair's control
+//!   connection, which only the modules write, and this process's module
+//!   sends it from the offered pages, without this process (see
+//!   `docs/protocol.md`); to itself, the module copies the offer into the
+//!   receive. An announced request is taken by posting the receive with
+//!   exactly its envelope.
+//! - **Self:** messages to oneself go through the loopback connection and
+//!   the module too, so the module's engine orders every message.
+//! - **Dead peers:** the module fails a connection that closes, resets or
+//!   breaks the protocol, and completes the receives posted for that rank
+//!   with an error; `progress` learns of failures from those completions
+//!   and, when idle, from the endpoint's counters.
+//!
+//! - **Pins:** a receive buffer the module cannot pin (the process's
+//!   `RLIMIT_MEMLOCK`, or `O2G_PIN_BUDGET`) waits in the ring instead, as a
+//!   small receive does; this is said once on stderr.
+//!
+//! There is no fallback to another transport: without `/dev/o2g` the
+//! transport refuses to start, so a benchmark measures what it names.
+
+mod completion;
+mod endpoint;
+mod failure;
+mod receive;
+mod send;
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Read;
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use libo2g::{abi, Endpoint};
+use o2g_core::proto::credit::Allowance;
+use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+use super::announced::Announcements;
+use super::bootstrap::Link;
+use super::outbox::{Outbox, Sends};
+use super::{RecvToken, Transport};
+use completion::{Notice, SPIN};
+use receive::{RecvState, WaitingRecv};
+use send::{Offered, SEND_SLICE};
+
+pub(crate) use endpoint::open_endpoint;
+
+/// Longest sleep in the module before the counters are checked for a
+/// failed connection that no posted receive would report.
+const IDLE_SLICE: Duration = Duration::from_millis(200);
+
+/// Receives posted at once and unexpected messages stored at once (and
+/// rendezvous sends offered at once).
+const QUEUE: u32 = 1 << 14;
+
+/// How long closing waits for the peers to close their control
+/// connections too (see `Drop for O2g`).
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+fn lib_err(context: &str, e: libo2g::Error) -> Error {
+    Error::io(context, std::io::Error::other(e))
+}
+
+/// The connection to one world rank.
+struct Peer {
+    /// The socket registered with the module (for oneself, the accepted
+    /// end of the loopback connection).
+    registered: TcpStream,
+    /// For oneself, the connecting end, which is the one written to.
+    writer: Option<TcpStream>,
+    /// The control connection, which only the modules write (none for
+    /// oneself); kept open while registered.
+    control: Option<TcpStream>,
+    outbox: Outbox,
+    dead: Option<String>,
+}
+
+/// The `o2g` transport; see the module documentation.
+pub(crate) struct O2g {
+    ep: Endpoint,
+    peers: Vec<Peer>,
+    recvs: HashMap<RecvToken, RecvState>,
+    next_recv: u64,
+    sends: Sends,
+    max_message: u64,
+    /// The endpoint's failed-connection count when last looked at.
+    failures_seen: u32,
+    /// Said once that receive buffers cannot be pinned.
+    warned_no_pins: bool,
+    /// Idle connections (O2G_IDLE_CONNECTIONS), registered, never used.
+    _idle: Vec<(TcpStream, TcpStream)>,
+    /// Buffers of completed receives, kept so that a later receive finds
+    /// its pages already mapped: neither faulted in nor zeroed again.
+    pool: Vec<Vec<u8>>,
+    pool_bytes: usize,
+    /// Synchronous-mode messages matched, not yet acknowledged.
+    sync_matched: Vec<Envelope>,
+    /// Whether idle waits spin on the ring first ([`SPIN`]).
+    spin: bool,
+    /// Messages the module stored and announced that no receive has
+    /// taken yet, and the receives waiting for an announcement, matched
+    /// by o2g-core's engine.
+    held: Announcements<Notice, WaitingRecv>,
+    /// Waiting receives that an announced request to send matched, to be
+    /// posted to the module once the ring is read.
+    requested: VecDeque<(WaitingRecv, libo2g::Envelope)>,
+    /// Messages above this many bytes go as a request to send: the
+    /// threshold, or less if the dump area's slots are smaller.
+    rndv_threshold: u64,
+    /// Rendezvous sends the module holds, by offer user data.
+    offers: HashMap<u64, Offered>,
+    next_offer: u64,
+    /// By rank: eager credit left for messages to it.
+    credit: Vec<Allowance>,
+}
+
+/// Ends the process when the module may still write into memory the caller
+/// is about to get back: returning would let it write into whatever that
+/// memory holds next.
+fn abort_holding_memory(why: &dyn std::fmt::Display) -> ! {
+    eprintln!("o2g: cannot tell when the module lets go of a receive buffer ({why}); aborting");
+    std::process::abort()
+}
+
+fn lib_selector(sel: Selector) -> libo2g::Selector {
+    libo2g::Selector {
+        source: match sel.source {
+            SourceSel::Rank(r) => Some(r),
+            SourceSel::Any => None,
+        },
+        tag: match sel.tag {
+            TagSel::Tag(t) => Some(t),
+            TagSel::Any => None,
+        },
+        context: sel.context,
+    }
+}
+
+impl O2g {
+    /// Registers every connection of `links` (one per world rank, this
+    /// process's own included) with `ep`, and the idle connections of
+    /// `idle` under the ranks after them. Messages up to `eager_limit`
+    /// bytes (the endpoints' slot size) may go eager.
+    pub(crate) fn new(
+        me: u32,
+        ep: Endpoint,
+        eager_limit: u64,
+        links: Vec<Option<Link>>,
+        controls: Vec<Option<Link>>,
+        idle: Vec<(TcpStream, TcpStream)>,
+        config: &Config,
+    ) -> Result<Self> {
+        let size = links.len();
+        let mut peers = Vec::with_capacity(links.len());
+        let mut controls = controls.into_iter();
+        for (rank, link) in links.into_iter().enumerate() {
+            let control = controls.next().flatten().map(|(s, _)| s);
+            if let Some(c) = &control {
+                ep.register_control(c, rank as u32, me).map_err(|e| {
+                    lib_err(&format!("registering the control socket of rank {rank}"), e)
+                })?;
+            } else if rank as u32 != me {
+                return Err(Error::Config(format!(
+                    "rank {me}: no control connection to rank {rank}"
+                )));
+            }
+            let Some((registered, writer)) = link else {
+                return Err(Error::Config(format!(
+                    "rank {me}: no connection to rank {rank}"
+                )));
+            };
+            if rank as u32 == me {
+                ep.register_self(&registered, me)
+                    .map_err(|e| lib_err("registering the connection to itself", e))?;
+            } else {
+                ep.register_socket(&registered, rank as u32)
+                    .map_err(|e| lib_err(&format!("registering the socket of rank {rank}"), e))?;
+            }
+            peers.push(Peer {
+                registered,
+                writer,
+                control,
+                outbox: Outbox::new(),
+                dead: None,
+            });
+        }
+        for (i, (near, _)) in idle.iter().enumerate() {
+            let rank = (size + i) as u32;
+            ep.register_socket(near, rank)
+                .map_err(|e| lib_err(&format!("registering idle connection {i}"), e))?;
+        }
+        Ok(Self {
+            ep,
+            peers,
+            _idle: idle,
+            recvs: HashMap::new(),
+            next_recv: 1,
+            sends: Sends::new(),
+            max_message: config.max_message.min(abi::O2G_MAX_MESSAGE),
+            failures_seen: 0,
+            warned_no_pins: false,
+            pool: Vec::new(),
+            pool_bytes: 0,
+            sync_matched: Vec::new(),
+            held: Announcements::new(QUEUE as usize),
+            requested: VecDeque::new(),
+            rndv_threshold: eager_limit,
+            offers: HashMap::new(),
+            next_offer: 1,
+            credit: vec![Allowance::new(); size],
+            spin: std::thread::available_parallelism().map_or(1, |n| n.get()) >= size,
+        })
+    }
+}
+
+impl Peer {
+    fn wstream(&mut self) -> &mut TcpStream {
+        self.writer.as_mut().unwrap_or(&mut self.registered)
+    }
+}
+
+impl Drop for O2g {
+    /// Closes the control connections without a reset. The peers'
+    /// modules write on them whenever they like (eager credit comes back
+    /// as their processes take messages), so one may still hold bytes
+    /// nobody will read, and closing a socket with unread bytes resets
+    /// the connection: the peer's module would see the reset and fail a
+    /// receive still waiting for this process's last data on it. So each
+    /// end takes its sockets back from the module, shuts its sending half
+    /// (the peer reads everything before that end of stream), and reads
+    /// until the peer does the same, for at most [`CLOSE_WAIT`].
+    fn drop(&mut self) {
+        for (rank, p) in self.peers.iter().enumerate() {
+            if let Some(c) = &p.control {
+                let _ = self.ep.unregister_socket(rank as u32);
+                let _ = c.shutdown(Shutdown::Write);
+            }
+        }
+        let deadline = Instant::now() + CLOSE_WAIT;
+        let mut scratch = [0u8; 4096];
+        for c in self.peers.iter_mut().filter_map(|p| p.control.as_mut()) {
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() || c.set_read_timeout(Some(left)).is_err() {
+                    break;
+                }
+                match c.read(&mut scratch) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        }
+    }
+}
+
+impl Transport for O2g {
+    fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
+        let worked = self.reap()? | self.flush_queues();
+        if worked || timeout == Some(Duration::ZERO) {
+            return Ok(());
+        }
+        let slice = timeout.map_or(IDLE_SLICE, |t| t.min(IDLE_SLICE));
+        // Without pins the receives stay waiting: sleep below instead.
+        if self.held.has_waiting()
+            && self.ep.stalled_connections() != 0
+            && self.promote_waiting()?
+        {
+            return Ok(());
+        }
+        let queued = self.queued();
+        if queued.is_empty() && self.spin && self.spin_on_ring(slice.min(SPIN))? {
+            return Ok(());
+        }
+        if queued.is_empty() {
+            match self.ep.poll(Some(slice)) {
+                Ok(_) | Err(libo2g::Error::Interrupted { .. }) => {}
+                Err(e) => return Err(lib_err("waiting for a completion", e)),
+            }
+        } else {
+            self.wait_writable(&queued, slice.min(SEND_SLICE))?;
+        }
+        if !(self.reap()? | self.flush_queues()) {
+            self.check_failures()?;
+        }
+        Ok(())
+    }
+
+    fn peer_failure(&self, rank: u32) -> Option<String> {
+        self.peers.get(rank as usize)?.dead.clone()
+    }
+}
