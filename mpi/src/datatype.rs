@@ -7,7 +7,8 @@
 //! the same type (§3.3.1, "type matching", is the programmer's duty in MPI
 //! too). Sender and receiver are assumed to share a byte order.
 //!
-//! This is the only file of the crate with `unsafe` code.
+//! `unsafe` here is only the byte views of [`Equivalence`] slices (see
+//! the crate documentation for the other places).
 
 /// A type whose values can be sent as their raw bytes.
 ///

@@ -39,11 +39,18 @@
 //! `O2G_CONNECT_TIMEOUT`) and the transport contract in `transport/mod.rs`.
 //!
 //! # Threads and `unsafe`
-//! `MPI_THREAD_SINGLE`: the handles are `!Send`. `unsafe` lives only in
-//! `datatype.rs` (byte views of [`Equivalence`] slices), `pmi.rs`
-//! (adopting the inherited `PMI_FD`), [`raw`] (receives into
-//! caller-owned memory, for the C ABI) and `transport/hyphenlink.rs`
-//! (registering an `atexit` hook).
+//! `MPI_THREAD_SINGLE`: the handles are `!Send`. `unsafe` lives only in:
+//! - `point_to_point.rs` and `transport/o2g/` (`receive.rs`, `send.rs`):
+//!   the most delicate, because the kernel module writes a blocking
+//!   receive's payload straight into the caller's buffer and reads a large
+//!   send from it, so the transport must not let go of either before the
+//!   module has (the contracts of `post_recv_in_place` and
+//!   `isend_in_place` in `transport/mod.rs`);
+//! - [`raw`]: receives into caller-owned memory, for the C ABI;
+//! - `datatype.rs`: byte views of [`Equivalence`] slices;
+//! - `pmi.rs`: adopting the inherited `PMI_FD`;
+//! - `transport/hyphenlink.rs`: registering an `atexit` hook;
+//! - the launcher `bin/o2grun/job.rs`: its `pre_exec` hook.
 
 pub mod collective;
 pub mod communicator;
