@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 use o2g_core::proto::envelope::{Envelope, Selector};
+use rand_core::{Rng as _, SeedableRng};
+use rand_xorshift::XorShiftRng;
 
 /// A message as the model tracks it; `loc` identifies it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,21 +130,18 @@ impl Model {
     }
 }
 
-/// A small deterministic generator (xorshift64*), so that a failing
-/// simulation seed replays exactly.
+/// The simulation's random choices, from a seeded xorshift generator
+/// (`rand_xorshift`), so that a failing simulation seed replays exactly.
 #[derive(Clone, Debug)]
-pub(crate) struct Rng(u64);
+pub(crate) struct Rng(XorShiftRng);
 
 impl Rng {
     pub(crate) fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+        Self(XorShiftRng::seed_from_u64(seed))
     }
 
     pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`).

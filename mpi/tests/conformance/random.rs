@@ -12,22 +12,23 @@
 //! sender was skipped (non-overtaking, §3.5).
 
 use mpi::{ANY_SOURCE, ANY_TAG};
+use rand_core::{Rng as _, SeedableRng};
+use rand_xorshift::XorShiftRng;
 
 use crate::{ensure, Check};
 
-/// xorshift64*: small, deterministic, the same on every rank.
-struct Rng(u64);
+/// The schedule's random choices, from a seeded xorshift generator
+/// (`rand_xorshift`): one seed gives the same sequence on every rank.
+struct Rng(XorShiftRng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    fn new(seed: u64) -> Self {
+        Self(XorShiftRng::seed_from_u64(seed))
     }
 
+    /// In `0..n` (`n > 0`).
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.next_u64() % n
     }
 }
 
@@ -64,7 +65,7 @@ pub(crate) fn run() -> Check {
     if rank == 0 {
         println!("random schedule seed {seed} (O2G_CONF_SEED)");
     }
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let msgs: Vec<Msg> = (0..400)
         .map(|id| Msg {
             id,
@@ -92,7 +93,7 @@ pub(crate) fn run() -> Check {
 
     // Pending messages to this rank, in sending order (ids grow with it).
     let mut pending: Vec<Msg> = msgs.iter().filter(|m| m.dst == rank).copied().collect();
-    let mut rng = Rng(seed ^ (rank as u64 + 1).wrapping_mul(0x9e37_79b9));
+    let mut rng = Rng::new(seed ^ (rank as u64 + 1).wrapping_mul(0x9e37_79b9));
     while !pending.is_empty() {
         let target = pending[rng.below(pending.len() as u64) as usize];
         let (src, tag) = match rng.below(4) {
