@@ -16,9 +16,6 @@ use crate::op;
 /// Per-rank byte counts, byte offsets, and the buffer length they need.
 type Layout = (Vec<usize>, Vec<usize>, usize);
 
-/// Computes a [`Layout`] for a communicator of the given size.
-type LayoutFn<'a> = &'a dyn Fn(usize) -> Res<Layout>;
-
 /// The root argument, checked against the communicator (`MPI_ERR_ROOT`).
 fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
     if (0..c.comm.size()).contains(&root) {
@@ -49,29 +46,104 @@ fn blocks(counts: &[c_int], displs: &[c_int], extent: usize) -> Res<Layout> {
     Ok((c, d, end))
 }
 
-/// `p` equal blocks of `n` bytes.
-fn uniform(p: usize, n: usize) -> (Vec<usize>, Vec<usize>) {
-    (vec![n; p], (0..p).map(|i| i * n).collect())
+/// The per-rank blocks of a collective's buffer as its caller describes
+/// them: `count` elements of a datatype for every rank (`MPI_Gather`,
+/// `MPI_Scatter`, …), or a count and a displacement per rank in two
+/// arrays (`MPI_Gatherv`, `MPI_Scatterv`, …).
+#[derive(Clone, Copy)]
+enum Blocks {
+    /// `count` elements of the datatype each, one after the other.
+    Uniform(c_int, Handle),
+    /// The counts and the displacements arrays, and the datatype.
+    Vector(*const c_int, *const c_int, Handle),
 }
 
-fn total(p: usize, n: usize) -> Res<usize> {
-    p.checked_mul(n).ok_or(Code(MPI_ERR_COUNT))
+impl Blocks {
+    /// The [`Layout`] of the blocks in a communicator of `p` processes.
+    ///
+    /// # Safety
+    ///
+    /// The non-null pointers of a `Vector` are valid for `p` `int`s each.
+    unsafe fn layout(self, p: usize) -> Res<Layout> {
+        match self {
+            Blocks::Uniform(count, dt) => {
+                let (n, _) = buffer_len(count, dt)?;
+                let need = p.checked_mul(n).ok_or(Code(MPI_ERR_COUNT))?;
+                Ok((vec![n; p], (0..p).map(|i| i * n).collect(), need))
+            }
+            Blocks::Vector(counts, displs, dt) => {
+                let t = datatype::committed(dt)?;
+                // SAFETY: by the caller's contract.
+                let (c, d) = unsafe { (ffi::array(counts, p)?, ffi::array(displs, p)?) };
+                blocks(c, d, t.extent)
+            }
+        }
+    }
 }
 
-/// The counts and displacements arrays of a `v` collective.
+/// A buffer argument of so many elements of a datatype: what a process
+/// sends (`P` = `*const c_void`) or receives (`*mut c_void`) itself.
+#[derive(Clone, Copy)]
+struct Buf<P>(
+    /// Where the elements are.
+    P,
+    /// How many there are.
+    c_int,
+    /// Their datatype.
+    Handle,
+);
+
+impl Buf<*const c_void> {
+    /// The bytes to send.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ffi::bytes`], for the buffer's elements.
+    unsafe fn bytes<'a>(self) -> Res<&'a [u8]> {
+        let (len, _) = buffer_len(self.1, self.2)?;
+        // SAFETY: by the caller's contract.
+        unsafe { ffi::bytes(self.0, len) }
+    }
+}
+
+impl Buf<*mut c_void> {
+    /// The room to receive into.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ffi::bytes_mut`], for the buffer's elements.
+    unsafe fn bytes_mut<'a>(self) -> Res<&'a mut [u8]> {
+        let (len, _) = buffer_len(self.1, self.2)?;
+        // SAFETY: by the caller's contract.
+        unsafe { ffi::bytes_mut(self.0, len) }
+    }
+}
+
+/// The part of a rooted collective (gather, scatter) before any buffer is
+/// touched: the root, checked against the communicator, and at the root
+/// the layout of the blocks. `MPI_IN_PLACE` is for the root alone
+/// (`MPI_ERR_BUFFER` elsewhere).
 ///
 /// # Safety
 ///
-/// Non-null pointers are valid for `p` `int`s each.
-unsafe fn vector(
-    counts: *const c_int,
-    displs: *const c_int,
-    p: usize,
-    extent: usize,
-) -> Res<Layout> {
+/// As for [`Blocks::layout`].
+unsafe fn rooted(
+    c: &CommEntry,
+    root: c_int,
+    in_place: bool,
+    blocks: Blocks,
+) -> Res<(i32, Option<Layout>)> {
+    let root = root_of(c, root)?;
+    if c.comm.rank() != root {
+        return if in_place {
+            Err(Code(MPI_ERR_BUFFER))
+        } else {
+            Ok((root, None))
+        };
+    }
     // SAFETY: by the caller's contract.
-    let (c, d) = unsafe { (ffi::array(counts, p)?, ffi::array(displs, p)?) };
-    blocks(c, d, extent)
+    let layout = unsafe { blocks.layout(c.comm.size() as usize) }?;
+    Ok((root, Some(layout)))
 }
 
 /// `MPI_Barrier` (§6.3).
@@ -98,11 +170,22 @@ pub(crate) unsafe extern "C" fn MPI_Bcast(
     boundary("MPI_Bcast", comm, || {
         let c = handles::comm(comm)?;
         let root = root_of(&c, root)?;
-        let (len, _) = buffer_len(count, dt)?;
         // SAFETY: the caller's buffer holds `count` elements.
-        let data = unsafe { ffi::bytes_mut(buf, len) }?;
+        let data = unsafe { Buf(buf, count, dt).bytes_mut() }?;
         Ok(c.comm.broadcast_into(data, root)?)
     })
+}
+
+/// The byte length of `count` elements of `dt`, and `opr` on them as the
+/// `mpi` crate's operation.
+fn reduction(
+    count: c_int,
+    dt: Handle,
+    opr: Handle,
+) -> Res<(usize, mpi::UserOperation<op::Reducer>)> {
+    let (len, t) = buffer_len(count, dt)?;
+    let f = op::reducer(opr, t, dt)?;
+    Ok((len, mpi::UserOperation::commutative(f)))
 }
 
 /// `MPI_Reduce` (§6.9.1); `MPI_IN_PLACE` as `sendbuf` at the root.
@@ -124,9 +207,7 @@ pub(crate) unsafe extern "C" fn MPI_Reduce(
     boundary("MPI_Reduce", comm, || {
         let c = handles::comm(comm)?;
         let root = root_of(&c, root)?;
-        let (len, t) = buffer_len(count, dt)?;
-        let f = op::reducer(opr, t, dt)?;
-        let op = mpi::UserOperation::commutative(|a: &[u8], b: &mut [u8]| f(a, b));
+        let (len, op) = reduction(count, dt, opr)?;
         let at_root = c.comm.rank() == root;
         let recv = if at_root {
             // SAFETY: the root's receive buffer holds `count` elements.
@@ -165,9 +246,7 @@ pub(crate) unsafe extern "C" fn MPI_Allreduce(
 ) -> c_int {
     boundary("MPI_Allreduce", comm, || {
         let c = handles::comm(comm)?;
-        let (len, t) = buffer_len(count, dt)?;
-        let f = op::reducer(opr, t, dt)?;
-        let op = mpi::UserOperation::commutative(|a: &[u8], b: &mut [u8]| f(a, b));
+        let (len, op) = reduction(count, dt, opr)?;
         // SAFETY: the caller's receive buffer holds `count` elements.
         let recv = unsafe { ffi::bytes_mut(recvbuf, len) }?;
         let copy;
@@ -182,39 +261,31 @@ pub(crate) unsafe extern "C" fn MPI_Allreduce(
     })
 }
 
-/// The root's side of a gather: the receive buffer and blocks, and this
-/// process's contribution (`MPI_IN_PLACE`: its block of the receive
-/// buffer).
+/// The common part of gather and gatherv: the root receives every block;
+/// its own contribution, with `MPI_IN_PLACE`, is its block of the receive
+/// buffer.
 ///
 /// # Safety
 ///
 /// As for `MPI_Gatherv`.
-#[allow(clippy::too_many_arguments)]
 unsafe fn gather_common(
     name: &str,
     comm: Handle,
-    sendbuf: *const c_void,
-    scount: c_int,
-    stype: Handle,
+    send: Buf<*const c_void>,
     recvbuf: *mut c_void,
     root: c_int,
-    layout: LayoutFn<'_>,
+    recv_blocks: Blocks,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
-        let root = root_of(&c, root)?;
-        let p = c.comm.size() as usize;
-        let in_place = is_in_place(sendbuf);
-        if c.comm.rank() != root {
-            if in_place {
-                return Err(Code(MPI_ERR_BUFFER));
-            }
-            let (slen, _) = buffer_len(scount, stype)?;
-            // SAFETY: the caller's send buffer holds `scount` elements.
-            let send = unsafe { ffi::bytes(sendbuf, slen) }?;
+        let in_place = is_in_place(send.0);
+        // SAFETY: the root's arrays are valid by the caller's contract.
+        let (root, layout) = unsafe { rooted(&c, root, in_place, recv_blocks) }?;
+        let Some((counts, displs, need)) = layout else {
+            // SAFETY: the caller's send buffer holds its elements.
+            let send = unsafe { send.bytes() }?;
             return Ok(c.comm.gather_varcount_into(send, None, root)?);
-        }
-        let (counts, displs, need) = layout(p)?;
+        };
         // SAFETY: the root's receive buffer covers every block.
         let recv = unsafe { ffi::bytes_mut(recvbuf, need) }?;
         let me = root as usize;
@@ -223,9 +294,8 @@ unsafe fn gather_common(
             copy = recv[displs[me]..displs[me] + counts[me]].to_vec();
             &copy
         } else {
-            let (slen, _) = buffer_len(scount, stype)?;
-            // SAFETY: the caller's send buffer holds `scount` elements.
-            unsafe { ffi::bytes(sendbuf, slen) }?
+            // SAFETY: the caller's send buffer holds its elements.
+            unsafe { send.bytes() }?
         };
         Ok(c.comm
             .gather_varcount_into(send, Some((recv, &counts, &displs)), root)?)
@@ -249,24 +319,10 @@ pub(crate) unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    let layout = |p: usize| {
-        let (n, _) = buffer_len(recvcount, recvtype)?;
-        let (c, d) = uniform(p, n);
-        Ok((c, d, total(p, n)?))
-    };
+    let send = Buf(sendbuf, sendcount, sendtype);
+    let recv = Blocks::Uniform(recvcount, recvtype);
     // SAFETY: the caller's contract is the one gather_common needs.
-    unsafe {
-        gather_common(
-            "MPI_Gather",
-            comm,
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            root,
-            &layout,
-        )
-    }
+    unsafe { gather_common("MPI_Gather", comm, send, recvbuf, root, recv) }
 }
 
 /// `MPI_Gatherv` (§6.5); `MPI_IN_PLACE` as `sendbuf` at the root.
@@ -288,57 +344,36 @@ pub(crate) unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    let layout = |p: usize| {
-        let t = datatype::committed(recvtype)?;
-        // SAFETY: the root passes `size` counts and displacements.
-        unsafe { vector(recvcounts, displs, p, t.extent) }
-    };
+    let send = Buf(sendbuf, sendcount, sendtype);
+    let recv = Blocks::Vector(recvcounts, displs, recvtype);
     // SAFETY: the caller's contract is the one gather_common needs.
-    unsafe {
-        gather_common(
-            "MPI_Gatherv",
-            comm,
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            root,
-            &layout,
-        )
-    }
+    unsafe { gather_common("MPI_Gatherv", comm, send, recvbuf, root, recv) }
 }
 
-/// The common part of scatter and scatterv.
+/// The common part of scatter and scatterv: the root sends every block;
+/// with `MPI_IN_PLACE` it keeps its own block where it is.
 ///
 /// # Safety
 ///
 /// As for `MPI_Scatterv`.
-#[allow(clippy::too_many_arguments)]
 unsafe fn scatter_common(
     name: &str,
     comm: Handle,
     sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    rcount: c_int,
-    rtype: Handle,
+    send_blocks: Blocks,
+    recv: Buf<*mut c_void>,
     root: c_int,
-    layout: LayoutFn<'_>,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
-        let root = root_of(&c, root)?;
-        let p = c.comm.size() as usize;
-        let in_place = is_in_place(recvbuf);
-        if c.comm.rank() != root {
-            if in_place {
-                return Err(Code(MPI_ERR_BUFFER));
-            }
-            let (rlen, _) = buffer_len(rcount, rtype)?;
-            // SAFETY: the caller's receive buffer holds `rcount` elements.
-            let recv = unsafe { ffi::bytes_mut(recvbuf, rlen) }?;
+        let in_place = is_in_place(recv.0);
+        // SAFETY: the root's arrays are valid by the caller's contract.
+        let (root, layout) = unsafe { rooted(&c, root, in_place, send_blocks) }?;
+        let Some((counts, displs, need)) = layout else {
+            // SAFETY: the caller's receive buffer holds its elements.
+            let recv = unsafe { recv.bytes_mut() }?;
             return Ok(c.comm.scatter_varcount_into(None, recv, root)?);
-        }
-        let (counts, displs, need) = layout(p)?;
+        };
         // SAFETY: the root's send buffer covers every block.
         let send = unsafe { ffi::bytes(sendbuf, need) }?;
         let me = root as usize;
@@ -347,9 +382,8 @@ unsafe fn scatter_common(
             scratch = vec![0u8; counts[me]];
             &mut scratch
         } else {
-            let (rlen, _) = buffer_len(rcount, rtype)?;
-            // SAFETY: the caller's receive buffer holds `rcount` elements.
-            unsafe { ffi::bytes_mut(recvbuf, rlen) }?
+            // SAFETY: the caller's receive buffer holds its elements.
+            unsafe { recv.bytes_mut() }?
         };
         Ok(c.comm
             .scatter_varcount_into(Some((send, &counts, &displs)), recv, root)?)
@@ -373,24 +407,10 @@ pub(crate) unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    let layout = |p: usize| {
-        let (n, _) = buffer_len(sendcount, sendtype)?;
-        let (c, d) = uniform(p, n);
-        Ok((c, d, total(p, n)?))
-    };
+    let send = Blocks::Uniform(sendcount, sendtype);
+    let recv = Buf(recvbuf, recvcount, recvtype);
     // SAFETY: the caller's contract is the one scatter_common needs.
-    unsafe {
-        scatter_common(
-            "MPI_Scatter",
-            comm,
-            sendbuf,
-            recvbuf,
-            recvcount,
-            recvtype,
-            root,
-            &layout,
-        )
-    }
+    unsafe { scatter_common("MPI_Scatter", comm, sendbuf, send, recv, root) }
 }
 
 /// `MPI_Scatterv` (§6.6); `MPI_IN_PLACE` as `recvbuf` at the root.
@@ -411,27 +431,14 @@ pub(crate) unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    let layout = |p: usize| {
-        let t = datatype::committed(sendtype)?;
-        // SAFETY: the root passes `size` counts and displacements.
-        unsafe { vector(sendcounts, displs, p, t.extent) }
-    };
+    let send = Blocks::Vector(sendcounts, displs, sendtype);
+    let recv = Buf(recvbuf, recvcount, recvtype);
     // SAFETY: the caller's contract is the one scatter_common needs.
-    unsafe {
-        scatter_common(
-            "MPI_Scatterv",
-            comm,
-            sendbuf,
-            recvbuf,
-            recvcount,
-            recvtype,
-            root,
-            &layout,
-        )
-    }
+    unsafe { scatter_common("MPI_Scatterv", comm, sendbuf, send, recv, root) }
 }
 
-/// The common part of allgather and allgatherv.
+/// The common part of allgather and allgatherv: with `MPI_IN_PLACE` a
+/// process's contribution is its block of the receive buffer.
 ///
 /// # Safety
 ///
@@ -439,26 +446,24 @@ pub(crate) unsafe extern "C" fn MPI_Scatterv(
 unsafe fn allgather_common(
     name: &str,
     comm: Handle,
-    sendbuf: *const c_void,
-    scount: c_int,
-    stype: Handle,
+    send: Buf<*const c_void>,
     recvbuf: *mut c_void,
-    layout: LayoutFn<'_>,
+    recv_blocks: Blocks,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
         let (p, me) = (c.comm.size() as usize, c.comm.rank() as usize);
-        let (counts, displs, need) = layout(p)?;
+        // SAFETY: the arrays are valid by the caller's contract.
+        let (counts, displs, need) = unsafe { recv_blocks.layout(p) }?;
         // SAFETY: the caller's receive buffer covers every block.
         let recv = unsafe { ffi::bytes_mut(recvbuf, need) }?;
         let copy;
-        let send: &[u8] = if is_in_place(sendbuf) {
+        let send: &[u8] = if is_in_place(send.0) {
             copy = recv[displs[me]..displs[me] + counts[me]].to_vec();
             &copy
         } else {
-            let (slen, _) = buffer_len(scount, stype)?;
-            // SAFETY: the caller's send buffer holds `scount` elements.
-            unsafe { ffi::bytes(sendbuf, slen) }?
+            // SAFETY: the caller's send buffer holds its elements.
+            unsafe { send.bytes() }?
         };
         Ok(c.comm
             .all_gather_varcount_into(send, recv, &counts, &displs)?)
@@ -481,23 +486,10 @@ pub(crate) unsafe extern "C" fn MPI_Allgather(
     recvtype: Handle,
     comm: Handle,
 ) -> c_int {
-    let layout = |p: usize| {
-        let (n, _) = buffer_len(recvcount, recvtype)?;
-        let (c, d) = uniform(p, n);
-        Ok((c, d, total(p, n)?))
-    };
+    let send = Buf(sendbuf, sendcount, sendtype);
+    let recv = Blocks::Uniform(recvcount, recvtype);
     // SAFETY: the caller's contract is the one allgather_common needs.
-    unsafe {
-        allgather_common(
-            "MPI_Allgather",
-            comm,
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            &layout,
-        )
-    }
+    unsafe { allgather_common("MPI_Allgather", comm, send, recvbuf, recv) }
 }
 
 /// `MPI_Allgatherv` (§6.7); `MPI_IN_PLACE` as `sendbuf`.
@@ -517,28 +509,14 @@ pub(crate) unsafe extern "C" fn MPI_Allgatherv(
     recvtype: Handle,
     comm: Handle,
 ) -> c_int {
-    let layout = |p: usize| {
-        let t = datatype::committed(recvtype)?;
-        // SAFETY: the caller passes `size` counts and displacements.
-        unsafe { vector(recvcounts, displs, p, t.extent) }
-    };
+    let send = Buf(sendbuf, sendcount, sendtype);
+    let recv = Blocks::Vector(recvcounts, displs, recvtype);
     // SAFETY: the caller's contract is the one allgather_common needs.
-    unsafe {
-        allgather_common(
-            "MPI_Allgatherv",
-            comm,
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            &layout,
-        )
-    }
+    unsafe { allgather_common("MPI_Allgatherv", comm, send, recvbuf, recv) }
 }
 
-/// The common part of alltoall and alltoallv: `send` and `recv` layouts
-/// in bytes; `MPI_IN_PLACE` sends from a copy of the receive buffer with
-/// its layout.
+/// The common part of alltoall and alltoallv: `MPI_IN_PLACE` sends from a
+/// copy of the receive buffer with its layout.
 ///
 /// # Safety
 ///
@@ -547,14 +525,15 @@ unsafe fn alltoall_common(
     name: &str,
     comm: Handle,
     sendbuf: *const c_void,
+    send_blocks: Blocks,
     recvbuf: *mut c_void,
-    send_layout: LayoutFn<'_>,
-    recv_layout: LayoutFn<'_>,
+    recv_blocks: Blocks,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
         let p = c.comm.size() as usize;
-        let (rc, rd, rneed) = recv_layout(p)?;
+        // SAFETY: the arrays are valid by the caller's contract.
+        let (rc, rd, rneed) = unsafe { recv_blocks.layout(p) }?;
         // SAFETY: the caller's receive buffer covers every block.
         let recv = unsafe { ffi::bytes_mut(recvbuf, rneed) }?;
         let copy;
@@ -562,7 +541,8 @@ unsafe fn alltoall_common(
             copy = recv.to_vec();
             (&copy, rc.clone(), rd.clone())
         } else {
-            let (sc, sd, sneed) = send_layout(p)?;
+            // SAFETY: the arrays are valid by the caller's contract.
+            let (sc, sd, sneed) = unsafe { send_blocks.layout(p) }?;
             // SAFETY: the caller's send buffer covers every block.
             (unsafe { ffi::bytes(sendbuf, sneed) }?, sc, sd)
         };
@@ -587,18 +567,10 @@ pub(crate) unsafe extern "C" fn MPI_Alltoall(
     recvtype: Handle,
     comm: Handle,
 ) -> c_int {
-    let sl = |p: usize| {
-        let (n, _) = buffer_len(sendcount, sendtype)?;
-        let (c, d) = uniform(p, n);
-        Ok((c, d, total(p, n)?))
-    };
-    let rl = |p: usize| {
-        let (n, _) = buffer_len(recvcount, recvtype)?;
-        let (c, d) = uniform(p, n);
-        Ok((c, d, total(p, n)?))
-    };
+    let send = Blocks::Uniform(sendcount, sendtype);
+    let recv = Blocks::Uniform(recvcount, recvtype);
     // SAFETY: the caller's contract is the one alltoall_common needs.
-    unsafe { alltoall_common("MPI_Alltoall", comm, sendbuf, recvbuf, &sl, &rl) }
+    unsafe { alltoall_common("MPI_Alltoall", comm, sendbuf, send, recvbuf, recv) }
 }
 
 /// `MPI_Alltoallv` (§6.8); `MPI_IN_PLACE` as `sendbuf`.
@@ -619,16 +591,8 @@ pub(crate) unsafe extern "C" fn MPI_Alltoallv(
     recvtype: Handle,
     comm: Handle,
 ) -> c_int {
-    let sl = |p: usize| {
-        let t = datatype::committed(sendtype)?;
-        // SAFETY: the caller passes `size` counts and displacements.
-        unsafe { vector(sendcounts, sdispls, p, t.extent) }
-    };
-    let rl = |p: usize| {
-        let t = datatype::committed(recvtype)?;
-        // SAFETY: the caller passes `size` counts and displacements.
-        unsafe { vector(recvcounts, rdispls, p, t.extent) }
-    };
+    let send = Blocks::Vector(sendcounts, sdispls, sendtype);
+    let recv = Blocks::Vector(recvcounts, rdispls, recvtype);
     // SAFETY: the caller's contract is the one alltoall_common needs.
-    unsafe { alltoall_common("MPI_Alltoallv", comm, sendbuf, recvbuf, &sl, &rl) }
+    unsafe { alltoall_common("MPI_Alltoallv", comm, sendbuf, send, recvbuf, recv) }
 }
