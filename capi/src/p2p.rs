@@ -8,11 +8,12 @@
 //! `MPI_PROC_NULL` complete at once with the empty status of §3.11.
 
 use std::ffi::{c_int, c_void};
+use std::rc::Rc;
 
 use crate::datatype::{self, buffer_len};
 use crate::error::{boundary, Code, Res, MPI_ERR_RANK, MPI_ERR_TAG, MPI_ERR_TRUNCATE};
 use crate::ffi;
-use crate::handles::{self, Handle, ReqEntry};
+use crate::handles::{self, CommEntry, Handle, ReqEntry};
 use crate::status::{self, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED};
 
 /// A peer argument: a rank (possibly the `mpi` crate's wildcard) or
@@ -76,6 +77,62 @@ pub(crate) fn recv_outcome(r: mpi::Result<mpi::Status>) -> (Status, Res<()>) {
     }
 }
 
+/// The checked arguments of a send: the communicator, the message, the
+/// tag and the destination. Every send checks them in this order.
+///
+/// # Safety
+///
+/// `buf` must be valid for reading `count` elements of `dt`.
+unsafe fn outgoing<'a>(
+    comm: Handle,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+) -> Res<(Rc<CommEntry>, &'a [u8], i32, Peer)> {
+    let c = handles::comm(comm)?;
+    let (len, _) = buffer_len(count, dt)?;
+    let tag = send_tag(tag)?;
+    // SAFETY: the caller's buffer holds `count` elements of `dt`.
+    let data = unsafe { ffi::bytes(buf, len) }?;
+    Ok((c, data, tag, dest(dst)?))
+}
+
+/// The checked arguments of a receive: the communicator, the room for
+/// the message, the tag and the source. Every receive checks them in this
+/// order.
+///
+/// # Safety
+///
+/// `buf` must be valid for writing `count` elements of `dt`.
+unsafe fn incoming<'a>(
+    comm: Handle,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    src: c_int,
+    tag: c_int,
+) -> Res<(Rc<CommEntry>, &'a mut [u8], i32, Peer)> {
+    let c = handles::comm(comm)?;
+    let (len, _) = buffer_len(count, dt)?;
+    let tag = recv_tag(tag)?;
+    // SAFETY: the caller's buffer has room for `count` elements.
+    let data = unsafe { ffi::bytes_mut(buf, len) }?;
+    Ok((c, data, tag, source(src)?))
+}
+
+/// Makes a request handle for `entry` and writes it to `req`.
+///
+/// # Safety
+///
+/// A non-null `req` is valid for a write of one handle.
+unsafe fn new_request(entry: ReqEntry, req: *mut Handle) -> Res<()> {
+    let h = handles::new_request(entry)?;
+    // SAFETY: by the caller's contract.
+    unsafe { ffi::out(req, h) }
+}
+
 /// The blocking sends: standard mode, or synchronous mode.
 #[derive(Clone, Copy)]
 enum Mode {
@@ -102,12 +159,9 @@ unsafe fn blocking_send(
         Mode::Synchronous => "MPI_Ssend",
     };
     boundary(name, comm, || {
-        let c = handles::comm(comm)?;
-        let (len, _) = buffer_len(count, dt)?;
-        let tag = send_tag(tag)?;
         // SAFETY: the caller's buffer holds `count` elements of `dt`.
-        let data = unsafe { ffi::bytes(buf, len) }?;
-        match (dest(dst)?, mode) {
+        let (c, data, tag, to) = unsafe { outgoing(comm, buf, count, dt, dst, tag) }?;
+        match (to, mode) {
             (Peer::Null, _) => Ok(()),
             (Peer::Rank(r), Mode::Standard) => Ok(c.comm.send(data, r, tag)?),
             (Peer::Rank(r), Mode::Synchronous) => Ok(c.comm.ssend(data, r, tag)?),
@@ -169,12 +223,9 @@ pub(crate) unsafe extern "C" fn MPI_Recv(
     st: *mut Status,
 ) -> c_int {
     boundary("MPI_Recv", comm, || {
-        let c = handles::comm(comm)?;
-        let (len, _) = buffer_len(count, dt)?;
-        let tag = recv_tag(tag)?;
         // SAFETY: the caller's buffer has room for `count` elements.
-        let data = unsafe { ffi::bytes_mut(buf, len) }?;
-        let (status, r) = match source(src)? {
+        let (c, data, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
+        let (status, r) = match from {
             Peer::Null => (null_status(), Ok(())),
             Peer::Rank(s) => recv_outcome(c.comm.recv(data, s, tag)),
         };
@@ -249,18 +300,14 @@ pub(crate) unsafe extern "C" fn MPI_Isend(
     req: *mut Handle,
 ) -> c_int {
     boundary("MPI_Isend", comm, || {
-        let c = handles::comm(comm)?;
-        let (len, _) = buffer_len(count, dt)?;
-        let tag = send_tag(tag)?;
         // SAFETY: the caller's buffer holds `count` elements of `dt`.
-        let data = unsafe { ffi::bytes(buf, len) }?;
-        let entry = match dest(dst)? {
+        let (c, data, tag, to) = unsafe { outgoing(comm, buf, count, dt, dst, tag) }?;
+        let entry = match to {
             Peer::Null => ReqEntry::ProcNull,
             Peer::Rank(r) => ReqEntry::Live(mpi::raw::isend(&c.comm, data, r, tag)?, c.errh.get()),
         };
-        let h = handles::new_request(entry)?;
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(req, h) }
+        unsafe { new_request(entry, req) }
     })
 }
 
@@ -282,12 +329,11 @@ pub(crate) unsafe extern "C" fn MPI_Irecv(
     req: *mut Handle,
 ) -> c_int {
     boundary("MPI_Irecv", comm, || {
-        let c = handles::comm(comm)?;
-        let (len, _) = buffer_len(count, dt)?;
-        let tag = recv_tag(tag)?;
-        // SAFETY: checks the pointer for null; the slice is not kept.
-        unsafe { ffi::bytes_mut(buf, len) }?;
-        let entry = match source(src)? {
+        // SAFETY: checks the arguments and the pointer for null; the slice
+        // is not kept (only its length).
+        let (c, data, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
+        let len = data.len();
+        let entry = match from {
             Peer::Null => ReqEntry::ProcNull,
             Peer::Rank(s) => {
                 // SAFETY: the caller keeps `len` bytes at `buf` for this
@@ -296,9 +342,8 @@ pub(crate) unsafe extern "C" fn MPI_Irecv(
                 ReqEntry::Live(r, c.errh.get())
             }
         };
-        let h = handles::new_request(entry)?;
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(req, h) }
+        unsafe { new_request(entry, req) }
     })
 }
 
