@@ -74,16 +74,25 @@ trait Elem: Copy + PartialOrd {
     fn bits(op: Builtin, a: Self, b: Self) -> Option<Self>;
 }
 
+/// The byte-level part of an [`Elem`] impl, the same for every type.
+macro_rules! ne_bytes {
+    ($t:ty) => {
+        const N: usize = size_of::<$t>();
+        fn load(b: &[u8]) -> Self {
+            let mut a = [0u8; size_of::<$t>()];
+            a.copy_from_slice(b);
+            <$t>::from_ne_bytes(a)
+        }
+        fn store(self, b: &mut [u8]) {
+            b.copy_from_slice(&self.to_ne_bytes())
+        }
+    };
+}
+
 macro_rules! elem {
     (int $($t:ty),*) => {$(
         impl Elem for $t {
-            const N: usize = size_of::<$t>();
-            fn load(b: &[u8]) -> Self {
-                let mut a = [0u8; size_of::<$t>()];
-                a.copy_from_slice(b);
-                <$t>::from_ne_bytes(a)
-            }
-            fn store(self, b: &mut [u8]) { b.copy_from_slice(&self.to_ne_bytes()) }
+            ne_bytes!($t);
             fn sum(a: Self, b: Self) -> Self { a.wrapping_add(b) }
             fn prod(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
             fn bits(op: Builtin, a: Self, b: Self) -> Option<Self> {
@@ -101,13 +110,7 @@ macro_rules! elem {
     )*};
     (float $($t:ty),*) => {$(
         impl Elem for $t {
-            const N: usize = size_of::<$t>();
-            fn load(b: &[u8]) -> Self {
-                let mut a = [0u8; size_of::<$t>()];
-                a.copy_from_slice(b);
-                <$t>::from_ne_bytes(a)
-            }
-            fn store(self, b: &mut [u8]) { b.copy_from_slice(&self.to_ne_bytes()) }
+            ne_bytes!($t);
             fn sum(a: Self, b: Self) -> Self { a + b }
             fn prod(a: Self, b: Self) -> Self { a * b }
             fn bits(_: Builtin, _: Self, _: Self) -> Option<Self> { None }
