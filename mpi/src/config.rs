@@ -1,5 +1,7 @@
 //! Run-time configuration, read once from the environment at
-//! [`crate::initialize`].
+//! [`crate::initialize`]: every `O2G_*` variable is read and checked here,
+//! and each transport gets its part as a typed struct ([`O2gConfig`],
+//! [`DimmnetConfig`], [`HyphenConfig`]).
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
@@ -10,7 +12,7 @@
 //! | `O2G_ADDR` | `127.0.0.1` | address this process listens on and publishes to its peers |
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
 //! | `O2G_RNDV_THRESHOLD` | 64 KiB | socket transports and `o2g`: messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit |
-//! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports (not `o2g` yet): eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some |
+//! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some. `o2g` uses the message count (`O2G_EAGER_CREDIT_MSGS`), within the slots its dump area holds |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
 //! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
@@ -28,7 +30,6 @@ use std::time::Duration;
 use o2g_core::proto::credit::Window;
 
 use crate::error::{Error, Result};
-use crate::transport::dimmnet::RegionKind as DimmnetRegion;
 
 /// Which transport moves the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +41,67 @@ pub(crate) enum TransportKind {
     O2g,
     Dimmnet,
     HyphenLink,
+}
+
+/// `o2g`: the module endpoint's sizes.
+#[derive(Clone, Debug)]
+pub(crate) struct O2gConfig {
+    /// `O2G_DUMP_BYTES`: the area for unexpected messages.
+    pub(crate) dump_bytes: u64,
+    /// `O2G_PIN_BUDGET`: most bytes of receive buffers pinned at once.
+    pub(crate) pin_budget: u64,
+}
+
+/// `dimmnet`: where the emulated NIC lives and when a peer is dead.
+#[derive(Clone, Debug)]
+pub(crate) struct DimmnetConfig {
+    /// `O2G_DIMMNET_REGION`.
+    pub(crate) region: DimmnetRegion,
+    /// `O2G_DIMMNET_PEER_TIMEOUT`: silence after which a peer is dead.
+    pub(crate) peer_timeout: Duration,
+}
+
+/// Which region the ranks of a `dimmnet` job share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DimmnetRegion {
+    /// A `/dev/shm` file rank 0 creates.
+    Shm,
+    /// The guest's first ivshmem BAR.
+    Ivshmem,
+}
+
+/// `hyphenlink`: where the emulated board lives, its rings, how an idle
+/// rank sleeps, and when a peer is dead.
+#[derive(Clone, Debug)]
+pub(crate) struct HyphenConfig {
+    /// `O2G_HYPHEN_REGION`.
+    pub(crate) region: HyphenRegion,
+    /// `O2G_HYPHEN_RING_BYTES`; `None`: sized from the world.
+    pub(crate) ring_bytes: Option<usize>,
+    /// `O2G_HYPHEN_WAIT`; `None`: the region's default.
+    pub(crate) wait: Option<HyphenWait>,
+    /// `O2G_HYPHEN_DEAD_AFTER`: silence after which a peer is dead.
+    pub(crate) dead_after: Duration,
+}
+
+/// Which region the ranks of a `hyphenlink` job share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum HyphenRegion {
+    /// A `/dev/shm` file rank 0 creates and publishes.
+    Shm,
+    /// The BAR of the guest's first ivshmem-plain device.
+    Ivshmem,
+    /// A pre-sized file every rank maps, used like the BAR.
+    File(std::path::PathBuf),
+}
+
+/// How an idle `hyphenlink` rank sleeps after spinning and yielding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HyphenWait {
+    /// Futex on the node's FIFO doorbell (the interrupt EXT).
+    Block,
+    /// Timed sleeps (no wake-up crosses QEMU guests).
+    Timed,
 }
 
 /// Everything the environment configures.
@@ -57,11 +119,10 @@ pub(crate) struct Config {
     pub(crate) eager_credit: Window,
     pub(crate) addr: IpAddr,
     pub(crate) connect_timeout: Duration,
-    pub(crate) o2g_dump_bytes: u64,
-    pub(crate) o2g_pin_budget: u64,
     pub(crate) idle_connections: usize,
-    pub(crate) dimmnet_region: DimmnetRegion,
-    pub(crate) dimmnet_peer_timeout: Duration,
+    pub(crate) o2g: O2gConfig,
+    pub(crate) dimmnet: DimmnetConfig,
+    pub(crate) hyphen: HyphenConfig,
     /// `O2G_JOB_SECRET`: 32 lowercase hexadecimal digits.
     pub(crate) job_secret: Option<String>,
 }
@@ -122,6 +183,40 @@ impl Config {
                 )))
             }
         };
+        let hyphen = HyphenConfig {
+            region: match var("O2G_HYPHEN_REGION").as_deref() {
+                None | Some("shm") => HyphenRegion::Shm,
+                Some("ivshmem") => HyphenRegion::Ivshmem,
+                Some(path) if path.starts_with('/') => HyphenRegion::File(path.into()),
+                Some(v) => {
+                    return Err(Error::Config(format!(
+                        "O2G_HYPHEN_REGION={v:?}: expected shm, ivshmem or an absolute path"
+                    )))
+                }
+            },
+            ring_bytes: parse(&var, "O2G_HYPHEN_RING_BYTES")?,
+            wait: match var("O2G_HYPHEN_WAIT").as_deref() {
+                None => None,
+                Some("block") => Some(HyphenWait::Block),
+                Some("sleep") => Some(HyphenWait::Timed),
+                Some(v) => {
+                    return Err(Error::Config(format!(
+                        "O2G_HYPHEN_WAIT={v:?}: expected block or sleep"
+                    )))
+                }
+            },
+            dead_after: match var("O2G_HYPHEN_DEAD_AFTER") {
+                None => Duration::from_secs(10),
+                Some(v) => v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .map(Duration::from_secs_f64)
+                    .ok_or_else(|| {
+                        Error::Config(format!("O2G_HYPHEN_DEAD_AFTER={v:?}: expected seconds > 0"))
+                    })?,
+            },
+        };
         let job_secret = var("O2G_JOB_SECRET");
         if job_secret.as_deref().is_some_and(|s| !is_secret(s)) {
             return Err(Error::Config(format!(
@@ -157,13 +252,18 @@ impl Config {
             eager_credit,
             addr: parse(&var, "O2G_ADDR")?.unwrap_or(IpAddr::from([127, 0, 0, 1])),
             connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
-            o2g_dump_bytes: parse(&var, "O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
-            o2g_pin_budget: parse(&var, "O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
             idle_connections: parse(&var, "O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
-            dimmnet_region,
-            dimmnet_peer_timeout: Duration::from_secs(
-                parse(&var, "O2G_DIMMNET_PEER_TIMEOUT")?.unwrap_or(5),
-            ),
+            o2g: O2gConfig {
+                dump_bytes: parse(&var, "O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
+                pin_budget: parse(&var, "O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
+            },
+            dimmnet: DimmnetConfig {
+                region: dimmnet_region,
+                peer_timeout: Duration::from_secs(
+                    parse(&var, "O2G_DIMMNET_PEER_TIMEOUT")?.unwrap_or(5),
+                ),
+            },
+            hyphen,
             job_secret,
         })
     }
@@ -210,6 +310,36 @@ mod tests {
         assert_eq!(c.sndbuf, None);
         assert_eq!(c.max_message, 4 << 30);
         assert_eq!(c.rndv_threshold, 64 << 10);
+    }
+
+    #[test]
+    fn each_transport_gets_its_part_typed_and_bad_values_name_their_variable() {
+        let c = with(&[
+            ("O2G_DUMP_BYTES", "8192"),
+            ("O2G_DIMMNET_REGION", "ivshmem"),
+            ("O2G_HYPHEN_REGION", "/dev/shm/board"),
+            ("O2G_HYPHEN_WAIT", "sleep"),
+            ("O2G_HYPHEN_DEAD_AFTER", "0.5"),
+            ("O2G_HYPHEN_RING_BYTES", "65536"),
+        ])
+        .expect("valid");
+        assert_eq!(c.o2g.dump_bytes, 8192);
+        assert_eq!(c.dimmnet.region, DimmnetRegion::Ivshmem);
+        assert_eq!(c.hyphen.region, HyphenRegion::File("/dev/shm/board".into()));
+        assert_eq!(c.hyphen.wait, Some(HyphenWait::Timed));
+        assert_eq!(c.hyphen.dead_after, Duration::from_millis(500));
+        assert_eq!(c.hyphen.ring_bytes, Some(65536));
+        for (var, bad) in [
+            ("O2G_DIMMNET_REGION", "nvme"),
+            ("O2G_HYPHEN_REGION", "relative/path"),
+            ("O2G_HYPHEN_WAIT", "spin"),
+            ("O2G_HYPHEN_DEAD_AFTER", "-1"),
+            ("O2G_HYPHEN_RING_BYTES", "lots"),
+            ("O2G_PIN_BUDGET", "2G"),
+        ] {
+            let e = with(&[(var, bad)]).expect_err(var).to_string();
+            assert!(e.contains(&format!("{var}={bad:?}")), "{e}");
+        }
     }
 
     #[test]

@@ -96,7 +96,7 @@ use o2g_nicmem::Region;
 use super::matcher::{Matcher, Sink};
 use super::outbox::Sends;
 use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
-use crate::config::Config;
+use crate::config::{Config, DimmnetRegion};
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 
@@ -177,15 +177,6 @@ pub(crate) struct Dimmnet {
     /// ranks than it has CPUs (then a spinning rank only delays the peer it
     /// waits for).
     spins: u32,
-}
-
-/// Which region the ranks share.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RegionKind {
-    /// A `/dev/shm` file rank 0 creates.
-    Shm,
-    /// The guest's first ivshmem BAR.
-    Ivshmem,
 }
 
 fn nic_err(e: o2g_dimmnet::Error) -> Error {
@@ -366,13 +357,13 @@ impl Dimmnet {
         if size == 1 {
             return Self::new(me, size, None, config);
         }
-        let (region, pgid) = match config.dimmnet_region {
-            RegionKind::Shm => Self::join_shm(me, size, pmi)?,
-            RegionKind::Ivshmem => Self::join_ivshmem(me, size, pmi)?,
+        let (region, pgid) = match config.dimmnet.region {
+            DimmnetRegion::Shm => Self::join_shm(me, size, pmi)?,
+            DimmnetRegion::Ivshmem => Self::join_ivshmem(me, size, pmi)?,
         };
         let net = Self::net(region, me, pgid, config)?;
         let mut t = Self::new(me, size, Some(net), config)?;
-        if config.dimmnet_region == RegionKind::Shm {
+        if config.dimmnet.region == DimmnetRegion::Shm {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             if size as usize > cpus {
                 t.spins = 0;
@@ -380,7 +371,7 @@ impl Dimmnet {
         }
         // Everyone attached (and granted its peers): the name can go.
         pmi.barrier()?;
-        if me == 0 && config.dimmnet_region == RegionKind::Shm {
+        if me == 0 && config.dimmnet.region == DimmnetRegion::Shm {
             let name = job_field(&pmi.get(JOB_KEY)?, 0)?;
             let _ = Region::unlink_shm(&name);
         }
@@ -433,13 +424,13 @@ impl Dimmnet {
         // The crate's own waits (a bank switch, a busy window) end at the
         // peer timeout too.
         let wait =
-            WaitPolicy::with_deadline(config.dimmnet_peer_timeout.max(Duration::from_secs(1)));
+            WaitPolicy::with_deadline(config.dimmnet.peer_timeout.max(Duration::from_secs(1)));
         let nic = Nic::attach(region, me).map_err(nic_err)?.with_wait(wait);
         let ep = Endpoint::new(nic.clone(), pgid).map_err(nic_err)?;
         let barrier = Barrier::new(nic.clone()).map_err(nic_err)?;
         let heartbeat = Heartbeat::start(nic.clone(), HEARTBEAT_TABLE, HEARTBEAT_PERIOD, pgid)
             .map_err(nic_err)?;
-        let watch = PeerWatch::new(nic, HEARTBEAT_TABLE, config.dimmnet_peer_timeout, pgid)
+        let watch = PeerWatch::new(nic, HEARTBEAT_TABLE, config.dimmnet.peer_timeout, pgid)
             .map_err(nic_err)?;
         Ok(Net {
             ep,
@@ -889,7 +880,7 @@ mod tests {
     fn config() -> Config {
         let mut c = Config::from_env().unwrap();
         c.max_message = 4 << 30;
-        c.dimmnet_peer_timeout = Duration::from_secs(30);
+        c.dimmnet.peer_timeout = Duration::from_secs(30);
         c
     }
 

@@ -86,7 +86,7 @@ use o2g_nicmem::Region;
 use super::matcher::{Matcher, Sink};
 use super::outbox::Sends;
 use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
-use crate::config::Config;
+use crate::config::{Config, HyphenRegion, HyphenWait};
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 
@@ -113,7 +113,6 @@ const CLOSED: u32 = 2;
 const EXITED: u32 = 3;
 
 const HEARTBEAT: Duration = Duration::from_millis(100);
-const DEFAULT_DEAD_AFTER: Duration = Duration::from_secs(10);
 /// An idle rank spins this long, then yields until `YIELD_UNTIL`, then
 /// sleeps.
 const SPIN_FOR: Duration = Duration::from_micros(20);
@@ -129,19 +128,6 @@ const RING_BUDGET: usize = 64 << 20;
 const RING_MAX: usize = 1 << 20;
 const RING_DEFAULT_MIN: usize = 16 << 10;
 const RING_MIN: usize = 4 << 10;
-
-/// How a rank with nothing to do sleeps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sleep {
-    /// Futex on the node's FIFO doorbell (the interrupt EXT).
-    Block,
-    /// Timed sleeps (no wake-up crosses QEMU guests).
-    Timed,
-}
-
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> Error {
     Error::TransportUnavailable {
@@ -179,13 +165,7 @@ fn footprint(cfg: &BoardConfig) -> Result<(usize, usize)> {
 
 /// The ring capacity the environment asks for, or the default for `nodes`.
 fn ring_capacity(config: &Config, nodes: u32) -> Result<usize> {
-    let asked =
-        match var("O2G_HYPHEN_RING_BYTES") {
-            Some(v) => Some(v.parse::<usize>().map_err(|_| {
-                Error::Config(format!("O2G_HYPHEN_RING_BYTES={v:?} is not a number"))
-            })?),
-            None => config.rcvbuf,
-        };
+    let asked = config.hyphen.ring_bytes.or(config.rcvbuf);
     let n2 = (nodes as usize) * (nodes as usize);
     let cap = match asked {
         Some(c) => c / 64 * 64,
@@ -210,24 +190,19 @@ struct Setup {
     unlink: Option<String>,
 }
 
-fn setup(config: &Config, pmi: &mut Pmi, sleep: &mut Option<Sleep>) -> Result<Setup> {
+fn setup(config: &Config, pmi: &mut Pmi, sleep: &mut Option<HyphenWait>) -> Result<Setup> {
     let (rank, size) = (pmi.rank(), pmi.size());
     // A shared file every rank maps (the BAR of an ivshmem device, or a
     // pre-sized file standing in for one), formatted by rank 0.
-    let shared = match var("O2G_HYPHEN_REGION").as_deref() {
-        None | Some("shm") => None,
-        Some("ivshmem") => Some(None),
-        Some(path) if path.starts_with('/') => Some(Some(std::path::PathBuf::from(path))),
-        Some(v) => {
-            return Err(Error::Config(format!(
-                "O2G_HYPHEN_REGION={v:?}: expected shm, ivshmem or an absolute path"
-            )))
-        }
+    let shared = match &config.hyphen.region {
+        HyphenRegion::Shm => None,
+        HyphenRegion::Ivshmem => Some(None),
+        HyphenRegion::File(path) => Some(Some(path.clone())),
     };
     sleep.get_or_insert(if shared.is_some() {
-        Sleep::Timed
+        HyphenWait::Timed
     } else {
-        Sleep::Block
+        HyphenWait::Block
     });
     let mut cap = ring_capacity(config, size)?;
     let attach = |region: Region| -> Result<Board> {
@@ -593,7 +568,7 @@ pub(crate) struct HyphenLink {
     matcher: Matcher,
     sends: Sends,
     scratch: Vec<u8>,
-    sleep: Sleep,
+    sleep: HyphenWait,
     dead_after: Duration,
     polls: u32,
     stop: Arc<AtomicBool>,
@@ -609,27 +584,8 @@ impl HyphenLink {
                  the world has {size} processes"
             )));
         }
-        let mut sleep = match var("O2G_HYPHEN_WAIT").as_deref() {
-            None => None,
-            Some("block") => Some(Sleep::Block),
-            Some("sleep") => Some(Sleep::Timed),
-            Some(v) => {
-                return Err(Error::Config(format!(
-                    "O2G_HYPHEN_WAIT={v:?}: expected block or sleep"
-                )))
-            }
-        };
-        let dead_after = match var("O2G_HYPHEN_DEAD_AFTER") {
-            None => DEFAULT_DEAD_AFTER,
-            Some(v) => v
-                .parse::<f64>()
-                .ok()
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map(Duration::from_secs_f64)
-                .ok_or_else(|| {
-                    Error::Config(format!("O2G_HYPHEN_DEAD_AFTER={v:?}: expected seconds > 0"))
-                })?,
-        };
+        let mut sleep = config.hyphen.wait;
+        let dead_after = config.hyphen.dead_after;
         let Setup { board, ctl, unlink } = setup(config, pmi, &mut sleep)?;
         let region = Arc::clone(board.region());
         let policy = WaitPolicy::polling(Duration::from_secs(1));
@@ -676,7 +632,7 @@ impl HyphenLink {
             matcher: Matcher::new(),
             sends: Sends::new(),
             scratch: Vec::new(),
-            sleep: sleep.unwrap_or(Sleep::Block),
+            sleep: sleep.unwrap_or(HyphenWait::Block),
             dead_after,
             polls: 0,
             stop,
@@ -983,10 +939,10 @@ impl HyphenLink {
                     .map_or(SLICE, |d| d.saturating_duration_since(Instant::now()))
                     .min(SLICE);
                 match self.sleep {
-                    Sleep::Block => {
+                    HyphenWait::Block => {
                         let _ = self.node.with_policy(WaitPolicy::blocking(left)).ext();
                     }
-                    Sleep::Timed => {
+                    HyphenWait::Timed => {
                         let nap = SLEEP_MIN * (1 << naps.min(6));
                         std::thread::sleep(nap.min(SLEEP_MAX).min(left));
                         naps += 1;
@@ -1258,26 +1214,27 @@ mod tests {
 
     #[test]
     fn default_rings_shrink_with_the_world_and_explicit_sizes_are_checked() {
-        let config = Config::from_env().unwrap();
-        let config = Config {
-            rcvbuf: None,
+        let config = Config::from_lookup(|_| None).unwrap();
+        assert_eq!(ring_capacity(&config, 2).unwrap(), RING_MAX);
+        assert_eq!(ring_capacity(&config, 16).unwrap(), 256 << 10);
+        assert_eq!(ring_capacity(&config, 64).unwrap(), RING_DEFAULT_MIN);
+        let small = Config {
+            rcvbuf: Some(16_400),
+            ..config.clone()
+        };
+        assert_eq!(ring_capacity(&small, 3).unwrap(), 16_384);
+        let mut asked = small.clone();
+        asked.hyphen.ring_bytes = Some(64 << 10);
+        assert_eq!(
+            ring_capacity(&asked, 3).unwrap(),
+            64 << 10,
+            "its own variable first"
+        );
+        let tiny = Config {
+            rcvbuf: Some(1000),
             ..config
         };
-        if var("O2G_HYPHEN_RING_BYTES").is_none() {
-            assert_eq!(ring_capacity(&config, 2).unwrap(), RING_MAX);
-            assert_eq!(ring_capacity(&config, 16).unwrap(), 256 << 10);
-            assert_eq!(ring_capacity(&config, 64).unwrap(), RING_DEFAULT_MIN);
-            let small = Config {
-                rcvbuf: Some(16_400),
-                ..config.clone()
-            };
-            assert_eq!(ring_capacity(&small, 3).unwrap(), 16_384);
-            let tiny = Config {
-                rcvbuf: Some(1000),
-                ..config
-            };
-            assert!(matches!(ring_capacity(&tiny, 3), Err(Error::Config(_))));
-        }
+        assert!(matches!(ring_capacity(&tiny, 3), Err(Error::Config(_))));
         // Every default fits the frame geometry the board checks.
         for n in [1, 2, 7, 16, 64] {
             let cap = (RING_BUDGET / (n * n)).clamp(RING_DEFAULT_MIN, RING_MAX);

@@ -22,9 +22,9 @@ pub(crate) fn open_endpoint(config: &Config, connections: u32) -> Result<(Endpoi
     let cfg = EndpointConfig {
         max_posted: QUEUE,
         max_unexpected: QUEUE,
-        dump_bytes: config.o2g_dump_bytes,
+        dump_bytes: config.o2g.dump_bytes,
         max_message,
-        pin_budget: config.o2g_pin_budget,
+        pin_budget: config.o2g.pin_budget,
         notices: true,
         credit: Some(credit_for(config, connections, max_message)?),
     };
@@ -75,12 +75,12 @@ pub(super) fn credit_for(
     max_message: u64,
 ) -> Result<CreditConfig> {
     let ranks = connections.max(1);
-    let per_connection = config.o2g_dump_bytes / u64::from(ranks) / 64 * 64;
+    let per_connection = config.o2g.dump_bytes / u64::from(ranks) / 64 * 64;
     if per_connection == 0 {
         return Err(Error::Config(format!(
             "o2g: the dump area (O2G_DUMP_BYTES={}) is too small for one eager message \
              slot for each of the {ranks} connections; raise O2G_DUMP_BYTES",
-            config.o2g_dump_bytes
+            config.o2g.dump_bytes
         )));
     }
     let eager_limit = config
@@ -93,7 +93,7 @@ pub(super) fn credit_for(
         window_msgs: 1,
         ranks,
     };
-    let slots = probe.slots(config.o2g_dump_bytes, QUEUE) / u64::from(ranks);
+    let slots = probe.slots(config.o2g.dump_bytes, QUEUE) / u64::from(ranks);
     Ok(CreditConfig {
         // At least 1 (see above), at most the slots: a `u32` in the module.
         window_msgs: slots.clamp(1, u64::from(config.eager_credit.msgs)) as u32,
