@@ -28,6 +28,9 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod escape;
+use escape::escape;
+
 /// How long one PMI response may take (a barrier waits for the slowest
 /// process, so this is generous; it only keeps a dead manager from hanging
 /// us forever).
@@ -304,25 +307,6 @@ impl Pmi {
             escape(msg)
         ));
     }
-}
-
-/// `value` escaped for a `key=value` word the way MPICH's PMI wire code
-/// reads it (and o2grun, `mpi/src/bin/o2grun/wire.rs`): a backslash before
-/// each space and backslash. A line break cannot travel inside a line and
-/// becomes an (escaped) space.
-fn escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            ' ' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push_str("\\ "),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -4,11 +4,17 @@
 //! word a backslash makes the next character literal, so a value can hold
 //! spaces (`error_msg=no\ such\ file`) and backslashes (`\\`); MPICH's
 //! clients and hydra escape and unescape the same way, and so does our
-//! client (`mpi/src/pmi.rs`). Lines are read with a bound on their length.
+//! client (`mpi/src/pmi.rs`), whose escaping (`mpi/src/pmi/escape.rs`)
+//! this binary compiles too. Lines are read with a bound on their length.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead};
+
+// One file, compiled into the library and into this binary.
+#[path = "../../pmi/escape.rs"]
+mod escape;
+pub(crate) use escape::escape;
 
 /// Longest line the server reads, newline excluded. The largest legitimate
 /// line is a `put` of a rank's address or a shared-memory region's name,
@@ -106,23 +112,6 @@ pub(crate) fn parse(line: &str) -> HashMap<String, String> {
         .into_iter()
         .filter_map(|w| w.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
         .collect()
-}
-
-/// `value` escaped for a `key=value` word: backslashes before spaces and
-/// backslashes. Line breaks cannot travel in a line and become spaces.
-pub(crate) fn escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            ' ' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push_str("\\ "),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
