@@ -61,8 +61,8 @@ use kernel::{
 use crate::abi;
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::proto::credit::Window;
-use crate::reader::ConnRx;
-use crate::rx::Rx;
+use crate::reader::ConnReader;
+use crate::endpoint_rx::EndpointRx;
 use crate::shim::{self, ReadyFn};
 use crate::sock::{self, Callbacks, TcpSocket};
 use crate::tx::ConnTx;
@@ -86,10 +86,10 @@ pub(crate) struct Conn {
     /// the callback lock, before the hook is published.
     saved: SetOnce<Callbacks>,
     /// The owning endpoint's receive side.
-    rx: Arc<Rx>,
+    rx: Arc<EndpointRx>,
     /// The reader; lock order: after `sk_callback_lock`, before `rx`'s lock.
     #[pin]
-    reader: SpinLockBh<ConnRx>,
+    reader: SpinLockBh<ConnReader>,
     /// Set under `rx`'s lock when the connection fails, so that a POST for
     /// this rank racing with the failure sees it.
     failed: AtomicBool,
@@ -127,11 +127,11 @@ impl Conn {
         rank: u32,
         role: Role,
         local_rank: u32,
-        rx: Arc<Rx>,
+        rx: Arc<EndpointRx>,
         max_message: u64,
         window: Option<Window>,
     ) -> Result<Arc<Conn>> {
-        let reader = ConnRx::new(rank, role, max_message, window);
+        let reader = ConnReader::new(rank, role, max_message, window);
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 rank,
@@ -252,7 +252,7 @@ impl Conn {
     }
 
     /// The endpoint's receive side.
-    pub(crate) fn rx(&self) -> &Rx {
+    pub(crate) fn rx(&self) -> &EndpointRx {
         &self.rx
     }
 
@@ -316,7 +316,7 @@ impl Conn {
     ///
     /// # Safety
     ///
-    /// As [`ConnRx::read`]: the caller may read `sk`, which is this
+    /// As [`ConnReader::read`]: the caller may read `sk`, which is this
     /// connection's socket, and holds the callback read lock with `self`
     /// as the socket's user data.
     unsafe fn read(&self, sk: *mut bindings::sock) {

@@ -7,7 +7,7 @@
 //! Each messages connection's `Inbound` keeps its peer's `Grant` (what
 //! the peer may still send, what it holds here); the dump area's slot
 //! store counts what leaves it per sender. The connection's reader joins
-//! the two (`ConnRx::settle_credit`) and hands what is due here, from
+//! the two (`ConnReader::settle_credit`) and hands what is due here, from
 //! where the send work writes it as a `Credit` message on the control
 //! connection to that peer. Credit from a peer arrives on the control
 //! connection and waits here until the process takes it

@@ -5,12 +5,12 @@
 //! # Lock order
 //!
 //! 1. `Endpoint::inner` (mutex, process context only)
-//! 2. the list of control connections (`Rx::controls`, mutex)
+//! 2. the list of control connections (`EndpointRx::controls`, mutex)
 //! 3. a control connection's tx mutex (`Conn::tx`)
 //! 4. `lock_sock()` of a registered socket
 //! 5. that socket's `sk_callback_lock` (write, BH off)
 //! 6. the connection's reader lock (spinlock, BH off)
-//! 7. the endpoint's rx lock (`Rx`, spinlock, BH off)
+//! 7. the endpoint's rx lock (`EndpointRx`, spinlock, BH off)
 //!
 //! The `sk_data_ready` hook (softirq) takes 5 for reading, then 6 and 7;
 //! the connection's work item takes 4, 5 (read), 6 and 7; the send work
@@ -48,8 +48,8 @@ use crate::proto::{
     matching::{CancelError, MsgId, RecvId},
     receive::{is_request, OnPost},
 };
-use crate::recv::{self, Capacities, PostedRecv, RecvState};
-use crate::rx::Rx;
+use crate::data_path::{self, Capacities, PostedRecv, DataPath};
+use crate::endpoint_rx::EndpointRx;
 use crate::shared::SharedArea;
 use crate::sock::{errno, TcpSocket};
 
@@ -106,7 +106,7 @@ impl Inner {
 pub(crate) struct Endpoint {
     #[pin]
     inner: Mutex<Inner>,
-    rx: Arc<Rx>,
+    rx: Arc<EndpointRx>,
 }
 
 #[vtable]
@@ -120,7 +120,7 @@ impl MiscDevice for Endpoint {
         let endpoint = KBox::try_pin_init(
             try_pin_init!(Endpoint {
                 inner <- new_mutex!(Inner { conns: KVec::new() }),
-                rx: Rx::new()?,
+                rx: EndpointRx::new()?,
             }),
             GFP_KERNEL_ACCOUNT,
         )?;
@@ -527,7 +527,7 @@ impl Endpoint {
         let eager_slots = caps
             .credit
             .map_or(0, |cc| cc.slots(caps.dump_bytes, caps.max_unexpected));
-        let recv = RecvState::new(caps, seed)?;
+        let recv = DataPath::new(caps, seed)?;
         let (ring_entries, ring_offset, dump_offset, map_bytes) = shared.layout();
         self.rx.install(shared, recv)?;
         a.ring_entries = ring_entries;
@@ -549,7 +549,7 @@ impl Endpoint {
         if a.flags != 0 || a.buf_len > abi::O2G_MAX_MESSAGE {
             return Err(EINVAL);
         }
-        let sel = recv::selector(a.source, a.tag, a.context)?;
+        let sel = data_path::selector(a.source, a.tag, a.context)?;
         let conn = match sel.source {
             SourceSel::Rank(r) => self.find(r),
             SourceSel::Any => None,
@@ -702,7 +702,7 @@ impl Endpoint {
         if a.flags & !abi::O2G_PROBE_CLAIM != 0 {
             return Err(EINVAL);
         }
-        let sel = recv::selector(a.source, a.tag, a.context)?;
+        let sel = data_path::selector(a.source, a.tag, a.context)?;
         let claim = a.flags & abi::O2G_PROBE_CLAIM != 0;
         let found = self.rx.with_recv(|shared, st, _| {
             // Messages the process already took must not be found again.

@@ -65,18 +65,18 @@ use crate::proto::{
     receive::{Control, Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
     wire::{Limits, HEADER_LEN},
 };
-use crate::recv::{DeferredCopy, PostedRecv, RecvState};
+use crate::data_path::{DeferredCopy, PostedRecv, DataPath};
 use crate::sock::errno;
 use crate::tx::Outgoing;
 
 /// The reader state of one connection, under its own BH-safe lock.
-pub(crate) struct ConnRx {
+pub(crate) struct ConnReader {
     inbound: Inbound,
     /// A messages connection whose peer has eager credit: the reader
     /// gives credit back (see `credit.rs`).
     credited: bool,
     /// The receive being filled straight from the socket, with its handle
-    /// (still the machine's name for it; see `Book::lend`).
+    /// (still the machine's name for it; see `RecvBuffers::lend`).
     filling: Option<(u64, PostedRecv)>,
 }
 
@@ -84,7 +84,7 @@ pub(crate) struct ConnRx {
 /// actor's offset, to `dst`.
 type Source<'a> = &'a dyn Fn(usize, *mut u8, usize) -> Result;
 
-impl ConnRx {
+impl ConnReader {
     /// A reader for a fresh `role` connection from `rank` accepting
     /// messages up to `max_message` bytes. A messages connection takes
     /// requests to send, and eager messages within `window` of credit,
@@ -441,7 +441,7 @@ impl ConnRx {
                 .ok()
                 .flatten();
             // `None`: deferred. A refusal cannot happen (see
-            // `Book::deferred`); the copy is then done here.
+            // `RecvBuffers::deferred`); the copy is then done here.
             if refused.is_none() {
                 retired = true;
             }
@@ -502,7 +502,7 @@ impl ConnRx {
             if conn.role() == Role::Control || st.self_rank == Some(rank) {
                 st.fail_offers(shared, rank, status);
             }
-            let RecvState { rx, book, .. } = st;
+            let DataPath { rx, book, .. } = st;
             rx.fail(inbound, why, was_live, |f| {
                 complete_failed(shared, book, filling, f, status)
             });
@@ -542,7 +542,7 @@ impl ConnRx {
             if stalled {
                 st.unstall(shared, conn.rank());
             }
-            let RecvState { rx, book, .. } = st;
+            let DataPath { rx, book, .. } = st;
             rx.abort(inbound, |f| complete_failed(shared, book, filling, f, status));
             Ok(())
         });
@@ -557,7 +557,7 @@ impl ConnRx {
 /// Context: any; rx lock held.
 fn complete_failed(
     shared: &crate::shared::SharedArea,
-    book: &mut crate::recv::Book,
+    book: &mut crate::data_path::RecvBuffers,
     filling: &mut Option<(u64, PostedRecv)>,
     f: Failed,
     status: i32,
@@ -616,19 +616,19 @@ pub(crate) fn copy_stored(
 /// What the actor reaches through `read_descriptor_t::arg`.
 struct ReadCtx<'a> {
     conn: &'a Conn,
-    rx: &'a mut ConnRx,
+    rx: &'a mut ConnReader,
     stopped_short: bool,
 }
 
 /// `tcp_read_sock()`'s actor.
 ///
-/// Context: as [`ConnRx::read`]: softirq or process context with the socket
+/// Context: as [`ConnReader::read`]: softirq or process context with the socket
 /// held; must not sleep.
 ///
 /// # Safety
 ///
 /// Called by `tcp_read_sock` with the descriptor set up in
-/// [`ConnRx::read`] and a valid `skb` holding `len` bytes from `offset`.
+/// [`ConnReader::read`] and a valid `skb` holding `len` bytes from `offset`.
 unsafe extern "C" fn actor(
     desc: *mut bindings::read_descriptor_t,
     skb: *mut bindings::sk_buff,

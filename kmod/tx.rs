@@ -32,7 +32,7 @@ use crate::proto::{
     receive::{Dest, OnEnd},
     wire::{Encoder, Header, Kind, HEADER_LEN},
 };
-use crate::rx::Rx;
+use crate::endpoint_rx::EndpointRx;
 use crate::sock::{errno, TcpSocket};
 
 /// A message for a control connection.
@@ -134,7 +134,7 @@ pub(crate) struct ConnTx {
     local_rank: u32,
     encoder: Encoder,
     partial: Option<Partial>,
-    /// `partial` waits for room and is counted in [`Rx::blocked`].
+    /// `partial` waits for room and is counted in [`EndpointRx::blocked`].
     counted: bool,
     /// A send failed: nothing more goes out on this connection.
     broken: bool,
@@ -182,7 +182,7 @@ impl ConnTx {
 
     /// Counts this connection in (`true`) or out of the endpoint's
     /// blocked connections.
-    fn set_blocked(&mut self, rx: &Rx, blocked: bool) {
+    fn set_blocked(&mut self, rx: &EndpointRx, blocked: bool) {
         if blocked != self.counted {
             self.counted = blocked;
             rx.count_blocked(blocked);
@@ -224,7 +224,7 @@ impl ConnTx {
     /// ends with an error.
     ///
     /// Context: process context, may sleep (unpins).
-    pub(crate) fn abandon(&mut self, rx: &Arc<Rx>) {
+    pub(crate) fn abandon(&mut self, rx: &Arc<EndpointRx>) {
         self.broken = true;
         self.set_blocked(rx, false);
         if let Some(p) = self.partial.take() {
@@ -238,7 +238,7 @@ impl ConnTx {
 ///
 /// Context: process context (the endpoint's send work), may sleep; the
 /// caller holds the list of control connections, sorted by rank.
-pub(crate) fn send_pass(rx: &Arc<Rx>, controls: &[Arc<Conn>]) {
+pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
     // Only while some connection waits for room: an endpoint with many
     // idle connections does not visit them all for every message.
     if rx.any_blocked() {
@@ -355,7 +355,7 @@ pub(crate) fn send_pass(rx: &Arc<Rx>, controls: &[Arc<Conn>]) {
 ///
 /// Context: process context (the send work), may sleep; takes the rx lock
 /// briefly, never across the copy.
-fn local_transfer(rx: &Arc<Rx>, rank: u32, token: u64, want: u64, offer: u32) {
+fn local_transfer(rx: &Arc<EndpointRx>, rank: u32, token: u64, want: u64, offer: u32) {
     let started = rx
         .with_recv(|_, st, _| {
             // The offer and the request are this process's own; a request
@@ -430,7 +430,7 @@ fn local_transfer(rx: &Arc<Rx>, rank: u32, token: u64, want: u64, offer: u32) {
 
 /// Writes what it can of `conn`'s partial message and ends it if done
 /// or broken.
-fn advance(rx: &Arc<Rx>, conn: &Conn, tx: &mut ConnTx) {
+fn advance(rx: &Arc<EndpointRx>, conn: &Conn, tx: &mut ConnTx) {
     match tx.pump(conn.sock()) {
         Progress::Blocked => tx.set_blocked(rx, true),
         Progress::Done => {
@@ -445,12 +445,12 @@ fn advance(rx: &Arc<Rx>, conn: &Conn, tx: &mut ConnTx) {
 
 /// A message that will not be written: its receive or offer ends with
 /// an error.
-fn drop_item(rx: &Arc<Rx>, item: Outgoing) {
+fn drop_item(rx: &Arc<EndpointRx>, item: Outgoing) {
     match item {
         Outgoing::Cts { token, .. } => fail_waiting(rx, token),
         Outgoing::Data { offer, .. } => end_offer(rx, offer, None, 0, false),
         // Kept until a control connection to `rank` is registered
-        // (`RecvState::requeue_credit`); a peer whose connection failed
+        // (`DataPath::requeue_credit`); a peer whose connection failed
         // needs none.
         Outgoing::Credit { rank } => rx.with(|st| {
             if let Some(b) = st.recv.as_mut().and_then(|r| r.credit.as_mut()) {
@@ -461,7 +461,7 @@ fn drop_item(rx: &Arc<Rx>, item: Outgoing) {
 }
 
 /// Ends a written (`ok`) or abandoned message.
-fn end_part(rx: &Arc<Rx>, what: Part, ok: bool) {
+fn end_part(rx: &Arc<EndpointRx>, what: Part, ok: bool) {
     match what {
         // A written `Cts` needs nothing more: its data will come.
         Part::Cts(_) if ok => rx.with(|st| st.counters.cts_sent += 1),
@@ -476,7 +476,7 @@ fn end_part(rx: &Arc<Rx>, what: Part, ok: bool) {
 }
 
 /// The receive waiting under `token` will not get its data.
-fn fail_waiting(rx: &Arc<Rx>, token: u64) {
+fn fail_waiting(rx: &Arc<EndpointRx>, token: u64) {
     let _ = rx.with_recv(|shared, st, _| {
         if let Some(f) = st.rx.abandon(token) {
             if let Some(recv) = st.book.take(f.handle) {
@@ -494,7 +494,7 @@ fn fail_waiting(rx: &Arc<Rx>, token: u64) {
 /// unpins its buffer (`buf`, or the one still in the table).
 ///
 /// Context: process context, may sleep.
-fn end_offer(rx: &Rx, offer: u32, buf: Option<PinnedBuf>, sent: u64, ok: bool) {
+fn end_offer(rx: &EndpointRx, offer: u32, buf: Option<PinnedBuf>, sent: u64, ok: bool) {
     let ended = rx
         .with_recv(|shared, st, c| {
             let Some((ended, failed)) = st.offers.finish(offer) else {

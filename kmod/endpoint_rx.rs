@@ -7,7 +7,7 @@
 //! state outlives any hook that can still reach it. It sits under one
 //! BH-safe spinlock, taken after the socket's `sk_callback_lock` and the
 //! connection's own reader lock (see the lock order in `endpoint.rs`).
-//! Waiters in POLL sleep on [`Rx::wake`]'s condition variable; buffers that
+//! Waiters in POLL sleep on [`EndpointRx::wake`]'s condition variable; buffers that
 //! finish in softirq are unpinned by the reclaim work.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -23,11 +23,11 @@ use kernel::{
 use crate::conn::Conn;
 
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
-use crate::recv::RecvState;
+use crate::data_path::DataPath;
 use crate::shared::SharedArea;
 
 /// Counters of the module's own mechanics, kept from open to release;
-/// the receive decisions' counters are the machine's (`recv::Machine`).
+/// the receive decisions' counters are the machine's (`data_path::Machine`).
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) data_ready_events: u64,
@@ -51,51 +51,51 @@ pub(crate) struct Counters {
     pub(crate) credits_received: u64,
 }
 
-/// The receive-side state, under [`Rx`]'s lock.
+/// The receive-side state, under [`EndpointRx`]'s lock.
 #[derive(Default)]
-pub(crate) struct RxState {
+pub(crate) struct EndpointRxLocked {
     pub(crate) counters: Counters,
     /// Present after INIT.
-    pub(crate) recv: Option<KBox<RecvState>>,
+    pub(crate) recv: Option<KBox<DataPath>>,
 }
 
 /// What the hook and the ioctls share.
 #[pin_data]
-pub(crate) struct Rx {
+pub(crate) struct EndpointRx {
     #[pin]
-    state: SpinLockBh<RxState>,
+    state: SpinLockBh<EndpointRxLocked>,
     /// Signalled when a completion is published or an unexpected message
     /// is stored.
     #[pin]
     wake: CondVar,
-    /// The shared pages, set once by INIT (before `RxState::recv`).
+    /// The shared pages, set once by INIT (before `EndpointRxLocked::recv`).
     shared: SetOnce<SharedArea>,
     #[pin]
-    reclaim: Work<Rx>,
+    reclaim: Work<EndpointRx>,
     /// The control connections, sorted by rank: where the send work
     /// writes. Lock order: after the endpoint's own mutex, before a
     /// connection's tx mutex and the rx lock. Emptied at teardown (each
-    /// connection holds a reference to this `Rx`).
+    /// connection holds a reference to this `EndpointRx`).
     #[pin]
     controls: Mutex<KVVec<Arc<Conn>>>,
     /// Writes clear-to-send and rendezvous data (`tx.rs`).
     #[pin]
-    send: Work<Rx, 1>,
+    send: Work<EndpointRx, 1>,
     /// Control connections whose half-written message waits for room.
     blocked: AtomicUsize,
 }
 
 impl_has_work! {
-    impl HasWork<Rx> for Rx { self.reclaim }
-    impl HasWork<Rx, 1> for Rx { self.send }
+    impl HasWork<EndpointRx> for EndpointRx { self.reclaim }
+    impl HasWork<EndpointRx, 1> for EndpointRx { self.send }
 }
 
-impl Rx {
+impl EndpointRx {
     /// Allocates the receive side of a new endpoint.
-    pub(crate) fn new() -> Result<Arc<Rx>> {
+    pub(crate) fn new() -> Result<Arc<EndpointRx>> {
         Arc::pin_init(
-            pin_init!(Rx {
-                state <- new_spinlock_bh!(RxState::default(), c"o2g_endpoint_rx"),
+            pin_init!(EndpointRx {
+                state <- new_spinlock_bh!(EndpointRxLocked::default(), c"o2g_endpoint_rx"),
                 wake <- new_condvar!("o2g_endpoint_wake"),
                 shared: SetOnce::new(),
                 reclaim <- new_work!("o2g_reclaim"),
@@ -110,7 +110,7 @@ impl Rx {
     /// Runs `f` with the state locked (BH off); must not sleep.
     ///
     /// Context: any (softirq or process); takes the endpoint's rx lock.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut RxState) -> R) -> R {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut EndpointRxLocked) -> R) -> R {
         f(&mut self.state.lock())
     }
 
@@ -118,11 +118,11 @@ impl Rx {
     /// `EBADFD` (the endpoint was not initialised).
     pub(crate) fn with_recv<R>(
         &self,
-        f: impl FnOnce(&SharedArea, &mut RecvState, &mut Counters) -> Result<R>,
+        f: impl FnOnce(&SharedArea, &mut DataPath, &mut Counters) -> Result<R>,
     ) -> Result<R> {
         let shared = self.shared.as_ref().ok_or_else(crate::sock::errno::ebadfd)?;
         let mut st = self.state.lock();
-        let RxState { counters, recv } = &mut *st;
+        let EndpointRxLocked { counters, recv } = &mut *st;
         let recv = recv.as_deref_mut().ok_or_else(crate::sock::errno::ebadfd)?;
         f(shared, recv, counters)
     }
@@ -135,7 +135,7 @@ impl Rx {
     /// Installs INIT's state, once. Errors: `EBUSY` if already done.
     ///
     /// Context: process context; takes the rx lock.
-    pub(crate) fn install(&self, shared: SharedArea, recv: KBox<RecvState>) -> Result {
+    pub(crate) fn install(&self, shared: SharedArea, recv: KBox<DataPath>) -> Result {
         if !self.shared.populate(shared) {
             return Err(EBUSY);
         }
@@ -158,7 +158,7 @@ impl Rx {
     pub(crate) fn wait(
         &self,
         timeout: Option<u64>,
-        mut ready: impl FnMut(&mut RxState) -> u32,
+        mut ready: impl FnMut(&mut EndpointRxLocked) -> u32,
     ) -> Result<u32> {
         use kernel::sync::CondVarTimeoutResult as R;
         let mut guard = self.state.lock();
@@ -191,7 +191,7 @@ impl Rx {
     /// Context: any.
     pub(crate) fn schedule_reclaim(self: &Arc<Self>) {
         // Already queued is fine: one run reclaims everything.
-        let _ = workqueue::system().enqueue::<Arc<Rx>, 0>(self.clone());
+        let _ = workqueue::system().enqueue::<Arc<EndpointRx>, 0>(self.clone());
     }
 
     /// Copies the stored messages the readers left to this work into their
@@ -210,7 +210,7 @@ impl Rx {
             self.with(|st| {
                 if let (Some(r), Some(shared)) = (st.recv.as_mut(), self.shared.as_ref()) {
                     r.rx.copied(d.region);
-                    crate::recv::publish(shared, d.recv.user_data, d.env, d.len, status);
+                    crate::data_path::publish(shared, d.recv.user_data, d.env, d.len, status);
                 }
             });
             // Unpinned here, in process context, rather than retired.
@@ -243,7 +243,7 @@ impl Rx {
     /// Context: any.
     pub(crate) fn schedule_send(self: &Arc<Self>) {
         // Already queued is fine: one pass sends everything it can.
-        let _ = workqueue::system().enqueue::<Arc<Rx>, 1>(self.clone());
+        let _ = workqueue::system().enqueue::<Arc<EndpointRx>, 1>(self.clone());
     }
 
     /// Counts a control connection in (`true`) or out of those waiting
@@ -274,7 +274,7 @@ impl Rx {
     pub(crate) fn flush_send(&self) {
         // SAFETY: `send` is an initialised work item inside `self`, which
         // the caller's reference keeps alive for the call.
-        unsafe { kernel::bindings::flush_work(Work::<Rx, 1>::raw_get(&self.send)) };
+        unsafe { kernel::bindings::flush_work(Work::<EndpointRx, 1>::raw_get(&self.send)) };
     }
 
     /// Waits until a queued reclaim work has finished.
@@ -287,24 +287,24 @@ impl Rx {
     }
 }
 
-impl WorkItem for Rx {
-    type Pointer = Arc<Rx>;
+impl WorkItem for EndpointRx {
+    type Pointer = Arc<EndpointRx>;
 
     /// Context: process context (system workqueue), may sleep.
-    fn run(this: Arc<Rx>) {
+    fn run(this: Arc<EndpointRx>) {
         this.reclaim_now();
     }
 }
 
-impl WorkItem<1> for Rx {
-    type Pointer = Arc<Rx>;
+impl WorkItem<1> for EndpointRx {
+    type Pointer = Arc<EndpointRx>;
 
     /// One pass of sending (see `tx.rs`).
     ///
     /// Context: process context (system workqueue), may sleep; takes the
     /// control-connection list, then each connection's tx mutex, then
     /// the rx lock briefly.
-    fn run(this: Arc<Rx>) {
+    fn run(this: Arc<EndpointRx>) {
         let controls = this.controls.lock();
         crate::tx::send_pass(&this, &controls);
         drop(controls);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An endpoint's receive bookkeeping after INIT: the receive state machine
-//! (o2g-core's `Receiver`, over the matching engine and the dump area's
-//! store), the posted buffers, the eager credit and the completion
-//! producer.
+//! An endpoint's data path, set up at INIT ([`DataPath`]): the receive
+//! state machine (o2g-core's `Receiver`, over the matching engine and the
+//! dump area's store), the posted buffers ([`RecvBuffers`]), the offered
+//! rendezvous sends and the send work's queue, the eager credit and the
+//! completion producer.
 //!
 //! The machine makes every receive decision and keeps every receive
 //! counter; this file holds what only the kernel has: pinned buffers by
@@ -28,7 +29,7 @@ use crate::proto::{
     receive::{is_request, Clear, Inbound, Receiver, Region, Store, Waiting},
     slots::{SlotEntry, SlotStore},
 };
-use crate::rx::Counters;
+use crate::endpoint_rx::Counters;
 use crate::shared::SharedArea;
 use crate::tx::{Outgoing, TxQueue};
 
@@ -201,10 +202,10 @@ impl Store for DumpStore {
     }
 }
 
-/// The receive bookkeeping; see the module docs.
-pub(crate) struct RecvState {
+/// An endpoint's data path; see the module docs.
+pub(crate) struct DataPath {
     pub(crate) rx: Machine,
-    pub(crate) book: Book,
+    pub(crate) book: RecvBuffers,
     /// Rendezvous sends the process offered (as many as `max_posted`).
     pub(crate) offers: Offers,
     /// Clear-to-send and data messages for the send work.
@@ -218,7 +219,7 @@ pub(crate) struct RecvState {
 
 /// Everything but the machine, so that its callbacks can complete
 /// receives while it is borrowed.
-pub(crate) struct Book {
+pub(crate) struct RecvBuffers {
     /// Posted receives by engine handle (the index).
     table: KVVec<Option<PostedRecv>>,
     /// Free indices of `table`.
@@ -244,7 +245,7 @@ pub(crate) struct Book {
     stalled: KVVec<u32>,
 }
 
-impl RecvState {
+impl DataPath {
     /// Allocates all storage for `caps`.
     ///
     /// Context: process context, may sleep.
@@ -289,7 +290,7 @@ impl RecvState {
         // message per offer, and one credit message per peer.
         let ranks = caps.credit.map_or(0, |cc| cc.ranks as usize);
         let tx = TxQueue::new(2 * posted + ranks, posted)?;
-        let book = Book {
+        let book = RecvBuffers {
             table,
             free,
             // Finished receives and ended offers.
@@ -339,7 +340,7 @@ impl RecvState {
                 book.grant(rank, due);
                 c.credits_sent += 1;
             } else if book.owe(rank, due) {
-                // One entry per peer is kept (see `RecvState::new`); were
+                // One entry per peer is kept (see `DataPath::new`); were
                 // it ever full, the credit waits for the next control
                 // connection's registration rather than being lost.
                 match self.tx.push(Outgoing::Credit { rank }) {
@@ -363,7 +364,7 @@ impl RecvState {
     }
 
     /// Admits a new post of `buf_len` bytes, reserving its slot and pin
-    /// budget until [`RecvState::settle`]. Errors: `ENOSPC` (posted queue
+    /// budget until [`DataPath::settle`]. Errors: `ENOSPC` (posted queue
     /// full), `EAGAIN` (the ring could overflow: reap completions first),
     /// `ENOBUFS` (pin budget).
     ///
@@ -455,7 +456,7 @@ impl RecvState {
 
     /// Announces a stored request to send (a message of `size` bytes
     /// with `envelope`) in the ring, under the same rules as
-    /// [`RecvState::announce`]; it is not handed to the process, since
+    /// [`DataPath::announce`]; it is not handed to the process, since
     /// only a POST can answer its sender.
     ///
     /// Context: any; rx lock held.
@@ -549,7 +550,7 @@ impl RecvState {
         self.publish_stalled(shared);
     }
 
-    /// Undoes [`RecvState::stall`] for `rank`.
+    /// Undoes [`DataPath::stall`] for `rank`.
     ///
     /// Context: any; rx lock held.
     pub(crate) fn unstall(&mut self, shared: &SharedArea, rank: u32) {
@@ -612,7 +613,7 @@ impl RecvState {
     }
 }
 
-impl Book {
+impl RecvBuffers {
     /// Stores a pinned receive under a free handle; `None` if the table is
     /// full (admission makes that impossible).
     pub(crate) fn insert(&mut self, recv: PostedRecv) -> core::result::Result<u64, PostedRecv> {
@@ -633,7 +634,7 @@ impl Book {
 
     /// Takes the receive out of the table but keeps `handle` in use, for a
     /// receive being filled: the handle is still the machine's name for
-    /// it, so no new post may get it until [`Book::free_handle`].
+    /// it, so no new post may get it until [`RecvBuffers::free_handle`].
     pub(crate) fn lend(&mut self, handle: u64) -> Option<PostedRecv> {
         let i = u32::try_from(handle).ok()?;
         self.table.get_mut(i as usize)?.take()
@@ -709,7 +710,7 @@ impl Book {
     }
 }
 
-/// What [`Book::take_all`] hands over.
+/// What [`RecvBuffers::take_all`] hands over.
 pub(crate) type TakenBuffers = (
     KVVec<Option<PostedRecv>>,
     KVVec<PinnedBuf>,
