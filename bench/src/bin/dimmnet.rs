@@ -18,30 +18,21 @@
 //! writes rows in the same form can be merged into the table and chart with
 //! `barrier --join other.csv` (repeatable).
 
+mod emulated;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use o2g_bench::median;
 use o2g_bench::report::Report;
 use o2g_dimmnet::layout::LLCM_USER;
 use o2g_dimmnet::{Barrier, Config, Endpoint, Nic, NicAddr};
 use o2g_nicmem::Region;
 
-#[derive(Parser)]
-#[command(about = "Emulated DIMMnet-1 microbenchmarks")]
-struct Args {
-    /// Write `<name>.csv` and `<name>.svg` into this directory.
-    #[arg(long, global = true)]
-    out: Option<PathBuf>,
-    /// Few repetitions and sizes: finishes in seconds.
-    #[arg(long, global = true)]
-    quick: bool,
-    #[command(subcommand)]
-    cmd: Cmd,
-}
+use crate::emulated::{scratch_name, Args};
 
 #[derive(Subcommand)]
 enum Cmd {
@@ -69,16 +60,10 @@ enum Cmd {
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-static REGIONS: AtomicUsize = AtomicUsize::new(0);
-
 /// A fresh region for `config` (name unlinked at once) and a handle per
 /// node, all seeded.
 fn fabric(config: Config) -> Res<Vec<Nic>> {
-    let name = format!(
-        "o2g-dimmnet-bench-{}-{}",
-        std::process::id(),
-        REGIONS.fetch_add(1, Ordering::Relaxed)
-    );
+    let name = scratch_name("dimmnet");
     let region = Nic::create_shm(&name, config)?;
     Region::unlink_shm(&name)?;
     let nics = (0..config.nodes)
@@ -376,7 +361,7 @@ fn bank_switch(plan: &Plan, out: Option<&Path>) -> Res<()> {
 }
 
 fn main() {
-    let args = Args::parse();
+    let args = Args::<Cmd>::parse("Emulated DIMMnet-1 microbenchmarks");
     let plan = Plan { quick: args.quick };
     let out = args.out.as_deref();
     let result = match &args.cmd {

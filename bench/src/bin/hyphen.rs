@@ -17,12 +17,13 @@
 //! on this host, not the board's; on a small shared machine polling peers
 //! time-share cores, so compare series of one run.
 
+mod emulated;
+
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use o2g_bench::report::Report;
 use o2g_bench::{iterations, median};
 use o2g_hyphen::ring::{Envelope, Filter, RingConfig, RingReader, RingWriter};
@@ -30,18 +31,7 @@ use o2g_hyphen::wait::{WaitMode, WaitPolicy};
 use o2g_hyphen::{Board, BoardConfig, GlobalPage, Overflow, PAGE};
 use o2g_nicmem::Region;
 
-#[derive(Parser)]
-#[command(about = "Emulated HyphenLink and AP1000 buffer-receiving microbenchmarks")]
-struct Args {
-    /// Write `<name>.csv` and `<name>.svg` into this directory.
-    #[arg(long, global = true)]
-    out: Option<PathBuf>,
-    /// Few repetitions and sizes: finishes in seconds.
-    #[arg(long, global = true)]
-    quick: bool,
-    #[command(subcommand)]
-    cmd: Cmd,
-}
+use crate::emulated::{scratch_name, Args};
 
 #[derive(Subcommand)]
 enum Cmd {
@@ -65,7 +55,8 @@ struct RingArgs {
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Res<()> {
-    let args = Args::parse();
+    let about = "Emulated HyphenLink and AP1000 buffer-receiving microbenchmarks";
+    let args = Args::<Cmd>::parse(about);
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)?;
     }
@@ -91,18 +82,23 @@ fn emit_ring(quick: bool, r: RingArgs, out: &dyn Fn(&str) -> Option<PathBuf>) ->
 
 /// A fresh region, unlinked at once.
 fn scratch(len: usize) -> Res<Arc<Region>> {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "o2g-hyphen-bench-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
+    let name = scratch_name("hyphen");
     let region = Region::create_shm(&name, len)?;
     Region::unlink_shm(&name)?;
     Ok(Arc::new(region))
 }
 
-fn board(cfg: BoardConfig) -> Res<Board> {
+/// A board of two nodes with one of everything (and no rings), on a
+/// fresh region.
+fn two_nodes() -> Res<Board> {
+    let cfg = BoardConfig {
+        nodes: 2,
+        dsm_pages: 1,
+        cache_pages: 1,
+        twin_pages: 1,
+        sync_vars: 1,
+        ring: None,
+    };
     Ok(Board::create(scratch(Board::required_len(&cfg)?)?, cfg)?)
 }
 
@@ -131,14 +127,7 @@ fn pb_ext(quick: bool) -> Res<Report> {
         "us",
         true,
     );
-    let b = board(BoardConfig {
-        nodes: 2,
-        dsm_pages: 1,
-        cache_pages: 1,
-        twin_pages: 1,
-        sync_vars: 1,
-        ring: None,
-    })?;
+    let b = two_nodes()?;
     let reps = reps(quick);
     for (name, mode) in [("polling", WaitMode::Poll), ("blocking", WaitMode::Block)] {
         for batch in [1u32, 4, 16, 64] {
@@ -201,14 +190,7 @@ fn dsm(quick: bool) -> Res<Report> {
         "us",
         false,
     );
-    let b = board(BoardConfig {
-        nodes: 2,
-        dsm_pages: 1,
-        cache_pages: 1,
-        twin_pages: 1,
-        sync_vars: 1,
-        ring: None,
-    })?;
+    let b = two_nodes()?;
     let home = b.node(0, policy(WaitMode::Poll))?;
     let node = b.node(1, policy(WaitMode::Poll))?;
     let page = GlobalPage { home: 0, page: 0 };
