@@ -23,7 +23,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{ArriveOut, Model, Msg, PostOut, Rng};
+use common::{ArriveOut, Model, Msg, PostOut};
 use o2g_core::proto::credit::{Allowance, Credit, Window};
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, QueueFull, RecvId, Slot};
@@ -32,6 +32,8 @@ use o2g_core::proto::receive::{
 };
 use o2g_core::proto::slots::{SlotEntry, SlotStore};
 use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
+use rand_core::{Rng as _, SeedableRng};
+use rand_xorshift::XorShiftRng;
 
 const MAX_PAYLOAD: u64 = 64;
 const DUMP_BYTES: u64 = 100;
@@ -823,6 +825,30 @@ impl World {
             assert_eq!(node.rx.outstanding(), 0, "a receive is still owed");
         }
         assert_eq!(received, self.sent.len());
+    }
+}
+
+/// The simulation's random choices, from a seeded xorshift generator
+/// (`rand_xorshift`), so that a failing simulation seed replays exactly.
+#[derive(Clone, Debug)]
+struct Rng(XorShiftRng);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Self(XorShiftRng::seed_from_u64(seed))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
     }
 }
 

@@ -1,11 +1,9 @@
-//! Test support shared by the integration tests: a reference model of MPI
-//! matching and a deterministic random source. Each test binary uses a
+//! Test support shared by the integration tests (and the matching fuzz
+//! target): a reference model of MPI matching. Each test binary uses a
 //! different part of it.
 #![allow(dead_code)]
 
 use o2g_core::proto::envelope::{Envelope, Selector};
-use rand_core::{Rng as _, SeedableRng};
-use rand_xorshift::XorShiftRng;
 
 /// A message as the model tracks it; `loc` identifies it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,29 +125,5 @@ impl Model {
 
     pub(crate) fn posted_handles(&self) -> impl Iterator<Item = u64> + '_ {
         self.posted.iter().map(|(_, h)| *h)
-    }
-}
-
-/// The simulation's random choices, from a seeded xorshift generator
-/// (`rand_xorshift`), so that a failing simulation seed replays exactly.
-#[derive(Clone, Debug)]
-pub(crate) struct Rng(XorShiftRng);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
-        Self(XorShiftRng::seed_from_u64(seed))
-    }
-
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    pub(crate) fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
     }
 }
