@@ -12,28 +12,15 @@
 //! stream must come back exactly as sent.
 #![no_main]
 
+mod cuts;
+
+use cuts::Cuts;
 use libfuzzer_sys::fuzz_target;
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::stream::{Event, Reassembler};
 use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
 
 const LIMITS: Limits = Limits { max_payload: 200 };
-
-struct Cuts(u64);
-
-impl Cuts {
-    fn next(&mut self) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        // Mostly small pieces, sometimes everything at once.
-        match self.0 % 8 {
-            0 => usize::MAX,
-            1..=4 => 1 + (self.0 >> 8) as usize % 4,
-            _ => 1 + (self.0 >> 8) as usize % 64,
-        }
-    }
-}
 
 fn run(stream: &[u8], cuts: &mut Cuts) -> Vec<(Header, Vec<u8>)> {
     let mut rx = Reassembler::new(LIMITS);
@@ -88,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
     let [mode, seed, body @ ..] = data else {
         return;
     };
-    let mut cuts = Cuts(u64::from(*mode) << 8 | u64::from(*seed) | 1 << 40);
+    let mut cuts = Cuts::new(*mode, *seed, 4, 64);
     if mode & 1 == 0 {
         run(body, &mut cuts);
         return;

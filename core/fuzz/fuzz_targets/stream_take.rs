@@ -13,6 +13,9 @@
 //! how much the reader is offered at a time.
 #![no_main]
 
+mod cuts;
+
+use cuts::Cuts;
 use libfuzzer_sys::fuzz_target;
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::stream::{Event, Reassembler};
@@ -21,22 +24,6 @@ use o2g_core::proto::wire::{Encoder, Header, Kind, Limits, WireError, HEADER_LEN
 const LIMITS: Limits = Limits { max_payload: 300 };
 
 type Received = Vec<(Header, Vec<u8>)>;
-
-/// How many bytes TCP hands over next: mostly small, sometimes all.
-struct Cuts(u64);
-
-impl Cuts {
-    fn next(&mut self) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        match self.0 % 8 {
-            0 => usize::MAX,
-            1..=4 => 1 + (self.0 >> 8) as usize % 5,
-            _ => 1 + (self.0 >> 8) as usize % 100,
-        }
-    }
-}
 
 /// The reference: the whole stream through `feed` alone.
 fn by_feed(stream: &[u8]) -> (Received, Option<WireError>) {
@@ -140,7 +127,7 @@ fuzz_target!(|data: &[u8]| {
     let [mode, seed, body @ ..] = data else {
         return;
     };
-    let mut cuts = Cuts(u64::from(*mode) << 8 | u64::from(*seed) | 1 << 40);
+    let mut cuts = Cuts::new(*mode, *seed, 5, 100);
     if mode & 1 == 0 {
         assert_eq!(by_take(body, &mut cuts), by_feed(body));
         return;
