@@ -202,11 +202,7 @@ pub(crate) unsafe extern "C" fn MPI_Type_contiguous(
             kind: old.kind,
             committed: false,
         };
-        let h = handles::with(|s| {
-            let v = s.fresh();
-            s.types.insert(v, info);
-            handles::handle(v)
-        })?;
+        let h = handles::new_type(info)?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(newtype, h) }
     })

@@ -166,19 +166,30 @@ pub(crate) fn errmode(h: Handle) -> ErrMode {
     found.ok().flatten().unwrap_or(ErrMode::Return)
 }
 
-/// Registers a new communicator; returns its handle.
-pub(crate) fn new_comm(comm: mpi::Communicator, errh: ErrMode) -> Res<Handle> {
+/// Files `entry` under a fresh handle in the table `table` picks; returns
+/// the handle.
+fn register<T>(table: impl FnOnce(&mut State) -> &mut HashMap<usize, T>, entry: T) -> Res<Handle> {
     with(|s| {
         let v = s.fresh();
-        s.add_comm(
-            v,
-            CommEntry {
-                comm,
-                errh: Cell::new(errh),
-            },
-        );
+        table(s).insert(v, entry);
         handle(v)
     })
+}
+
+/// Registers a new communicator; returns its handle.
+pub(crate) fn new_comm(comm: mpi::Communicator, errh: ErrMode) -> Res<Handle> {
+    let errh = Cell::new(errh);
+    register(|s| &mut s.comms, Rc::new(CommEntry { comm, errh }))
+}
+
+/// Registers a new datatype; returns its handle.
+pub(crate) fn new_type(info: TypeInfo) -> Res<Handle> {
+    register(|s| &mut s.types, info)
+}
+
+/// Registers a user operation; returns its handle.
+pub(crate) fn new_op(op: UserOp) -> Res<Handle> {
+    register(|s| &mut s.ops, Rc::new(op))
 }
 
 /// Removes a communicator this library created (`MPI_ERR_COMM` for the
@@ -196,11 +207,7 @@ pub(crate) fn free_comm(h: Handle) -> Res<()> {
 
 /// Registers a request; returns its handle.
 pub(crate) fn new_request(r: ReqEntry) -> Res<Handle> {
-    with(|s| {
-        let v = s.fresh();
-        s.requests.insert(v, r);
-        handle(v)
-    })
+    register(|s| &mut s.requests, r)
 }
 
 /// Takes the request behind `h` out of the table: `None` for

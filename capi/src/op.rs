@@ -234,11 +234,7 @@ pub(crate) unsafe extern "C" fn MPI_Op_create(
         if commute == 0 {
             return Err(Code(MPI_ERR_UNSUPPORTED_OPERATION));
         }
-        let h = handles::with(|s| {
-            let v = s.fresh();
-            s.ops.insert(v, std::rc::Rc::new(UserOp { f }));
-            handles::handle(v)
-        })?;
+        let h = handles::new_op(UserOp { f })?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(op, h) }
     })
