@@ -71,7 +71,7 @@
 //!
 //! # DIMM_Send / DIMM_Recv
 //!
-//! [`Endpoint::send`] and [`Endpoint::recv`] follow the paper's flag-area
+//! [`DimmEndpoint::send`] and [`DimmEndpoint::recv`] follow the paper's flag-area
 //! design: node `n` keeps per peer a 64-byte flag area in its LLCM (grant =
 //! flag + remaining buffers + pgid, request, done = used buffers + bank +
 //! flags, chunk info) and a byte flag; peers write them by AOTF only. Both
@@ -81,15 +81,15 @@
 //! 464 bytes go by one BOTF packet into the receiver's LLCM; longer ones
 //! are PUSHed into the receiver's SO-DIMM buffers, and a message that does
 //! not fit the granted buffers is split, each further chunk sent under a
-//! new grant. Completion is an AOTF. [`Endpoint::poll`] reports which peer
+//! new grant. Completion is an AOTF. [`DimmEndpoint::poll`] reports which peer
 //! has a message waiting, and its length. The words are documented in the
 //! `flags` module and `send_recv` module docs.
 //!
 //! `send` and `recv` wait. Their resumable halves never do:
-//! [`Endpoint::send_start`] announces a message and [`Endpoint::send_step`]
+//! [`DimmEndpoint::send_start`] announces a message and [`DimmEndpoint::send_step`]
 //! sends a chunk for each grant that is there (the message may be given as
-//! several slices, e.g. a header and a payload); [`Endpoint::recv_start`]
-//! grants and [`Endpoint::recv_step`] takes each chunk that arrived. A
+//! several slices, e.g. a header and a payload); [`DimmEndpoint::recv_start`]
+//! grants and [`DimmEndpoint::recv_step`] takes each chunk that arrived. A
 //! single-threaded caller (an MPI transport) interleaves them so that a
 //! node waiting for a grant keeps receiving, and two nodes sending each
 //! other large messages cannot deadlock.
@@ -120,13 +120,13 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use o2g_dimmnet::{Config, Endpoint, Nic};
+//! use o2g_dimmnet::{Config, DimmEndpoint, Nic};
 //!
 //! let name = format!("o2g-dimmnet-doc-{}", std::process::id());
 //! let region = Nic::create_shm(&name, Config::new(2)).unwrap();
 //! o2g_nicmem::Region::unlink_shm(&name).unwrap();
-//! let mut a = Endpoint::new(Nic::attach(Arc::clone(&region), 0).unwrap(), 1).unwrap();
-//! let mut b = Endpoint::new(Nic::attach(region, 1).unwrap(), 1).unwrap();
+//! let mut a = DimmEndpoint::new(Nic::attach(Arc::clone(&region), 0).unwrap(), 1).unwrap();
+//! let mut b = DimmEndpoint::new(Nic::attach(region, 1).unwrap(), 1).unwrap();
 //! b.prepost(0).unwrap(); // receiver first
 //! a.send(1, b"hello").unwrap();
 //! let mut buf = [0u8; 16];
@@ -154,7 +154,7 @@ pub use layout::{Config, Layout};
 pub use liveness::{Heartbeat, Liveness, PeerWatch, LEFT};
 pub use nic::{Ack, Nic};
 pub use rdma::NicAddr;
-pub use send_recv::{Endpoint, RecvOp, SendOp, Stats};
+pub use send_recv::{DimmEndpoint, RecvOp, SendOp, Stats};
 pub use wait::WaitPolicy;
 
 #[cfg(test)]

@@ -6,9 +6,9 @@
 //! with DONE (AOTF into R's flag area about S). The two protocols of the
 //! paper differ in who moves first:
 //!
-//! - **Receiver first.** R calls [`Endpoint::recv`] (or
-//!   [`Endpoint::prepost`]) before S sends: the grant is already in S's LLCM
-//!   when S calls [`Endpoint::send`], so S announces and sends at once.
+//! - **Receiver first.** R calls [`DimmEndpoint::recv`] (or
+//!   [`DimmEndpoint::prepost`]) before S sends: the grant is already in S's LLCM
+//!   when S calls [`DimmEndpoint::send`], so S announces and sends at once.
 //! - **Sender first.** S finds no grant: it announces the message
 //!   (REQUEST: sequence number and length, AOTF into R's flag area, and
 //!   R's byte flag) and waits. R sees it when it polls or receives, grants,
@@ -77,7 +77,7 @@ struct Peer {
     receiving: bool,
 }
 
-/// A DIMM_Send under way: see [`Endpoint::send_start`].
+/// A DIMM_Send under way: see [`DimmEndpoint::send_start`].
 #[derive(Debug)]
 pub struct SendOp {
     dest: u32,
@@ -114,7 +114,7 @@ impl SendOp {
     }
 }
 
-/// A DIMM_Recv under way: see [`Endpoint::recv_start`].
+/// A DIMM_Recv under way: see [`DimmEndpoint::recv_start`].
 #[derive(Debug)]
 pub struct RecvOp {
     src: u32,
@@ -145,7 +145,7 @@ impl RecvOp {
     }
 }
 
-/// Where [`Endpoint::recv_chunk`] puts a chunk.
+/// Where [`DimmEndpoint::recv_chunk`] puts a chunk.
 enum Dst<'b> {
     /// At its offset in the whole message's buffer (truncating).
     Message(&'b mut [u8]),
@@ -156,7 +156,7 @@ enum Dst<'b> {
 /// One node's DIMM_Send/DIMM_Recv state. One endpoint per node: it owns
 /// the node's flag areas, landing slots, receive buffers and staging area.
 #[derive(Debug)]
-pub struct Endpoint {
+pub struct DimmEndpoint {
     nic: Nic,
     pgid: u16,
     peers: Vec<Peer>,
@@ -166,7 +166,7 @@ pub struct Endpoint {
     stats: Stats,
 }
 
-impl Endpoint {
+impl DimmEndpoint {
     /// An endpoint on `nic` for process group `pgid` (every node of the job
     /// must use the same one). Seeds the header of every destination.
     ///
@@ -214,8 +214,8 @@ impl Endpoint {
     }
 
     /// DIMM_Send: sends `data` to `dest` and returns once it sits in
-    /// `dest`'s NIC memory. The same as [`Endpoint::send_start`] followed
-    /// by [`Endpoint::send_step`] until it reports completion, waiting
+    /// `dest`'s NIC memory. The same as [`DimmEndpoint::send_start`] followed
+    /// by [`DimmEndpoint::send_step`] until it reports completion, waiting
     /// with the NIC's [`crate::WaitPolicy`] in between.
     ///
     /// # Errors
@@ -235,7 +235,7 @@ impl Endpoint {
 
     /// Starts a DIMM_Send of a `len`-byte message to `dest`: announces it
     /// (REQUEST and the byte flag) and returns the operation, which
-    /// [`Endpoint::send_step`] moves on. Never waits. One send per
+    /// [`DimmEndpoint::send_step`] moves on. Never waits. One send per
     /// destination may be under way at a time; messages to `dest` are
     /// received in the order they were started.
     ///
@@ -377,7 +377,7 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Grants `src` our buffers ahead of [`Endpoint::recv`], so its next
+    /// Grants `src` our buffers ahead of [`DimmEndpoint::recv`], so its next
     /// send takes the receiver-first path. Idempotent until that message
     /// is received.
     ///
@@ -390,8 +390,8 @@ impl Endpoint {
     }
 
     /// DIMM_Recv: receives the next message from `src` into `buf` and
-    /// returns its length. The same as [`Endpoint::recv_start`] and
-    /// [`Endpoint::recv_step`] until the message is complete, waiting with
+    /// returns its length. The same as [`DimmEndpoint::recv_start`] and
+    /// [`DimmEndpoint::recv_step`] until the message is complete, waiting with
     /// the NIC's [`crate::WaitPolicy`] in between, except that the chunks
     /// go straight into `buf`.
     ///
@@ -423,8 +423,8 @@ impl Endpoint {
     }
 
     /// Starts receiving the next message from `src`: grants it our buffers
-    /// (unless [`Endpoint::prepost`] already did) and returns the
-    /// operation, which [`Endpoint::recv_step`] moves on. Never waits. One
+    /// (unless [`DimmEndpoint::prepost`] already did) and returns the
+    /// operation, which [`DimmEndpoint::recv_step`] moves on. Never waits. One
     /// receive per source may be under way at a time.
     ///
     /// Starting the receive before the sender arrives is the receiver-first
@@ -603,7 +603,7 @@ impl Endpoint {
     ///
     /// # Errors
     ///
-    /// As [`Endpoint::recv`]; [`Error::Timeout`] if nothing arrives.
+    /// As [`DimmEndpoint::recv`]; [`Error::Timeout`] if nothing arrives.
     pub fn recv_any(&mut self, buf: &mut [u8]) -> Result<(u32, usize)> {
         let policy = self.nic.wait;
         let me = self.nic.node;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::pattern;
-use o2g_dimmnet::{Barrier, Config, Endpoint, Error, Nic, WaitPolicy};
+use o2g_dimmnet::{Barrier, Config, DimmEndpoint, Error, Nic, WaitPolicy};
 use o2g_nicmem::Region;
 
 const ENV: &str = "O2G_DIMMNET_CHILD";
@@ -52,7 +52,7 @@ fn child() {
         "sender" => {
             let mut b = Barrier::new(nic.clone()).unwrap();
             b.wait().unwrap();
-            let mut ep = Endpoint::new(nic, PGID).unwrap();
+            let mut ep = DimmEndpoint::new(nic, PGID).unwrap();
             for k in 0..MSGS {
                 ep.send(0, &pattern(node as usize * 10 + k, msg_len(node, k)))
                     .unwrap();
@@ -62,7 +62,7 @@ fn child() {
         "stuck" => {
             // Announce a message and wait for a grant that never comes,
             // until the parent kills us.
-            let mut ep = Endpoint::new(nic, PGID).unwrap();
+            let mut ep = DimmEndpoint::new(nic, PGID).unwrap();
             let _ = ep.send(0, &[7u8; 50_000]);
             std::thread::sleep(Duration::from_secs(60));
         }
@@ -80,7 +80,7 @@ fn processes_send_to_one_and_meet_at_barriers() {
     let mut children: Vec<Child> = (1..NODES).map(|n| spawn(&name, n, "sender")).collect();
     let mut b = Barrier::new(nic.clone()).unwrap();
     b.wait().unwrap();
-    let mut ep = Endpoint::new(nic, PGID).unwrap();
+    let mut ep = DimmEndpoint::new(nic, PGID).unwrap();
     let mut next = [0usize; NODES as usize];
     let mut buf = vec![0u8; 70_000];
     for _ in 0..(NODES as usize - 1) * MSGS {
@@ -104,7 +104,7 @@ fn a_killed_process_gives_a_timeout_not_a_hang() {
     let nic = Nic::attach(r, 0)
         .unwrap()
         .with_wait(WaitPolicy::with_deadline(Duration::from_millis(300)));
-    let mut ep = Endpoint::new(nic, PGID).unwrap();
+    let mut ep = DimmEndpoint::new(nic, PGID).unwrap();
     let mut child = spawn(&name, 1, "stuck");
     // Wait (bounded) for its announcement, then kill it mid-protocol.
     let policy = WaitPolicy::with_deadline(Duration::from_secs(30));

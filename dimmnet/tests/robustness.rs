@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use common::{endpoints, fabric, pattern, short, small};
 use o2g_dimmnet::layout::LLCM_BYTE_FLAGS;
-use o2g_dimmnet::{Config, Endpoint, Error, Layout, Nic};
+use o2g_dimmnet::{Config, DimmEndpoint, Error, Layout, Nic};
 
 const PGID: u16 = 7;
 // Flag-area words (see the `flags` module docs).
@@ -20,10 +20,10 @@ fn done(gseq: u32, used: u64, flags: u64, pgid: u16) -> u64 {
     u64::from(gseq) << 32 | used << 20 | flags << 16 | u64::from(pgid)
 }
 
-fn pair(config: Config) -> (Endpoint, Nic) {
+fn pair(config: Config) -> (DimmEndpoint, Nic) {
     let (_r, nics) = fabric(config);
     let mut it = nics.into_iter();
-    let rx = Endpoint::new(it.next().unwrap().with_wait(short()), PGID).unwrap();
+    let rx = DimmEndpoint::new(it.next().unwrap().with_wait(short()), PGID).unwrap();
     let peer = it.next().unwrap();
     peer.seed_all().unwrap();
     (rx, peer)
@@ -53,7 +53,7 @@ fn a_receiver_that_never_comes_times_out_the_sender() {
     let mut it = eps.into_iter();
     let _rx = it.next().unwrap();
     let tx = it.next().unwrap();
-    let mut tx = Endpoint::new(tx.nic().clone().with_wait(short()), PGID).unwrap();
+    let mut tx = DimmEndpoint::new(tx.nic().clone().with_wait(short()), PGID).unwrap();
     let e = tx.send(0, &[1; 2000]).unwrap_err();
     assert!(e.is_timeout() && e.to_string().contains("grant"), "{e}");
 }
@@ -102,7 +102,7 @@ fn corrupt_grants_are_refused_by_the_sender() {
         let mut it = nics.into_iter();
         let rxnic = it.next().unwrap();
         rxnic.seed_all().unwrap();
-        let mut tx = Endpoint::new(it.next().unwrap().with_wait(short()), PGID).unwrap();
+        let mut tx = DimmEndpoint::new(it.next().unwrap().with_wait(short()), PGID).unwrap();
         let g = 1u64 << 32 | remaining << 16 | u64::from(pgid);
         rxnic.aotf_u64(1, Layout::flag_area(0) + GRANT, g).unwrap();
         let e = tx.send(0, &pattern(0, 5000)).unwrap_err();

@@ -6,10 +6,10 @@ mod common;
 use std::sync::mpsc;
 
 use common::{endpoints, pattern, small};
-use o2g_dimmnet::{Config, Endpoint, Error};
+use o2g_dimmnet::{Config, DimmEndpoint, Error};
 use proptest::prelude::*;
 
-fn take2(eps: Vec<Endpoint>) -> (Endpoint, Endpoint) {
+fn take2(eps: Vec<DimmEndpoint>) -> (DimmEndpoint, DimmEndpoint) {
     let mut it = eps.into_iter();
     (it.next().unwrap(), it.next().unwrap())
 }

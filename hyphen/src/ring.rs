@@ -181,7 +181,7 @@ impl RingConfig {
 
 /// What the sender puts in a header besides the length.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Envelope {
+pub struct RingEnvelope {
     /// The sender (a node or rank number).
     pub src: u32,
     /// A tag the receiver can select on.
@@ -194,7 +194,7 @@ pub struct Envelope {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsgInfo {
     /// What the sender wrote.
-    pub envelope: Envelope,
+    pub envelope: RingEnvelope,
     /// Payload length.
     pub len: usize,
     /// Position of the message in the ring, in 16-byte units (wraps at
@@ -218,7 +218,7 @@ impl Filter {
         tag: None,
     };
 
-    fn matches(&self, e: &Envelope) -> bool {
+    fn matches(&self, e: &RingEnvelope) -> bool {
         self.src.is_none_or(|s| s == e.src) && self.tag.is_none_or(|t| t == e.tag)
     }
 }
@@ -341,7 +341,7 @@ impl Geometry {
             return bad(format!("length {len} runs past the write pointer"));
         }
         Ok(MsgInfo {
-            envelope: Envelope {
+            envelope: RingEnvelope {
                 src: word(12),
                 tag: word(16),
                 user: u64::from_le_bytes(h[24..32].try_into().expect("8 bytes")),
@@ -395,7 +395,7 @@ impl RingWriter {
     ///
     /// [`Error::MessageTooLarge`], [`Error::Timeout`] (no room in time, or
     /// the writer lock held by a stuck writer), [`Error::Corrupt`].
-    pub fn send(&self, envelope: &Envelope, payload: &[u8]) -> Result<()> {
+    pub fn send(&self, envelope: &RingEnvelope, payload: &[u8]) -> Result<()> {
         self.send_inner(envelope, payload, true)
     }
 
@@ -404,11 +404,11 @@ impl RingWriter {
     /// # Errors
     ///
     /// As [`RingWriter::send`], with [`Error::RingFull`] instead of waiting.
-    pub fn try_send(&self, envelope: &Envelope, payload: &[u8]) -> Result<()> {
+    pub fn try_send(&self, envelope: &RingEnvelope, payload: &[u8]) -> Result<()> {
         self.send_inner(envelope, payload, false)
     }
 
-    fn send_inner(&self, envelope: &Envelope, payload: &[u8], wait: bool) -> Result<()> {
+    fn send_inner(&self, envelope: &RingEnvelope, payload: &[u8], wait: bool) -> Result<()> {
         let g = &self.g;
         if payload.len() > g.max_payload {
             return Err(Error::MessageTooLarge {
@@ -741,8 +741,8 @@ mod tests {
         (region, w, r)
     }
 
-    fn env(tag: u32) -> Envelope {
-        Envelope {
+    fn env(tag: u32) -> RingEnvelope {
+        RingEnvelope {
             src: 1,
             tag,
             user: u64::from(tag) << 32,
@@ -860,7 +860,7 @@ mod tests {
                     for i in 0..500u32 {
                         let len = (i as usize * 37 + id as usize * 11) % 201;
                         let body: Vec<u8> = (0..len).map(|k| (k as u32 ^ i ^ id) as u8).collect();
-                        let e = Envelope {
+                        let e = RingEnvelope {
                             src: id,
                             tag: i,
                             user: 0,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use o2g_hyphen::ring::{
-    message_bytes, Envelope, Filter, Message, RingConfig, RingReader, RingWriter,
+    message_bytes, Filter, Message, RingConfig, RingEnvelope, RingReader, RingWriter,
 };
 use o2g_hyphen::wait::WaitPolicy;
 use o2g_hyphen::Error;
@@ -124,7 +124,7 @@ proptest! {
                 Op::Send(len) => {
                     let len = len.min(max_payload);
                     let id = next_id;
-                    let env = Envelope { src: 3, tag: id, user: u64::from(id) * 3 };
+                    let env = RingEnvelope { src: 3, tag: id, user: u64::from(id) * 3 };
                     let need = message_bytes(len);
                     match w.try_send(&env, &body(id, len)) {
                         Ok(()) => {

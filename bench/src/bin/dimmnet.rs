@@ -29,7 +29,7 @@ use clap::Subcommand;
 use o2g_bench::median;
 use o2g_bench::report::Report;
 use o2g_dimmnet::layout::LLCM_USER;
-use o2g_dimmnet::{Barrier, Config, Endpoint, Nic, NicAddr};
+use o2g_dimmnet::{Barrier, Config, DimmEndpoint, Nic, NicAddr};
 use o2g_nicmem::Region;
 
 use crate::emulated::{scratch_name, Args};
@@ -223,8 +223,8 @@ fn sendrecv(plan: &Plan, out: Option<&Path>) -> Res<()> {
     for size in sizes {
         let nics = fabric(Config::new(2))?;
         let mut it = nics.into_iter();
-        let mut rx = Endpoint::new(it.next().ok_or("node 0")?, 1)?;
-        let mut tx = Endpoint::new(it.next().ok_or("node 1")?, 1)?;
+        let mut rx = DimmEndpoint::new(it.next().ok_or("node 0")?, 1)?;
+        let mut tx = DimmEndpoint::new(it.next().ok_or("node 1")?, 1)?;
         let iters = plan.iters(size).min(if plan.quick { 500 } else { 5_000 });
         let reps = plan.reps();
         let data = vec![0xa5u8; size];

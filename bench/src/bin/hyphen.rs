@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 use o2g_bench::report::Report;
 use o2g_bench::{iterations, median};
-use o2g_hyphen::ring::{Envelope, Filter, RingConfig, RingReader, RingWriter};
+use o2g_hyphen::ring::{Filter, RingConfig, RingEnvelope, RingReader, RingWriter};
 use o2g_hyphen::wait::{WaitMode, WaitPolicy};
 use o2g_hyphen::{Board, BoardConfig, GlobalPage, Overflow, PAGE};
 use o2g_nicmem::Region;
@@ -258,7 +258,7 @@ enum Recv {
 
 /// Receives one message on `r` and sends it back on `w`.
 fn echo(r: &RingReader, w: &RingWriter, how: Recv, buf: &mut Vec<u8>) -> o2g_hyphen::Result<()> {
-    let env = Envelope::default();
+    let env = RingEnvelope::default();
     match how {
         Recv::InPlace => {
             let m = r.recvs(Filter::ANY)?;
@@ -344,7 +344,7 @@ fn ring(quick: bool, capacity: usize) -> Res<(Report, Report)> {
                 let payload = vec![0x5au8; size];
                 let mut buf = Vec::new();
                 let round = |buf: &mut Vec<u8>| -> o2g_hyphen::Result<()> {
-                    a_writer.send(&Envelope::default(), &payload)?;
+                    a_writer.send(&RingEnvelope::default(), &payload)?;
                     match how {
                         Recv::InPlace => {
                             let m = a_reader.recvs(Filter::ANY)?;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use o2g_dimmnet::{Config, Endpoint, Nic, WaitPolicy};
+use o2g_dimmnet::{Config, DimmEndpoint, Nic, WaitPolicy};
 use o2g_nicmem::Region;
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -31,11 +31,11 @@ pub(crate) fn fabric(config: Config) -> (Arc<Region>, Vec<Nic>) {
 }
 
 /// One endpoint per node, pgid 7.
-pub(crate) fn endpoints(config: Config) -> (Arc<Region>, Vec<Endpoint>) {
+pub(crate) fn endpoints(config: Config) -> (Arc<Region>, Vec<DimmEndpoint>) {
     let (r, nics) = fabric(config);
     let eps = nics
         .into_iter()
-        .map(|n| Endpoint::new(n, 7).unwrap())
+        .map(|n| DimmEndpoint::new(n, 7).unwrap())
         .collect();
     (r, eps)
 }

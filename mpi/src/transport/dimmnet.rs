@@ -36,9 +36,9 @@
 //!
 //! # Sending without blocking
 //!
-//! The crate's resumable operations ([`Endpoint::send_start`] /
-//! [`Endpoint::send_step`], [`Endpoint::recv_start`] /
-//! [`Endpoint::recv_step`]) never wait. This transport keeps one receive
+//! The crate's resumable operations ([`DimmEndpoint::send_start`] /
+//! [`DimmEndpoint::send_step`], [`DimmEndpoint::recv_start`] /
+//! [`DimmEndpoint::recv_step`]) never wait. This transport keeps one receive
 //! started ("preposted") from every live peer at all times, so a peer's
 //! send always finds a grant (the receiver-first protocol) and its first
 //! chunk goes at once. A send (blocking or queued by `isend`) that needs
@@ -88,8 +88,8 @@ use o2g_core::proto::stream::{Event, Reassembler};
 use o2g_core::proto::wire::{Encoder, Kind, Limits, HEADER_LEN};
 use o2g_dimmnet::layout::{LLCM_USER, MAX_NODES};
 use o2g_dimmnet::{
-    Barrier, Config as NicConfig, Endpoint, Heartbeat, Layout, Liveness, Nic, PeerWatch, RecvOp,
-    SendOp, WaitPolicy,
+    Barrier, Config as NicConfig, DimmEndpoint, Heartbeat, Layout, Liveness, Nic, PeerWatch,
+    RecvOp, SendOp, WaitPolicy,
 };
 use o2g_nicmem::Region;
 
@@ -154,7 +154,7 @@ struct Peer {
 
 /// The NIC side; absent in a world of one.
 struct Net {
-    ep: Endpoint,
+    ep: DimmEndpoint,
     /// The Fagus AOTF barrier, for `MPI_Barrier` over the whole world.
     barrier: Barrier,
     watch: PeerWatch,
@@ -225,7 +225,7 @@ fn stream_parts<'a>(head: &'a [u8], body: &'a [u8], from: u64, len: u64) -> [&'a
 /// Moves a message's stream on as far as the grants allow; whether all of
 /// it is in `dest`'s NIC memory.
 fn advance(
-    ep: &mut Endpoint,
+    ep: &mut DimmEndpoint,
     dest: u32,
     max: u64,
     op: &mut Option<SendOp>,
@@ -426,7 +426,7 @@ impl Dimmnet {
         let wait =
             WaitPolicy::with_deadline(config.dimmnet.peer_timeout.max(Duration::from_secs(1)));
         let nic = Nic::attach(region, me).map_err(nic_err)?.with_wait(wait);
-        let ep = Endpoint::new(nic.clone(), pgid).map_err(nic_err)?;
+        let ep = DimmEndpoint::new(nic.clone(), pgid).map_err(nic_err)?;
         let barrier = Barrier::new(nic.clone()).map_err(nic_err)?;
         let heartbeat = Heartbeat::start(nic.clone(), HEARTBEAT_TABLE, HEARTBEAT_PERIOD, pgid)
             .map_err(nic_err)?;

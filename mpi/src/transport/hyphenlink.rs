@@ -413,7 +413,7 @@ fn push(
         } else {
             (KIND_FIRST, max - LEN_PREFIX)
         };
-        let env = ring::Envelope {
+        let env = ring::RingEnvelope {
             src: cur.env.source,
             tag: cur.env.tag,
             user: u64::from(kind) << 32 | u64::from(cur.env.context),
@@ -1167,7 +1167,7 @@ mod tests {
         let mut m = Matcher::new();
         let (mut rx, mut ov) = (None, VecDeque::new());
         let mut frame = |src: u32, kind: u32, body: &[u8]| {
-            let e = ring::Envelope {
+            let e = ring::RingEnvelope {
                 src,
                 tag: 1,
                 user: u64::from(kind) << 32,
