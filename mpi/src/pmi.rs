@@ -29,7 +29,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 mod escape;
-use escape::escape;
+use escape::{escape, parse};
 
 /// How long one PMI response may take (a barrier waits for the slowest
 /// process, so this is generous; it only keeps a dead manager from hanging
@@ -59,14 +59,6 @@ fn env_u32(name: &str) -> Result<Option<u32>> {
             .map(Some)
             .map_err(|_| Error::Pmi(format!("{name}={v:?} is not a number"))),
     }
-}
-
-/// Splits a response line into its `key=value` pairs.
-pub(crate) fn parse_line(line: &str) -> HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
 }
 
 /// Connects to a PMI server, retrying while it refuses: across machines
@@ -222,7 +214,7 @@ impl Pmi {
                 "connection closed while waiting for {cmd}"
             )));
         }
-        let r = parse_line(&line);
+        let r = parse(&line);
         if r.get("cmd").map(String::as_str) != Some(cmd) {
             return Err(Error::Pmi(format!(
                 "expected cmd={cmd}, got {:?}",
@@ -311,7 +303,20 @@ impl Pmi {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::{escape, parse};
+
+    #[test]
+    fn a_value_with_spaces_and_backslashes_reaches_the_client_intact() {
+        // As o2grun or hydra answers a `get` of such a value.
+        let value = "shm name with spaces \\ and a backslash";
+        let line = format!("cmd=get_result rc=0 value={}", escape(value));
+        let words = parse(&line);
+        assert_eq!(words["value"], value);
+        assert_eq!(
+            (words["cmd"].as_str(), words["rc"].as_str()),
+            ("get_result", "0")
+        );
+    }
 
     #[test]
     fn escaping_keeps_underscores_and_marks_spaces_and_backslashes() {

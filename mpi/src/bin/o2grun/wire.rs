@@ -4,17 +4,16 @@
 //! word a backslash makes the next character literal, so a value can hold
 //! spaces (`error_msg=no\ such\ file`) and backslashes (`\\`); MPICH's
 //! clients and hydra escape and unescape the same way, and so does our
-//! client (`mpi/src/pmi.rs`), whose escaping (`mpi/src/pmi/escape.rs`)
-//! this binary compiles too. Lines are read with a bound on their length.
+//! client (`mpi/src/pmi.rs`), whose escaping and parsing
+//! (`mpi/src/pmi/escape.rs`) this binary compiles too. Lines are read with a bound on their length.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead};
 
 // One file, compiled into the library and into this binary.
 #[path = "../../pmi/escape.rs"]
 mod escape;
-pub(crate) use escape::escape;
+pub(crate) use escape::{escape, parse};
 
 /// Longest line the server reads, newline excluded. The largest legitimate
 /// line is a `put` of a rank's address or a shared-memory region's name,
@@ -72,46 +71,6 @@ pub(crate) fn read_line(r: &mut impl BufRead, max: usize) -> Result<Option<Strin
                 .map_err(|_| LineError::NotUtf8);
         }
     }
-}
-
-/// Splits a line into its `key=value` words and undoes the escapes in
-/// each; words without `=` are ignored, a repeated key keeps its last
-/// value.
-pub(crate) fn parse(line: &str) -> HashMap<String, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut chars = line.chars();
-    // Whether `word` holds anything, escaped spaces included.
-    let mut started = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                if let Some(next) = chars.next() {
-                    word.push(next);
-                }
-                started = true;
-            }
-            ' ' => {
-                if started {
-                    words.push(std::mem::take(&mut word));
-                    started = false;
-                }
-            }
-            c => {
-                word.push(c);
-                started = true;
-            }
-        }
-    }
-    if started {
-        words.push(word);
-    }
-    // An escaped '=' in a key would be taken as the separator here; keys
-    // are plain words in every PMI command.
-    words
-        .into_iter()
-        .filter_map(|w| w.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
-        .collect()
 }
 
 #[cfg(test)]
