@@ -4,8 +4,11 @@
 # test scripts of one run.
 #
 # usage: qemu/make-initramfs.sh OUT.cpio MODULE.ko TEST...
-#   Each TEST names qemu/tests/TEST.sh (qemu/selftest/TEST.sh when
-#   O2G_SELFTEST=1). Programs the tests run are taken from $O2G_GUEST_BINS
+#   Each TEST is "NAME [ARGS...]" (a suite line, see qemu/vm.sh): the script
+#   qemu/tests/NAME.sh (qemu/selftest/NAME.sh when O2G_SELFTEST=1), which
+#   takes no ARGS, or else the check `o2g-vmtest NAME ARGS...`, which must be
+#   one that `o2g-vmtest --list` names (o2g-vmtest is taken from
+#   $O2G_GUEST_BINS). Programs the tests run are taken from $O2G_GUEST_BINS
 #   (space-separated host paths); other files from $O2G_GUEST_FILES (host
 #   paths, copied to the same paths in the guest).
 #   O2G_GUEST_PEERS=1 also installs Debian's Open MPI and MPICH (launchers,
@@ -105,11 +108,21 @@ cp "$module" "$root/lib/o2g/o2g.ko"
 : >"$root/tests/list"
 tests_dir="$O2G_ROOT/qemu/tests"
 [[ "${O2G_SELFTEST:-0}" == 1 ]] && tests_dir="$O2G_ROOT/qemu/selftest"
+checks=""
+for bin in ${O2G_GUEST_BINS:-}; do
+    [[ "$(basename "$bin")" == o2g-vmtest ]] && checks="$("$bin" --list)"
+done
 for t in "$@"; do
-    src="$tests_dir/$t.sh"
-    [[ -f "$src" ]] || die "no such guest test: $src"
-    cp "$src" "$root/tests/"
-    echo "$t" >>"$root/tests/list"
+    read -r name args <<<"$t"
+    [[ -n "$name" ]] || die "an empty test name"
+    src="$tests_dir/$name.sh"
+    if [[ -f "$src" ]]; then
+        [[ -z "$args" ]] || die "$name: a test script takes no arguments (got: $args)"
+        cp "$src" "$root/tests/"
+    elif ! grep -qxF -- "$name" <<<"$checks"; then
+        die "no such guest test: neither $src nor an o2g-vmtest check named $name"
+    fi
+    echo "$name${args:+ $args}" >>"$root/tests/list"
 done
 
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) >"$out"

@@ -50,4 +50,20 @@ expect "a stuck guest is stopped at the deadline" $? \
     'deadline passed' \
     '^not ok - node0/finished'
 
+# The suite syntax: a name with no script that is no o2g-vmtest check is
+# refused on the host, before any boot.
+"$O2G_ROOT/qemu/vm.sh" --timeout 5 no-such-check >"$out" 2>&1
+rc=$?
+why=""
+((rc != 0)) || why="vm.sh succeeded"
+grep -q 'no such guest test' "$out" || why="${why:+$why; }no 'no such guest test' message"
+! grep -q '^vm: ' "$out" || why="${why:+$why; }it booted"
+if [[ -z "$why" ]]; then
+    echo "ok - harness: an unknown test name is refused before booting"
+else
+    echo "not ok - harness: an unknown test name is refused before booting ($why)"
+    sed 's/^/# /' "$out"
+    failed=$((failed + 1))
+fi
+
 ((failed == 0))

@@ -3,11 +3,16 @@
 #
 # usage: qemu/vm.sh [--flavour debug|release] [--nodes N] [--timeout SECS] [--verbose] TEST|SUITE...
 #
-#   TEST names qemu/tests/TEST.sh; SUITE names qemu/suites/SUITE.suite (one
-#   test per line). With --nodes N > 1, N VMs boot on a private bridge inside
-#   a network namespace made for this run (no route out of it), each running
-#   the same tests with O2G_NODE=0..N-1; node i has address 198.18.0.(i+1).
-#   A test's output is shown when it fails, or always with --verbose.
+#   SUITE names qemu/suites/SUITE.suite: one TEST per line; "#" lines are
+#   comments (say there what each test checks). A TEST is "NAME [ARGS...]":
+#   the script qemu/tests/NAME.sh if there is one (no ARGS), else the check
+#   `o2g-vmtest NAME ARGS...` (`o2g-vmtest --list` names them; ARGS are
+#   words of the guest's sh, so "recv-flood $((1 << 30))" works). On the
+#   command line, quote a TEST with ARGS. With --nodes N > 1, N VMs boot on
+#   a private bridge inside a network namespace made for this run (no route
+#   out of it), each running the same tests with O2G_NODE=0..N-1; node i has
+#   address 198.18.0.(i+1). A test's output is shown when it fails, or
+#   always with --verbose.
 #
 # Prints "ok N - node/test" or "not ok N - node/test" per test, then a line
 # "vm: P passed, F failed, S skipped". Exit status 0 only if nothing failed,

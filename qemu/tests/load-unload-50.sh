@@ -5,7 +5,7 @@ kml=/sys/kernel/debug/kmemleak
 i=0
 while [ "$i" -lt 50 ]; do
     insmod "$O2G_KO" || { echo "insmod #$i failed"; exit 1; }
-    o2g-vmtest version >/dev/null || { echo "version ioctl #$i failed"; exit 1; }
+    o2g-vmtest version-ioctl >/dev/null || { echo "version ioctl #$i failed"; exit 1; }
     rmmod o2g || { echo "rmmod #$i failed"; exit 1; }
     i=$((i + 1))
 done

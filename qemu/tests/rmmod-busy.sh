@@ -15,7 +15,7 @@ fi
 # delete_module(O_NONBLOCK) answers EWOULDBLOCK for a module in use.
 grep -qiE 'busy|in use|temporarily unavailable' /tmp/rmmod.err || { cat /tmp/rmmod.err; exit 1; }
 grep -q '^o2g ' /proc/modules || { echo "module gone after refused rmmod"; exit 1; }
-o2g-vmtest version >/dev/null || { echo "device broken after refused rmmod"; exit 1; }
+o2g-vmtest version-ioctl >/dev/null || { echo "device broken after refused rmmod"; exit 1; }
 wait "$holder" || { echo "holder failed"; exit 1; }
 trap - EXIT
 [ "$(cat /sys/module/o2g/refcnt)" = 0 ] || { echo "refcnt $(cat /sys/module/o2g/refcnt) after close"; exit 1; }

@@ -1,6 +1,7 @@
-//! `o2g-vmtest CHECK`: one in-guest check per subcommand, run by the harness's
-//! test scripts (qemu/tests/*.sh). Exit status 0 means the check passed; on
-//! failure the reason goes to stderr, which the harness shows.
+//! `o2g-vmtest CHECK [ARGS...]`: one in-guest check per subcommand, which
+//! the harness's suites name directly (qemu/suites/*.suite) and its test
+//! scripts (qemu/tests/*.sh) may run. Exit status 0 means the check passed;
+//! on failure the reason goes to stderr, which the harness shows.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -25,47 +26,77 @@ mod unprivileged;
 
 type CheckResult = Result<(), String>;
 
+/// One check: its name (what a suite line names), the arguments it takes,
+/// and what runs it.
+type Check = (&'static str, &'static str, fn(&[String]) -> CheckResult);
+
+/// Every check a suite may name (qemu/suites/*.suite: a name with no
+/// qemu/tests/NAME.sh runs `o2g-vmtest NAME ARGS...`).
+const CHECKS: &[Check] = &[
+    ("version-ioctl", "", |_| version()),
+    ("bad-ioctls", "", |_| bad_ioctls()),
+    ("tcp-mesh", "", |_| tcp_mesh()),
+    ("register-errors", "", |_| sockets::register_errors()),
+    ("hook-passthrough", "", |_| sockets::hook_passthrough()),
+    ("ioctl-storm", "PROCS CALLS", storm::storm),
+    ("recv-paths", "", |_| recv::paths::paths()),
+    ("recv-misbehaviour", "", |_| {
+        recv::misbehaviour::misbehaviour()
+    }),
+    ("recv-peer-gone", "", |_| recv::peer_gone::peer_gone()),
+    ("recv-flood", "[BYTES]", recv::flood::flood),
+    ("recv-notices", "", |_| notices::paths()),
+    ("recv-notices-flood", "[BYTES]", notices::flood),
+    ("recv-notices-ring-full", "", |_| notices::ring_full()),
+    ("recv-race", "[MESSAGES]", recv::race::race),
+    ("recv-teardown", "", |_| recv::teardown::teardown()),
+    ("recv-sigkill", "", |_| recv::teardown::sigkill()),
+    ("recv-scale", "[SOCKETS]", scale::scale),
+    ("recv-remote", "[FLOOD_BYTES]", remote::remote),
+    ("rndv-paths", "", |_| rendezvous::paths()),
+    ("rndv-misbehaviour", "", |_| rendezvous::misbehaviour()),
+    ("rndv-errors", "", |_| rendezvous::errors()),
+    ("rndv-teardown", "", |_| rendezvous::teardown()),
+    ("credit", "", |_| credit::check()),
+    ("trust-children", "", |_| trust::listen_child()),
+    ("trust-ulp", "", |_| trust::ulp()),
+    ("trust-spoof", "", |_| trust::spoof()),
+    ("trust-urgent", "", |_| trust::urgent()),
+    ("trust-post-race", "[SECS]", trust::post_race),
+    ("trust-shared-state", "", |_| trust::shared_state()),
+    ("trust-list", "", |_| trust::list_visibility()),
+    ("trust-any-source", "", |_| trust::any_source()),
+    ("trust-limits", "", |_| trust::limits()),
+    ("trust-list-fault", "", |_| trust::list_fault()),
+    ("trust-dump-overlap", "", |_| trust::dump_overlap()),
+    ("ivshmem", "", |_| ivshmem::ivshmem()),
+];
+
+fn usage() -> String {
+    let mut u = String::from(
+        "usage: o2g-vmtest CHECK [ARGS...] | --list | hold-open SECONDS | as-user MEMLOCK_KIB CMD... | ioctl-storm-child SEED CALLS\nchecks:",
+    );
+    for (name, args, _) in CHECKS {
+        u.push_str(format!("\n  {name} {args}").trim_end());
+    }
+    u
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("version") => version(),
-        Some("bad-ioctls") => bad_ioctls(),
-        Some("hold-open") => hold_open(&args[1..]),
-        Some("tcp-mesh") => tcp_mesh(),
-        Some("register-errors") => sockets::register_errors(),
-        Some("hook-passthrough") => sockets::hook_passthrough(),
-        Some("ioctl-storm") => storm::storm(&args[1..]),
-        Some("recv-paths") => recv::paths::paths(),
-        Some("recv-misbehaviour") => recv::misbehaviour::misbehaviour(),
-        Some("recv-peer-gone") => recv::peer_gone::peer_gone(),
-        Some("recv-flood") => recv::flood::flood(&args[1..]),
-        Some("recv-notices") => notices::paths(),
-        Some("recv-notices-flood") => notices::flood(&args[1..]),
-        Some("recv-notices-ring-full") => notices::ring_full(),
-        Some("recv-race") => recv::race::race(&args[1..]),
-        Some("recv-teardown") => recv::teardown::teardown(),
-        Some("recv-sigkill") => recv::teardown::sigkill(),
-        Some("recv-scale") => scale::scale(&args[1..]),
-        Some("rndv-paths") => rendezvous::paths(),
-        Some("rndv-misbehaviour") => rendezvous::misbehaviour(),
-        Some("rndv-errors") => rendezvous::errors(),
-        Some("rndv-teardown") => rendezvous::teardown(),
-        Some("credit") => credit::check(),
-        Some("recv-remote") => remote::remote(&args[1..]),
-        Some("ioctl-storm-child") => storm::storm_child(&args[1..]),
-        Some("trust-listen-child") => trust::listen_child(),
-        Some("trust-ulp") => trust::ulp(),
-        Some("trust-spoof") => trust::spoof(),
-        Some("trust-urgent") => trust::urgent(),
-        Some("trust-post-race") => trust::post_race(&args[1..]),
-        Some("trust-shared-state") => trust::shared_state(),
-        Some("trust-list") => trust::list_visibility(),
-        Some("trust-any-source") => trust::any_source(),
-        Some("trust-limits") => trust::limits(),
-        Some("trust-list-fault") => trust::list_fault(),
-        Some("trust-dump-overlap") => trust::dump_overlap(),
-        Some("ivshmem") => ivshmem::ivshmem(),
-        Some("as-user") => {
+    let name = args.first().map(String::as_str).unwrap_or("");
+    let result = match name {
+        // The harness asks which names are checks (qemu/make-initramfs.sh).
+        "--list" => {
+            for (name, _, _) in CHECKS {
+                println!("{name}");
+            }
+            Ok(())
+        }
+        // Helpers that checks and test scripts run, not checks themselves.
+        "hold-open" => hold_open(&args[1..]),
+        "ioctl-storm-child" => storm::storm_child(&args[1..]),
+        "as-user" => {
             return match unprivileged::as_user(&args[1..]) {
                 Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
                 Err(msg) => {
@@ -74,10 +105,10 @@ fn main() -> ExitCode {
                 }
             };
         }
-        _ => Err(
-            "usage: o2g-vmtest version|bad-ioctls|hold-open SECONDS|tcp-mesh|register-errors|hook-passthrough|ioctl-storm PROCS CALLS|recv-paths|recv-misbehaviour|recv-peer-gone|recv-flood [BYTES]|recv-notices|recv-notices-flood [BYTES]|recv-notices-ring-full|recv-race [MESSAGES]|recv-teardown|recv-sigkill|recv-scale [SOCKETS]|recv-remote [FLOOD_BYTES]|trust-listen-child|trust-ulp|trust-spoof|trust-urgent|trust-post-race [SECS]|trust-shared-state|trust-list|trust-any-source|trust-limits|trust-list-fault|trust-dump-overlap|ivshmem|as-user MEMLOCK_KIB CMD..."
-                .into(),
-        ),
+        _ => match CHECKS.iter().find(|(n, _, _)| *n == name) {
+            Some((_, _, run)) => run(&args[1..]),
+            None => Err(usage()),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,2 +1,0 @@
-# Unregister and close with receives posted and data streaming.
-o2g-vmtest recv-teardown
