@@ -14,11 +14,18 @@
 #   address 198.18.0.(i+1). A test's output is shown when it fails, or
 #   always with --verbose.
 #
-# Prints "ok N - node/test" or "not ok N - node/test" per test, then a line
-# "vm: P passed, F failed, S skipped". Exit status 0 only if nothing failed,
+# Reports in KTAP style (qemu/ktap.sh reads it): the plan "1..T" for T =
+# nodes x tests, then "ok K - nodeI/NAME" or "not ok K - nodeI/NAME ..."
+# per test as the guests report them, and for each test a guest never
+# reported (it died, hung or hit the deadline) "not ok K - nodeI/NAME # no
+# result". Host-side checks that fail add "not ok" lines after the plan
+# (nodeI/finished: the guest did not end its run; nodeI/kernel-log-clean).
+# Ends with "vm: P passed, F failed, S skipped (RUN_DIR)", counted by
+# qemu/ktap.sh from all of that. Exit status 0 only if nothing failed,
 # every guest finished, and no guest kernel log has a WARNING/BUG/lockdep/KASAN
-# report (qemu/splat-patterns.txt). Console and dmesg of each node are kept in
-# target/vm/<run>/. Every wait is bounded and no QEMU process outlives the run.
+# report (qemu/splat-patterns.txt). Console and dmesg of each node, and the
+# KTAP output (results.ktap), are kept in target/vm/<run>/. Every wait is
+# bounded and no QEMU process outlives the run.
 #
 # Environment (defaults): O2G_ACCEL=auto|tcg|kvm (auto: KVM only if a short
 # smoke boot works on this machine), O2G_VM_MEM=1024 (MiB per VM),
@@ -31,6 +38,7 @@
 # file in /dev/shm, the emulated NICs' memory, removed after the run.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
+source "$O2G_ROOT/qemu/ktap.sh"
 
 flavour=debug nodes=1 timeout=120 verbose=0
 tests=()
@@ -231,18 +239,35 @@ for ((i = 0; i < nodes; i++)); do
     echo "$!" >>"$run/qemu.pids"
 done
 
-# Stream results while the guests run; give up at the deadline.
+# The KTAP output, shown and kept: emit LINE.
+ktap="$run/results.ktap"
+emit() {
+    printf '%s\n' "$1"
+    printf '%s\n' "$1" >>"$ktap"
+}
+emit "KTAP version 1"
+emit "1..$((nodes * ${#tests[@]}))"
+results=0
+
+# Stream results while the guests run; give up at the deadline. A guest's
+# results are numbered again, in the order they arrive, across all nodes.
 deadline=$((SECONDS + O2G_BOOT_TIMEOUT + ${#tests[@]} * timeout + 30))
 declare -A shown
 show_new_results() {
-    local i total
+    local i total line
     for ((i = 0; i < nodes; i++)); do
         [[ -f "$run/console-$i.log" ]] || continue
         total="$(wc -l <"$run/console-$i.log")"
         ((total > ${shown[$i]:-0})) || continue
-        sed -n "$((${shown[$i]:-0} + 1)),${total}p" "$run/console-$i.log" |
-            grep -aE '^(not )?ok [0-9]+ - |^# ' |
-            sed -E "s/^((not )?ok [0-9]+ - )/\1node$i\//; s/^# /# node$i: /" || true
+        while IFS= read -r line; do
+            line="${line%$'\r'}"
+            if [[ "$line" =~ ^(not )?ok\ [0-9]+\ -\ (.*)$ ]]; then
+                results=$((results + 1))
+                emit "${BASH_REMATCH[1]}ok $results - node$i/${BASH_REMATCH[2]}"
+            elif [[ "$line" == "# "* ]]; then
+                emit "# node$i: ${line#\# }"
+            fi
+        done < <(sed -n "$((${shown[$i]:-0} + 1)),${total}p" "$run/console-$i.log")
         shown[$i]="$total"
     done
 }
@@ -260,25 +285,32 @@ done
 cleanup
 qemu_pids=()
 
-passed=0 failed=0 skipped=0
 patterns="$(grep -v '^#' "$O2G_ROOT/qemu/splat-patterns.txt")"
 for ((i = 0; i < nodes; i++)); do
     console="$run/console-$i.log"
+    touch "$console"
     sed -n '/^o2g-guest: dmesg begin/,/^o2g-guest: dmesg end/p' "$console" >"$run/dmesg-$i.log" 2>/dev/null || true
-    skipped=$((skipped + $(grep -acE '^ok [0-9]+ - .*# SKIP' "$console" || true)))
-    passed=$((passed + $(grep -aE '^ok [0-9]+ - ' "$console" | grep -vc '# SKIP' || true)))
-    failed=$((failed + $(grep -acE '^not ok [0-9]+ - ' "$console" || true)))
+    # Every test of the guest's plan that never reported fails by name.
+    missing=0
+    while read -r num; do
+        results=$((results + 1)) missing=$((missing + 1))
+        emit "not ok $results - node$i/${tests[num - 1]%% *} # no result: the guest did not get to report it"
+    done < <(ktap_missing "${#tests[@]}" "$console")
     if ! grep -aq '^o2g-guest: done' "$console"; then
-        echo "not ok - node$i/finished: guest did not finish (hang, panic or timeout); last console lines:"
-        tail -n 30 "$console" | sed 's/^/# /'
-        failed=$((failed + 1))
+        emit "# node$i: guest did not finish (hang, panic or timeout); last console lines:"
+        tail -n 30 "$console" | tr -d '\r' | sed 's/^/# /'
+        if ((missing == 0)); then
+            results=$((results + 1))
+            emit "not ok $results - node$i/finished"
+        fi
     elif grep -aEq -e "$patterns" "$console"; then
         # Backstop: the guest checks after each test, but a report can also
-        # land between tests or on the way down.
-        echo "not ok - node$i/kernel-log-clean"
-        grep -aE -e "$patterns" "$console" | head -20 | sed 's/^/# /'
-        failed=$((failed + 1))
+        # land before the first test, between tests or on the way down.
+        results=$((results + 1))
+        emit "not ok $results - node$i/kernel-log-clean"
+        grep -aE -e "$patterns" "$console" | head -20 | tr -d '\r' | sed 's/^/# /'
     fi
 done
+read -r passed failed skipped < <(ktap_count "$ktap")
 echo "vm: $passed passed, $failed failed, $skipped skipped ($run)"
 ((failed == 0))
