@@ -8,9 +8,15 @@
 #   5. two VMs with Open MPI and MPICH: their launchers across VMs
 #   6. one VM: the MPI conformance suite over the o2g transport
 #   7. the harness's self-test: injected failures must be caught
-# Ends with one line "N passed, N failed" over all of it.
+# Reports in the harness's KTAP style (qemu/ktap.sh): a plan of one result
+# per step, a VM suite's and the self-test's own KTAP output nested
+# (indented) before their step's result, "# stage NAME: S s" as each stage
+# ends. Ends with one line "N passed, N failed" over every test counted:
+# each step, each host test cargo runs, each in-guest test and self-test
+# case (a suite's or the self-test's failure to run at all counts as one).
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
+source "$O2G_ROOT/qemu/ktap.sh"
 cd "$O2G_ROOT"
 
 "$O2G_ROOT/scripts/setup.sh" || die "setup failed"
@@ -26,28 +32,53 @@ stage() {
 }
 mkdir -p "$logdir"
 
+echo "KTAP version 1"
+echo "1..10"
+n=0
+
+# result OK NAME [REASON]: this run's next result line (OK: 1 or 0).
+result() {
+    n=$((n + 1))
+    if (($1)); then echo "ok $n - $2"; else echo "not ok $n - $2${3:+ ($3)}"; fi
+}
+
 # step NAME CMD...: a check that counts as one test.
 step() {
     local name="$1"; shift
     if "$@"; then
-        echo "ok - $name"; passed=$((passed + 1))
+        result 1 "$name"; passed=$((passed + 1))
     else
-        echo "not ok - $name"; failed=$((failed + 1))
+        result 0 "$name"; failed=$((failed + 1))
     fi
+}
+
+# nested NAME LOG RC: counts the KTAP output in LOG (a suite's, run with
+# exit status RC) test by test, and reports it as one result.
+nested() {
+    local name="$1" log="$2" rc="$3" p f s
+    read -r p f s < <(ktap_count "$log")
+    # A harness that failed before its first result has no plan: that
+    # counts as one failure already.
+    if ((rc != 0 && f == 0)); then f=1; fi
+    passed=$((passed + p)); failed=$((failed + f))
+    result $((f == 0)) "$name" "$p passed, $f failed, $s skipped"
 }
 
 stage "host checks"
 step "cargo fmt --check" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-# Host unit, property and integration tests: count each test.
+# Host unit, property and integration tests: count each test (cargo's
+# own summary lines).
 cargo test --workspace 2>&1 | tee "$logdir/cargo-test.log"
 cargo_rc=${PIPESTATUS[0]}
 read -r p f < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$logdir/cargo-test.log")
 passed=$((passed + p)); failed=$((failed + f))
 if ((cargo_rc != 0 && f == 0)); then
-    echo "not ok - cargo test (exit $cargo_rc before any test failed: build error?)"
     failed=$((failed + 1))
+    result 0 "cargo test" "exit $cargo_rc before any test failed: build error?"
+else
+    result $((f == 0)) "cargo test" "$p passed, $f failed"
 fi
 
 # Bounded fuzzing of o2g-core: every core/fuzz target, O2G_FUZZ_SECS
@@ -55,19 +86,12 @@ fi
 stage "fuzz"
 step "fuzz o2g-core (scripts/fuzz.sh)" env O2G_FUZZ_SECS="${O2G_FUZZ_SECS:-10}" "$O2G_ROOT/scripts/fuzz.sh"
 
-# In-guest suites: count each in-guest test.
+# In-guest suites: count each in-guest test, from vm.sh's KTAP output
+# (shown nested).
 vm_suite() {
     local out="$logdir/vm-$1.log"; shift
-    "$O2G_ROOT/qemu/vm.sh" "$@" 2>&1 | tee "$out"
-    local rc=${PIPESTATUS[0]} line p f
-    line="$(grep -E '^vm: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)"
-    if [[ -z "$line" ]]; then
-        echo "not ok - vm $* (harness failed before running tests)"
-        failed=$((failed + 1)); return
-    fi
-    read -r p f < <(sed -E 's/^vm: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/' <<<"$line")
-    passed=$((passed + p)); failed=$((failed + f))
-    if ((rc != 0 && f == 0)); then failed=$((failed + 1)); fi
+    "$O2G_ROOT/qemu/vm.sh" "$@" 2>&1 | tee "$out" | sed -u 's/^/    /'
+    nested "vm $*" "$out" "${PIPESTATUS[0]}"
 }
 # The debug guest kernel (cached; built from nothing on a fresh machine)
 # and o2g.ko: a Kbuild-only breakage fails here.
@@ -88,15 +112,12 @@ O2G_VM_MEM=6144 vm_suite mpi --timeout 900 mpi
 stage "harness self-test"
 "$O2G_ROOT/qemu/selftest.sh" >"$logdir/selftest.log" 2>&1
 selftest_rc=$?
-grep -E '^(not )?ok - |^# ' "$logdir/selftest.log"
-p="$(grep -c '^ok - ' "$logdir/selftest.log")"
-f="$(grep -c '^not ok - ' "$logdir/selftest.log")"
-passed=$((passed + p)); failed=$((failed + f))
-if ((selftest_rc != 0 && f == 0)); then
-    echo "not ok - harness self-test (exit $selftest_rc before reporting a failure)"
-    tail -20 "$logdir/selftest.log" | sed 's/^/# /'
-    failed=$((failed + 1))
+# Its results and what it says about them; the VM runs it made are in the log.
+grep -E '^(not )?ok [0-9]+ - |^# |^1\.\.' "$logdir/selftest.log" | sed 's/^/    /'
+if ((selftest_rc != 0)) && ! grep -q '^not ok ' "$logdir/selftest.log"; then
+    tail -20 "$logdir/selftest.log" | sed 's/^/    # /'
 fi
+nested "harness self-test" "$logdir/selftest.log" "$selftest_rc"
 
 stage "done"
 echo "$passed passed, $failed failed"
