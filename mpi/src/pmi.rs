@@ -309,9 +309,9 @@ mod tests {
     fn a_value_with_spaces_and_backslashes_reaches_the_client_intact() {
         // As o2grun or hydra answers a `get` of such a value.
         let value = "shm name with spaces \\ and a backslash";
-        let line = format!("cmd=get_result rc=0 value={}", escape(value));
+        let line = format!("cmd=get_result rc=0 value={}\n", escape(value));
         let words = parse(&line);
-        assert_eq!(words["value"], value);
+        assert_eq!(words["value"], value, "a line arrives with its newline");
         assert_eq!(
             (words["cmd"].as_str(), words["rc"].as_str()),
             ("get_result", "0")

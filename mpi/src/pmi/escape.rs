@@ -40,7 +40,8 @@ pub(crate) fn parse(line: &str) -> HashMap<String, String> {
                 }
                 started = true;
             }
-            ' ' => {
+            // A line's own line break ends its last word.
+            ' ' | '\n' | '\r' => {
                 if started {
                     words.push(std::mem::take(&mut word));
                     started = false;
