@@ -84,6 +84,27 @@ pub struct Selector {
 }
 
 impl Selector {
+    /// Accepts messages from `source` with `tag` in `context`; `None`
+    /// accepts any source (`MPI_ANY_SOURCE`) or any tag (`MPI_ANY_TAG`).
+    pub const fn new(source: Option<Rank>, tag: Option<Tag>, context: ContextId) -> Self {
+        Self {
+            source: match source {
+                Some(r) => SourceSel::Rank(r),
+                None => SourceSel::Any,
+            },
+            tag: match tag {
+                Some(t) => TagSel::Tag(t),
+                None => TagSel::Any,
+            },
+            context,
+        }
+    }
+
+    /// Accepts any source and any tag in `context`.
+    pub const fn any(context: ContextId) -> Self {
+        Self::new(None, None, context)
+    }
+
     /// A selector for exactly this envelope.
     pub const fn exact(env: Envelope) -> Self {
         Self {
@@ -139,6 +160,14 @@ mod tests {
         assert!(any.matches(&ENV));
         assert!(!Selector { context: 2, ..any }.matches(&ENV));
         assert_eq!(any.as_exact(), None);
+    }
+
+    #[test]
+    fn options_build_the_same_selectors_as_the_enums() {
+        assert_eq!(Selector::new(Some(3), Some(7), 1), Selector::exact(ENV));
+        let any = Selector::any(1);
+        assert_eq!((any.source, any.tag), (SourceSel::Any, TagSel::Any));
+        assert_eq!(Selector::new(None, Some(7), 1).tag, TagSel::Tag(7));
     }
 
     #[test]

@@ -140,10 +140,14 @@ pub enum Reaped {
     /// With [`EndpointConfig::notices`](crate::EndpointConfig::notices): an
     /// unexpected message was stored and is now this process's.
     Stored(crate::Announced),
-    /// With notices: a request to send was stored (`len` is the message's
-    /// size). It stays with the module: a receive takes it by posting
-    /// with exactly this envelope.
-    Request(crate::Envelope),
+    /// With notices: a request to send was stored. It stays with the
+    /// module: a receive takes it by posting with exactly this envelope.
+    Request {
+        /// The message's envelope.
+        envelope: crate::Envelope,
+        /// The message's length.
+        len: u64,
+    },
     /// An offer ([`Endpoint::offer`](crate::Endpoint::offer)) ended.
     Sent(Sent),
 }

@@ -193,8 +193,7 @@ impl Endpoint {
         sel: Selector,
         user_data: u64,
     ) -> Result<Post<'_>, PostError> {
-        let checks = sel
-            .encode()
+        let checks = crate::selector::encode(sel)
             .and_then(|enc| check_len(buf.len()).map(|()| enc))
             .and_then(|enc| self.reserve().map(|()| enc));
         let enc = match checks {
@@ -306,7 +305,7 @@ impl Endpoint {
                 "user_data {user_data:#x} has the top bit set, which marks receives posted with Endpoint::post"
             )));
         }
-        let enc = sel.encode()?;
+        let enc = crate::selector::encode(sel)?;
         check_len(len)?;
         self.reserve()?;
         // SAFETY: The caller upholds `post_raw`'s contract, which is
@@ -444,12 +443,14 @@ impl Endpoint {
             };
         }
         if record.kind == abi::record_kind::REQUEST {
-            return Ok(Some(Reaped::Request(Envelope {
-                source: record.source,
-                tag: record.tag,
-                context: record.context,
+            return Ok(Some(Reaped::Request {
+                envelope: Envelope {
+                    source: record.source,
+                    tag: record.tag,
+                    context: record.context,
+                },
                 len: record.len,
-            })));
+            }));
         }
         if record.kind == abi::record_kind::SENT {
             self.release();
@@ -563,9 +564,11 @@ impl Endpoint {
     /// Looks for a stored unexpected message matching `sel` (`MPI_Iprobe`)
     /// and leaves it in place. Only its envelope is returned: its bytes are
     /// not this process's to read until a post or
-    /// [`Endpoint::probe_claim`] takes it.
-    pub fn probe(&self, sel: Selector) -> Result<Option<Envelope>> {
-        Ok(self.probe_ioctl(sel, 0)?.map(|m| Envelope::from(&m)))
+    /// [`Endpoint::probe_claim`] takes it. Its envelope and length.
+    pub fn probe(&self, sel: Selector) -> Result<Option<(Envelope, u64)>> {
+        Ok(self
+            .probe_ioctl(sel, 0)?
+            .map(|m| (crate::unexpected::envelope_of(&m), m.len)))
     }
 
     /// Looks for a stored unexpected message matching `sel` and takes it out
@@ -581,7 +584,7 @@ impl Endpoint {
     }
 
     fn probe_ioctl(&self, sel: Selector, flags: u32) -> Result<Option<abi::StoredMessage>> {
-        let enc = sel.encode()?;
+        let enc = crate::selector::encode(sel)?;
         let mut args = abi::ProbeArgs {
             source: enc.source,
             tag: enc.tag,

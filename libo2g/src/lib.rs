@@ -45,8 +45,8 @@
 //! }
 //!
 //! // Look at a waiting message without receiving it, or take it.
-//! if let Some(env) = ep.probe(Selector::any(0))? {
-//!     println!("rank {} sent {} bytes with tag {}", env.source, env.len, env.tag);
+//! if let Some((env, len)) = ep.probe(Selector::any(0))? {
+//!     println!("rank {} sent {len} bytes with tag {}", env.source, env.tag);
 //! }
 //! if let Some(msg) = ep.probe_claim(Selector::any(0))? {
 //!     let _bytes: &[u8] = msg.data();
@@ -95,10 +95,10 @@ pub use endpoint::Endpoint;
 pub use error::Error;
 pub use layout::Layout;
 pub use list::EndpointListing;
+pub use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 pub use poll::PollEvents;
 pub use post::{Post, PostError, PostOutcome, RecvHandle};
-pub use selector::Selector;
-pub use unexpected::{Announced, Envelope, UnexpectedMessage};
+pub use unexpected::{Announced, UnexpectedMessage};
 
 /// Result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,20 +1,7 @@
-//! Which messages a receive or a probe accepts.
+//! A receive's or probe's [`Selector`] (o2g-core's) in the ABI's encoding.
 
 use crate::{abi, Error, Result};
-
-/// The envelope a receive or probe accepts: a source rank (or any), a tag
-/// (or any), and a communicator context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Selector {
-    /// The source rank, below [`abi::O2G_MAX_RANK`]; `None` accepts any
-    /// (`MPI_ANY_SOURCE`).
-    pub source: Option<u32>,
-    /// The tag; `None` accepts any (`MPI_ANY_TAG`). `u32::MAX` is reserved
-    /// for "any" and refused as an exact tag.
-    pub tag: Option<u32>,
-    /// The communicator's context id.
-    pub context: u32,
-}
+use o2g_core::proto::envelope::{Selector, SourceSel, TagSel};
 
 /// A [`Selector`] in the ABI's encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,58 +11,44 @@ pub(crate) struct Encoded {
     pub(crate) context: u32,
 }
 
-impl Selector {
-    /// Accepts messages from `source` with `tag` in `context`.
-    pub const fn new(source: Option<u32>, tag: Option<u32>, context: u32) -> Self {
-        Self {
-            source,
-            tag,
-            context,
-        }
-    }
-
-    /// Accepts any source and any tag in `context`.
-    pub const fn any(context: u32) -> Self {
-        Self::new(None, None, context)
-    }
-
-    /// The ABI encoding, with `None` as the ANY sentinels.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for `Some(u32::MAX)` (the sentinel given
-    /// explicitly) or a source rank at or above [`abi::O2G_MAX_RANK`].
-    pub(crate) fn encode(self) -> Result<Encoded> {
-        let source =
-            match self.source {
-                None => abi::O2G_ANY_SOURCE,
-                Some(abi::O2G_ANY_SOURCE) => return Err(Error::InvalidArgument(
-                    "source u32::MAX is the ANY_SOURCE sentinel: pass None to accept any source"
-                        .into(),
-                )),
-                Some(s) if s >= abi::O2G_MAX_RANK => {
-                    return Err(Error::InvalidArgument(format!(
-                        "source rank {s} is not below the maximum rank {}",
-                        abi::O2G_MAX_RANK
-                    )))
-                }
-                Some(s) => s,
-            };
-        let tag = match self.tag {
-            None => abi::O2G_ANY_TAG,
-            Some(abi::O2G_ANY_TAG) => {
-                return Err(Error::InvalidArgument(
-                    "tag u32::MAX is the ANY_TAG sentinel: pass None to accept any tag".into(),
-                ))
+/// `sel` in the ABI encoding, with the wildcards as the ANY sentinels.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for an exact source or tag of `u32::MAX` (the
+/// sentinel given explicitly) or a source rank at or above
+/// [`abi::O2G_MAX_RANK`].
+pub(crate) fn encode(sel: Selector) -> Result<Encoded> {
+    let source =
+        match sel.source {
+            SourceSel::Any => abi::O2G_ANY_SOURCE,
+            SourceSel::Rank(abi::O2G_ANY_SOURCE) => return Err(Error::InvalidArgument(
+                "source u32::MAX is the ANY_SOURCE sentinel: pass SourceSel::Any to accept any \
+                 source"
+                    .into(),
+            )),
+            SourceSel::Rank(s) if s >= abi::O2G_MAX_RANK => {
+                return Err(Error::InvalidArgument(format!(
+                    "source rank {s} is not below the maximum rank {}",
+                    abi::O2G_MAX_RANK
+                )))
             }
-            Some(t) => t,
+            SourceSel::Rank(s) => s,
         };
-        Ok(Encoded {
-            source,
-            tag,
-            context: self.context,
-        })
-    }
+    let tag = match sel.tag {
+        TagSel::Any => abi::O2G_ANY_TAG,
+        TagSel::Tag(abi::O2G_ANY_TAG) => {
+            return Err(Error::InvalidArgument(
+                "tag u32::MAX is the ANY_TAG sentinel: pass TagSel::Any to accept any tag".into(),
+            ))
+        }
+        TagSel::Tag(t) => t,
+    };
+    Ok(Encoded {
+        source,
+        tag,
+        context: sel.context,
+    })
 }
 
 #[cfg(test)]
@@ -84,7 +57,7 @@ mod tests {
 
     #[test]
     fn none_maps_to_the_any_sentinels() {
-        let e = Selector::any(5).encode().unwrap();
+        let e = encode(Selector::any(5)).unwrap();
         assert_eq!(
             e,
             Encoded {
@@ -93,26 +66,24 @@ mod tests {
                 context: 5
             }
         );
-        let e = Selector::new(Some(3), Some(0), 1).encode().unwrap();
+        let e = encode(Selector::new(Some(3), Some(0), 1)).unwrap();
         assert_eq!((e.source, e.tag, e.context), (3, 0, 1));
         let top = Selector::new(Some(abi::O2G_MAX_RANK - 1), Some(u32::MAX - 1), 0);
-        assert_eq!(top.encode().unwrap().tag, u32::MAX - 1);
+        assert_eq!(encode(top).unwrap().tag, u32::MAX - 1);
     }
 
     #[test]
     fn explicit_sentinels_are_refused() {
-        let e = Selector::new(Some(u32::MAX), None, 0).encode().unwrap_err();
+        let e = encode(Selector::new(Some(u32::MAX), None, 0)).unwrap_err();
         assert!(e.to_string().contains("ANY_SOURCE"), "{e}");
-        let e = Selector::new(None, Some(u32::MAX), 0).encode().unwrap_err();
+        let e = encode(Selector::new(None, Some(u32::MAX), 0)).unwrap_err();
         assert!(e.to_string().contains("ANY_TAG"), "{e}");
         assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
     }
 
     #[test]
     fn ranks_beyond_the_maximum_are_refused() {
-        let e = Selector::new(Some(abi::O2G_MAX_RANK), None, 0)
-            .encode()
-            .unwrap_err();
+        let e = encode(Selector::new(Some(abi::O2G_MAX_RANK), None, 0)).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     }
 }

@@ -5,29 +5,15 @@ use std::ops::Range;
 use std::os::fd::AsFd;
 
 use crate::mapping::Mapping;
-use crate::{abi, raw, Device, Error, Layout, Result};
+use crate::{abi, raw, Device, Envelope, Error, Layout, Result};
 
-/// Where a message came from and how long it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Envelope {
-    /// The sender's rank.
-    pub source: u32,
-    /// The message tag.
-    pub tag: u32,
-    /// The communicator's context id.
-    pub context: u32,
-    /// Payload length in bytes.
-    pub len: u64,
-}
-
-impl From<&abi::StoredMessage> for Envelope {
-    fn from(m: &abi::StoredMessage) -> Self {
-        Self {
-            source: m.source,
-            tag: m.tag,
-            context: m.context,
-            len: m.len,
-        }
+/// The MPI envelope of a message the module stored (its context keeps
+/// the synchronous-send flag).
+pub(crate) fn envelope_of(m: &abi::StoredMessage) -> Envelope {
+    Envelope {
+        source: m.source,
+        tag: m.tag,
+        context: m.context,
     }
 }
 
@@ -43,6 +29,7 @@ impl From<&abi::StoredMessage> for Envelope {
 pub struct Announced {
     pub(crate) id: u64,
     envelope: Envelope,
+    len: u64,
     /// The payload, checked to lie inside the dump area.
     pub(crate) range: Range<usize>,
 }
@@ -52,14 +39,25 @@ impl Announced {
     pub(crate) fn new(layout: &Layout, msg: &abi::StoredMessage) -> Result<Self> {
         Ok(Self {
             id: msg.id,
-            envelope: Envelope::from(msg),
+            envelope: envelope_of(msg),
+            len: msg.len,
             range: layout.message_range(msg)?,
         })
     }
 
-    /// Source, tag, context and length.
+    /// Source, tag and context.
     pub fn envelope(&self) -> Envelope {
         self.envelope
+    }
+
+    /// Payload length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the message has no payload.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The module's id of the message.
@@ -114,9 +112,9 @@ impl<'a> UnexpectedMessage<'a> {
         self.msg.id
     }
 
-    /// Source, tag, context and length.
+    /// Source, tag and context.
     pub fn envelope(&self) -> Envelope {
-        Envelope::from(&self.msg)
+        envelope_of(&self.msg)
     }
 
     /// The sender's rank.

@@ -76,11 +76,7 @@ impl Sender {
 }
 
 pub(crate) fn sel(tag: u32) -> Selector {
-    Selector {
-        source: Some(PEER),
-        tag: Some(tag),
-        context: 0,
-    }
+    Selector::new(Some(PEER), Some(tag), 0)
 }
 
 /// Waits (bounded) for the next completion.
@@ -124,7 +120,10 @@ pub(crate) fn receive_from(
     sel: Selector,
     cap: usize,
 ) -> Result<(Vec<u8>, Result<(), RecvError>), String> {
-    let tag = sel.tag.unwrap_or(u32::MAX);
+    let tag = match sel.tag {
+        libo2g::TagSel::Tag(t) => t,
+        libo2g::TagSel::Any => u32::MAX,
+    };
     let stored = match ep
         .post(vec![0u8; cap], sel, u64::from(tag))
         .map_err(|p| format!("post: {}", p.error))?

@@ -64,8 +64,8 @@ pub(crate) fn paths() -> CheckResult {
     }
     let a = next_announced(&mut ep, Duration::from_secs(5))?;
     let env = a.envelope();
-    if (env.source, env.tag, env.len) != (PEER, 1, 3000) {
-        return Err(format!("announced envelope {env:?}"));
+    if (env.source, env.tag, a.len()) != (PEER, 1, 3000) {
+        return Err(format!("announced envelope {env:?}, {} bytes", a.len()));
     }
     if ep.announced_data(&a) != pattern(1, 3000) {
         return Err("announced payload differs".into());

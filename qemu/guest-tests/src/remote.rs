@@ -139,11 +139,7 @@ impl Peer {
     }
 
     fn sel(&self, tag: u32) -> Selector {
-        Selector {
-            source: Some(self.rank),
-            tag: Some(tag),
-            context: 0,
-        }
+        Selector::new(Some(self.rank), Some(tag), 0)
     }
 }
 

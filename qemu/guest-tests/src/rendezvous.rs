@@ -267,11 +267,7 @@ fn to_oneself() -> CheckResult {
         tag,
         context: 0,
     };
-    let own = |tag: u32| libo2g::Selector {
-        source: Some(A),
-        tag: Some(tag),
-        context: 0,
-    };
+    let own = |tag: u32| libo2g::Selector::new(Some(A), Some(tag), 0);
     let data = pattern(60, 3 << 20);
     ep.post(vec![0u8; data.len()], own(60), 60)
         .map_err(|p| p.error.to_string())?;

@@ -51,11 +51,7 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
 
     // Every socket delivers one message to the receive posted for its rank.
     for rank in 1..=sockets {
-        let sel = Selector {
-            source: Some(rank),
-            tag: Some(1),
-            context: 0,
-        };
+        let sel = Selector::new(Some(rank), Some(1), 0);
         ep.post(vec![0u8; 100], sel, u64::from(rank))
             .map_err(|p| format!("post for {rank}: {}", p.error))?;
     }
@@ -84,11 +80,7 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
     }
     let mut got = Vec::new();
     for _ in &busy {
-        let sel = Selector {
-            source: None,
-            tag: Some(2),
-            context: 0,
-        };
+        let sel = Selector::new(None, Some(2), 0);
         let stored = match ep
             .post(vec![0u8; 64], sel, 0)
             .map_err(|p| format!("wildcard post: {}", p.error))?
@@ -136,11 +128,7 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
 
 /// Mean time for one post + 64-byte message + completion on rank 1.
 fn per_message(ep: &mut Endpoint, peer: &mut Sender) -> Result<Duration, String> {
-    let sel = Selector {
-        source: Some(1),
-        tag: Some(9),
-        context: 0,
-    };
+    let sel = Selector::new(Some(1), Some(9), 0);
     let payload = [7u8; 64];
     let start = Instant::now();
     for _ in 0..TIMED {

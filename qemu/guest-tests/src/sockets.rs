@@ -156,11 +156,7 @@ pub(crate) fn hook_passthrough() -> CheckResult {
     let (mut ours, mut peer) = tcp_pair()?;
     dev.register_socket(&ours, 3).map_err(|e| e.to_string())?;
     let before = dev.stats().map_err(|e| e.to_string())?.data_ready_events;
-    let sel = libo2g::Selector {
-        source: Some(3),
-        tag: Some(1),
-        context: 0,
-    };
+    let sel = libo2g::Selector::new(Some(3), Some(1), 0);
     let _ = dev
         .post(vec![0u8; 1 << 20], sel, 9)
         .map_err(|p| p.error.to_string())?;

@@ -210,11 +210,7 @@ pub(crate) fn spoof() -> CheckResult {
     let (ours2, peer2) = tcp_pair()?;
     ep.register_socket(&ours1, 1).map_err(e("register 1"))?;
     ep.register_socket(&ours2, 2).map_err(e("register 2"))?;
-    let sel = Selector {
-        source: Some(2),
-        tag: Some(5),
-        context: 0,
-    };
+    let sel = Selector::new(Some(2), Some(5), 0);
     match ep
         .post(vec![0u8; 64], sel, 5)
         .map_err(|p| p.error.to_string())?
@@ -260,11 +256,7 @@ pub(crate) fn urgent() -> CheckResult {
     ep.register_socket(&ours, 1).map_err(e("register"))?;
     let mut tx = Sender::new(peer);
     tx.send(1, &pattern(1, 100)).map_err(|e| e.to_string())?;
-    let sel = |tag| Selector {
-        source: Some(1),
-        tag: Some(tag),
-        context: 0,
-    };
+    let sel = |tag| Selector::new(Some(1), Some(tag), 0);
     let (first, status) = crate::harness::receive_from(&mut ep, sel(1), 100)?;
     if status.is_err() || first != pattern(1, 100) {
         return Err(format!("message before the urgent byte: {status:?}"));
@@ -524,15 +516,8 @@ pub(crate) fn shared_state() -> CheckResult {
     prod.store(before.wrapping_add(1000), Ordering::Release);
     let mut tx = Sender::new(peer);
     tx.send(3, &pattern(3, 32)).map_err(|e| e.to_string())?;
-    let (data, status) = crate::harness::receive_from(
-        &mut ep,
-        Selector {
-            source: Some(1),
-            tag: Some(3),
-            context: 0,
-        },
-        32,
-    )?;
+    let (data, status) =
+        crate::harness::receive_from(&mut ep, Selector::new(Some(1), Some(3), 0), 32)?;
     if status.is_err() || data != pattern(3, 32) {
         return Err(format!(
             "message after a scribbled producer index: {status:?}"
@@ -541,15 +526,7 @@ pub(crate) fn shared_state() -> CheckResult {
     // A posted receive completes through the ring: its record must land
     // at the module's index.
     let h = ep
-        .post(
-            vec![0u8; 32],
-            Selector {
-                source: Some(1),
-                tag: Some(4),
-                context: 0,
-            },
-            4,
-        )
+        .post(vec![0u8; 32], Selector::new(Some(1), Some(4), 0), 4)
         .map_err(|p| p.error.to_string())?;
     drop(h);
     // Scribbled again just before the completion is published.
@@ -643,11 +620,7 @@ pub(crate) fn any_source() -> CheckResult {
     let (ours2, peer2) = tcp_pair()?;
     ep.register_socket(&ours1, 1).map_err(e("register 1"))?;
     ep.register_socket(&ours2, 2).map_err(e("register 2"))?;
-    let any = |tag| Selector {
-        source: None,
-        tag: Some(tag),
-        context: 0,
-    };
+    let any = |tag| Selector::new(None, Some(tag), 0);
     match ep
         .post(vec![0u8; 16], any(1), 1)
         .map_err(|p| p.error.to_string())?
@@ -1046,11 +1019,7 @@ pub(crate) fn dump_overlap() -> CheckResult {
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, 1).map_err(e("register"))?;
     let mut tx = Sender::new(peer);
-    let sel = |tag| Selector {
-        source: Some(1),
-        tag: Some(tag),
-        context: 0,
-    };
+    let sel = |tag| Selector::new(Some(1), Some(tag), 0);
     let stored = |ep: &Endpoint, n: u32| -> CheckResult {
         let deadline = Instant::now() + Duration::from_secs(30);
         while ep.stats().map_err(e("stats"))?.unexpected < n {

@@ -5,14 +5,14 @@
 use std::time::{Duration, Instant};
 
 use libo2g::{abi, Announced, Reaped, RecvError};
-use o2g_core::proto::envelope::Envelope;
+use o2g_core::proto::envelope::{Envelope, Selector};
 
 use crate::error::{Error, Result};
 use crate::request::NO_RANK;
 use crate::transport::{RecvOutcome, RecvToken};
 
 use super::failure::NO_LIVE_PEER;
-use super::receive::{exactly, Attempt, RecvState, WaitingRecv, NO_PINS_FOR_RENDEZVOUS};
+use super::receive::{Attempt, RecvState, WaitingRecv, NO_PINS_FOR_RENDEZVOUS};
 use super::{lib_err, O2g};
 
 /// How long an idle rank watches the completion ring before it sleeps in
@@ -27,32 +27,22 @@ pub(super) enum Notice {
     Stored(Announced),
     /// A request to send, which stays with the module: a receive takes it
     /// by posting with exactly its envelope.
-    Request(libo2g::Envelope),
+    Request(Envelope),
 }
 
 /// The envelope of an announced request to send; `None` for a stored
 /// message.
-pub(super) fn request_of(n: &Notice) -> Option<libo2g::Envelope> {
+pub(super) fn request_of(n: &Notice) -> Option<Envelope> {
     match n {
         Notice::Stored(_) => None,
         Notice::Request(e) => Some(*e),
     }
 }
 
-/// Our envelope of a message the module stored.
-pub(super) fn stored_envelope(e: libo2g::Envelope) -> Envelope {
-    Envelope {
-        source: e.source,
-        tag: e.tag,
-        context: e.context,
-    }
-}
-
-/// The envelope of stored message `e`, which a receive just took, added to
+/// `envelope`, of a stored message a receive just took, added to
 /// `sync_matched` if a synchronous send sent it (it is owed an
 /// acknowledgement).
-pub(super) fn took_stored(sync_matched: &mut Vec<Envelope>, e: libo2g::Envelope) -> Envelope {
-    let envelope = stored_envelope(e);
+pub(super) fn took_stored(sync_matched: &mut Vec<Envelope>, envelope: Envelope) -> Envelope {
     if envelope.is_sync() {
         sync_matched.push(envelope);
     }
@@ -81,15 +71,15 @@ impl O2g {
             let c = match r {
                 Reaped::Owned(c) => c,
                 Reaped::Stored(msg) => {
-                    let (env, len) = (stored_envelope(msg.envelope()), msg.envelope().len);
+                    let (env, len) = (msg.envelope(), msg.len());
                     if let Some((w, n)) = self.held.announce(env, len, Notice::Stored(msg))? {
                         self.take_notice(w, n)?;
                     }
                     continue;
                 }
-                Reaped::Request(e) => {
-                    let env = stored_envelope(e);
-                    if let Some((w, n)) = self.held.announce(env, e.len, Notice::Request(e))? {
+                Reaped::Request { envelope, len } => {
+                    let request = Notice::Request(envelope);
+                    if let Some((w, n)) = self.held.announce(envelope, len, request)? {
                         self.take_notice(w, n)?;
                     }
                     continue;
@@ -165,7 +155,7 @@ impl O2g {
     /// (records arrived since the ring was read) wait for the next reap.
     pub(super) fn post_requested(&mut self) -> Result<()> {
         while let Some((w, e)) = self.requested.pop_front() {
-            match self.try_post(exactly(&e), w.cap, w.token)? {
+            match self.try_post(Selector::exact(e), w.cap, w.token)? {
                 Attempt::Made(state) => self.posted(w.token, state),
                 Attempt::Retry => {
                     self.requested.push_front((w, e));

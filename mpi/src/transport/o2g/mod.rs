@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, Endpoint};
 use o2g_core::proto::credit::Allowance;
-use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
+use o2g_core::proto::envelope::Envelope;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -142,7 +142,7 @@ pub(crate) struct O2g {
     held: Announcements<Notice, WaitingRecv>,
     /// Waiting receives that an announced request to send matched, to be
     /// posted to the module once the ring is read.
-    requested: VecDeque<(WaitingRecv, libo2g::Envelope)>,
+    requested: VecDeque<(WaitingRecv, Envelope)>,
     /// Messages above this many bytes go as a request to send: the
     /// threshold, or less if the dump area's slots are smaller.
     rndv_threshold: u64,
@@ -159,20 +159,6 @@ pub(crate) struct O2g {
 fn abort_holding_memory(why: &dyn std::fmt::Display) -> ! {
     eprintln!("o2g: cannot tell when the module lets go of a receive buffer ({why}); aborting");
     std::process::abort()
-}
-
-fn lib_selector(sel: Selector) -> libo2g::Selector {
-    libo2g::Selector {
-        source: match sel.source {
-            SourceSel::Rank(r) => Some(r),
-            SourceSel::Any => None,
-        },
-        tag: match sel.tag {
-            TagSel::Tag(t) => Some(t),
-            TagSel::Any => None,
-        },
-        context: sel.context,
-    }
 }
 
 impl O2g {

@@ -3,7 +3,7 @@
 //! stored messages out of the dump area.
 
 use libo2g::{Announced, Post, PostOutcome, RecvHandle};
-use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
+use o2g_core::proto::envelope::{Envelope, Selector, SourceSel};
 use o2g_core::proto::matching::MsgId;
 
 use crate::error::{Error, Result};
@@ -13,7 +13,7 @@ use crate::transport::{ReceiveHalf, RecvOutcome, RecvToken, Transport};
 
 use super::completion::{request_of, took_stored, Notice};
 use super::failure::NO_LIVE_PEER;
-use super::{abort_holding_memory, lib_err, lib_selector, O2g, IDLE_SLICE};
+use super::{abort_holding_memory, lib_err, O2g, IDLE_SLICE};
 
 /// Largest receive that waits for its message's announcement instead of
 /// posting a buffer to the module: copying it out of the dump area costs
@@ -71,15 +71,6 @@ pub(super) struct WaitingRecv {
     pub(super) token: RecvToken,
     pub(super) sel: Selector,
     pub(super) cap: usize,
-}
-
-/// The selector that takes exactly the oldest message with `e`'s envelope.
-pub(super) fn exactly(e: &libo2g::Envelope) -> Selector {
-    Selector {
-        source: SourceSel::Rank(e.source),
-        tag: TagSel::Tag(e.tag),
-        context: e.context,
-    }
 }
 
 impl O2g {
@@ -171,14 +162,14 @@ impl O2g {
         msg: Announced,
         dst: &mut [u8],
     ) -> Result<(Envelope, u64, usize)> {
-        let env = msg.envelope();
+        let (env, len) = (msg.envelope(), msg.len());
         let data = self.ep.announced_data(&msg);
         let n = data.len().min(dst.len());
         dst[..n].copy_from_slice(&data[..n]);
         self.ep
             .give_back(msg)
             .map_err(|e| lib_err("giving back a stored message", e))?;
-        Ok((took_stored(&mut self.sync_matched, env), env.len, n))
+        Ok((took_stored(&mut self.sync_matched, env), len, n))
     }
 
     /// One `O2G_IOC_POST` of a receive for `sel` into `cap` bytes.
@@ -189,7 +180,7 @@ impl O2g {
         token: RecvToken,
     ) -> Result<Attempt> {
         let buf = self.buffer(cap);
-        let refused = match self.ep.post(buf, lib_selector(sel), token.to_handle()) {
+        let refused = match self.ep.post(buf, sel, token.to_handle()) {
             // Rare: the buffer is not worth keeping.
             Ok(Post::Rescan(_)) => return Ok(Attempt::Retry),
             Ok(Post::Queued(handle)) => {
@@ -199,7 +190,7 @@ impl O2g {
                 }))
             }
             Ok(Post::Unexpected { msg, mut buf }) => {
-                let env = msg.envelope();
+                let (env, len) = (msg.envelope(), msg.len() as u64);
                 let n = msg.copy_to(&mut buf);
                 buf.truncate(n);
                 msg.free()
@@ -207,7 +198,7 @@ impl O2g {
                 let envelope = took_stored(&mut self.sync_matched, env);
                 return Ok(Attempt::Made(RecvState::Done(RecvOutcome::Done {
                     envelope,
-                    len: env.len,
+                    len,
                     data: buf,
                 })));
             }
@@ -296,10 +287,7 @@ impl O2g {
     ) -> Result<Attempt> {
         // SAFETY: Forwarded from this function's contract; a queued receive
         // becomes `RecvState::InPlace`, which `release_recv` waits out.
-        let error = match unsafe {
-            self.ep
-                .post_raw(dst, cap, lib_selector(sel), token.to_handle())
-        } {
+        let error = match unsafe { self.ep.post_raw(dst, cap, sel, token.to_handle()) } {
             Ok(PostOutcome::Queued { recv_id }) => {
                 return Ok(Attempt::Made(RecvState::InPlace { recv_id, cap }))
             }
@@ -308,13 +296,13 @@ impl O2g {
                 // caller lends us exclusively.
                 let dst = unsafe { std::slice::from_raw_parts_mut(dst, cap) };
                 let written = msg.copy_to(dst);
-                let env = msg.envelope();
+                let (env, len) = (msg.envelope(), msg.len() as u64);
                 msg.free()
                     .map_err(|e| lib_err("freeing a stored message", e))?;
                 let envelope = took_stored(&mut self.sync_matched, env);
                 return Ok(Attempt::Made(RecvState::Done(RecvOutcome::InPlace {
                     envelope,
-                    len: env.len,
+                    len,
                     written,
                 })));
             }
@@ -396,7 +384,7 @@ impl ReceiveHalf for O2g {
                     }
                 }
                 Some((id, Some(e))) => {
-                    let attempt = self.try_post(exactly(&e), cap, token)?;
+                    let attempt = self.try_post(Selector::exact(e), cap, token)?;
                     match self.for_request(id, attempt)? {
                         Some(state) => break state,
                         None => continue,
@@ -459,7 +447,8 @@ impl ReceiveHalf for O2g {
                 }
                 Some((id, Some(e))) => {
                     // SAFETY: Forwarded from this function's contract.
-                    let attempt = unsafe { self.try_post_in_place(exactly(&e), dst, cap, token) }?;
+                    let attempt =
+                        unsafe { self.try_post_in_place(Selector::exact(e), dst, cap, token) }?;
                     match self.for_request(id, attempt)? {
                         Some(state) => break state,
                         None => continue,
@@ -565,15 +554,7 @@ impl ReceiveHalf for O2g {
         if let Some(announced) = self.held.peek(sel) {
             return Some(announced);
         }
-        let env = self.ep.probe(lib_selector(sel)).ok()??;
-        Some((
-            Envelope {
-                source: env.source,
-                tag: env.tag,
-                context: env.context,
-            },
-            env.len,
-        ))
+        self.ep.probe(sel).ok()?
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {

@@ -28,11 +28,7 @@ pub(crate) fn misbehaviour() -> CheckResult {
         peers.push(peer);
     }
     let post = |ep: &mut Endpoint, rank: u32| {
-        let s = Selector {
-            source: Some(rank),
-            tag: Some(7),
-            context: 0,
-        };
+        let s = Selector::new(Some(rank), Some(7), 0);
         ep.post(vec![0u8; 64], s, u64::from(rank))
             .map(|_| ())
             .map_err(|p| p.error.to_string())

@@ -25,11 +25,7 @@ pub(crate) fn peer_gone() -> CheckResult {
         return Err(format!("message before the close: {status:?}"));
     }
     for rank in [1u32, 2] {
-        let s = Selector {
-            source: Some(rank),
-            tag: Some(4),
-            context: 0,
-        };
+        let s = Selector::new(Some(rank), Some(4), 0);
         ep.post(vec![0u8; 64], s, u64::from(rank))
             .map_err(|p| p.error.to_string())?;
     }
