@@ -14,7 +14,8 @@ use o2g_core::proto::wire::{Encoder, Kind};
 /// The rank our peer has in every check.
 pub(crate) const PEER: u32 = 1;
 
-pub(crate) fn e(what: &str) -> impl Fn(libo2g::Error) -> String + '_ {
+/// Turns a libo2g error into this check's failure: "WHAT: error".
+pub(crate) fn failed(what: &str) -> impl Fn(libo2g::Error) -> String + '_ {
     move |err| format!("{what}: {err}")
 }
 
@@ -29,9 +30,9 @@ pub(crate) fn tcp_pair() -> Result<(TcpStream, TcpStream), String> {
 
 pub(crate) fn endpoint(cfg: EndpointConfig) -> Result<Endpoint, String> {
     Device::open()
-        .map_err(e("open"))?
+        .map_err(failed("open"))?
         .init(cfg)
-        .map_err(e("init"))
+        .map_err(failed("init"))
 }
 
 /// Bytes `i` of message `seq`: recognisable and different per message.
@@ -83,7 +84,7 @@ pub(crate) fn sel(tag: u32) -> Selector {
 pub(crate) fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        match ep.reap().map_err(e("reap"))? {
+        match ep.reap().map_err(failed("reap"))? {
             Some(Reaped::Owned(c)) => return Ok(c),
             Some(Reaped::Raw(_)) => return Err("unexpected raw completion".into()),
             Some(Reaped::Stored(m)) => return Err(format!("unexpected announcement {m:?}")),
@@ -92,14 +93,14 @@ pub(crate) fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
         }
         if Instant::now() > deadline {
             // What the module thinks, for whoever reads the failure.
-            let ep_stats = ep.stats().map_err(e("stats"))?;
-            let sock = ep.socket_stats(PEER).map_err(e("socket stats"));
+            let ep_stats = ep.stats().map_err(failed("stats"))?;
+            let sock = ep.socket_stats(PEER).map_err(failed("socket stats"));
             return Err(format!(
                 "no completion within 120 s; endpoint {ep_stats:?}; rank {PEER} {sock:?}"
             ));
         }
         ep.poll(Some(Duration::from_millis(500)))
-            .map_err(e("poll"))?;
+            .map_err(failed("poll"))?;
     }
 }
 
@@ -136,7 +137,7 @@ pub(crate) fn receive_from(
             let n = msg.copy_to(&mut buf);
             let truncated = msg.len() > buf.len();
             buf.truncate(n);
-            msg.free().map_err(e("free"))?;
+            msg.free().map_err(failed("free"))?;
             Some((
                 buf,
                 if truncated {
@@ -190,7 +191,8 @@ impl Flood {
         };
         let ep = endpoint(cfg)?;
         let (ours, peer) = tcp_pair()?;
-        ep.register_socket(&ours, PEER).map_err(e("register"))?;
+        ep.register_socket(&ours, PEER)
+            .map_err(failed("register"))?;
         let slab_before = slab_kib();
         let sender = std::thread::spawn(move || -> std::io::Result<()> {
             let mut tx = Sender::new(peer);

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{Endpoint, EndpointConfig, Selector};
 
-use crate::harness::{e, endpoint, next_completion, pattern, Sender};
+use crate::harness::{endpoint, failed, next_completion, pattern, Sender};
 use crate::CheckResult;
 
 /// Messages timed per round of the per-message cost figure.
@@ -37,13 +37,14 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
         peers.push(Sender::from_rank(peer, rank));
     }
 
-    ep.register_socket(&ours[0], 1).map_err(e("register 1"))?;
+    ep.register_socket(&ours[0], 1)
+        .map_err(failed("register 1"))?;
     let alone = per_message(&mut ep, &mut peers[0])?;
     for (i, sock) in ours.iter().enumerate().skip(1) {
         ep.register_socket(sock, i as u32 + 1)
-            .map_err(e("register"))?;
+            .map_err(failed("register"))?;
     }
-    let s = ep.stats().map_err(e("stats"))?;
+    let s = ep.stats().map_err(failed("stats"))?;
     if s.sockets != sockets {
         return Err(format!("{} sockets registered, want {sockets}", s.sockets));
     }
@@ -92,7 +93,7 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
             libo2g::Post::Unexpected { msg, mut buf } => {
                 let source = msg.envelope().source;
                 msg.copy_to(&mut buf);
-                msg.free().map_err(e("free"))?;
+                msg.free().map_err(failed("free"))?;
                 Some((source, buf))
             }
         };
@@ -113,7 +114,7 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
     if got != busy {
         return Err(format!("wildcard sources {got:?}, want {busy:?}"));
     }
-    let st = ep.socket_stats(sockets).map_err(e("socket stats"))?;
+    let st = ep.socket_stats(sockets).map_err(failed("socket stats"))?;
     if st.messages != 1 || st.state != libo2g::abi::socket_state::ACTIVE {
         return Err(format!("last socket: {st:?}"));
     }

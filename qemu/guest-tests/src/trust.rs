@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device, Endpoint, EndpointConfig, Post, RecvError, Selector};
 
-use crate::harness::{e, endpoint, next_completion, pattern, tcp_pair, Sender};
+use crate::harness::{endpoint, failed, next_completion, pattern, tcp_pair, Sender};
 use crate::CheckResult;
 
 fn errno_of(rc: libc::c_int) -> Option<i32> {
@@ -88,7 +88,7 @@ fn get_ulp(fd: RawFd) -> String {
 pub(crate) fn listen_child() -> CheckResult {
     let ep = endpoint(EndpointConfig::default())?;
     let (ours, _peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(e("register"))?;
+    ep.register_socket(&ours, 1).map_err(failed("register"))?;
     let fd = ours.as_raw_fd();
     disconnect(fd)?;
     // SAFETY: A plain listen on a socket we own.
@@ -107,7 +107,7 @@ pub(crate) fn listen_child() -> CheckResult {
             TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
         // SAFETY: Accepting on the socket we listen on.
         let child = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
-        ep.unregister_socket(1).map_err(e("unregister"))?;
+        ep.unregister_socket(1).map_err(failed("unregister"))?;
         let _ = child_peer.write_all(b"after unregister");
         std::thread::sleep(Duration::from_millis(300));
         // SAFETY: Closing the fd accept returned.
@@ -122,7 +122,7 @@ pub(crate) fn listen_child() -> CheckResult {
             get_ulp(fd)
         ));
     }
-    ep.unregister_socket(1).map_err(e("unregister"))?;
+    ep.unregister_socket(1).map_err(failed("unregister"))?;
     if !get_ulp(fd).is_empty() {
         return Err(format!(
             "unregistered socket still has ULP {:?}",
@@ -164,7 +164,7 @@ pub(crate) fn listen_child() -> CheckResult {
 pub(crate) fn ulp() -> CheckResult {
     let ep = endpoint(EndpointConfig::default())?;
     let (ours, _peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(e("register"))?;
+    ep.register_socket(&ours, 1).map_err(failed("register"))?;
     let fd = ours.as_raw_fd();
     match set_ulp(fd, "tls") {
         Some(libc::EEXIST) => {}
@@ -175,7 +175,7 @@ pub(crate) fn ulp() -> CheckResult {
         }
         None => return Err("TCP_ULP tls attached to a registered socket".into()),
     }
-    ep.unregister_socket(1).map_err(e("unregister"))?;
+    ep.unregister_socket(1).map_err(failed("unregister"))?;
     if let Some(err) = set_ulp(fd, "tls") {
         return Err(format!("TCP_ULP tls after unregister: errno {err}"));
     }
@@ -191,11 +191,11 @@ pub(crate) fn ulp() -> CheckResult {
 fn completion_within(ep: &mut Endpoint, secs: u64) -> Result<Option<libo2g::Completed>, String> {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < deadline {
-        if let Some(libo2g::Reaped::Owned(c)) = ep.reap().map_err(e("reap"))? {
+        if let Some(libo2g::Reaped::Owned(c)) = ep.reap().map_err(failed("reap"))? {
             return Ok(Some(c));
         }
         ep.poll(Some(Duration::from_millis(200)))
-            .map_err(e("poll"))?;
+            .map_err(failed("poll"))?;
     }
     Ok(None)
 }
@@ -208,8 +208,10 @@ pub(crate) fn spoof() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours1, peer1) = tcp_pair()?;
     let (ours2, peer2) = tcp_pair()?;
-    ep.register_socket(&ours1, 1).map_err(e("register 1"))?;
-    ep.register_socket(&ours2, 2).map_err(e("register 2"))?;
+    ep.register_socket(&ours1, 1)
+        .map_err(failed("register 1"))?;
+    ep.register_socket(&ours2, 2)
+        .map_err(failed("register 2"))?;
     let sel = Selector::new(Some(2), Some(5), 0);
     match ep
         .post(vec![0u8; 64], sel, 5)
@@ -230,7 +232,7 @@ pub(crate) fn spoof() -> CheckResult {
             String::from_utf8_lossy(&c.buf[..c.written.min(c.buf.len())])
         ));
     }
-    let s1 = ep.socket_stats(1).map_err(e("stats 1"))?;
+    let s1 = ep.socket_stats(1).map_err(failed("stats 1"))?;
     if s1.state != abi::socket_state::FAILED || s1.protocol_errors != 1 {
         return Err(format!(
             "rank 1's connection not failed as a protocol error: {s1:?}"
@@ -253,7 +255,7 @@ pub(crate) fn spoof() -> CheckResult {
 pub(crate) fn urgent() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(e("register"))?;
+    ep.register_socket(&ours, 1).map_err(failed("register"))?;
     let mut tx = Sender::new(peer);
     tx.send(1, &pattern(1, 100)).map_err(|e| e.to_string())?;
     let sel = |tag| Selector::new(Some(1), Some(tag), 0);
@@ -272,7 +274,7 @@ pub(crate) fn urgent() -> CheckResult {
     }
     let _ = tx.send(2, &pattern(2, 100));
     let Some(c) = completion_within(&mut ep, 20)? else {
-        let s = ep.socket_stats(1).map_err(e("stats"))?;
+        let s = ep.socket_stats(1).map_err(failed("stats"))?;
         return Err(format!(
             "urgent data left the receive waiting; connection {s:?}"
         ));
@@ -283,7 +285,7 @@ pub(crate) fn urgent() -> CheckResult {
             c.status
         ));
     }
-    let s = ep.socket_stats(1).map_err(e("stats"))?;
+    let s = ep.socket_stats(1).map_err(failed("stats"))?;
     if s.state != abi::socket_state::FAILED || s.protocol_errors != 1 {
         return Err(format!("connection after urgent data: {s:?}"));
     }
@@ -326,7 +328,7 @@ pub(crate) fn post_race(args: &[String]) -> CheckResult {
     };
     let ep = endpoint(cfg)?;
     let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(e("register"))?;
+    ep.register_socket(&ours, 1).map_err(failed("register"))?;
     let stop = Arc::new(AtomicBool::new(false));
     let posts = Arc::new(AtomicU64::new(0));
     let fd = ep.as_fd().as_raw_fd();
@@ -509,7 +511,7 @@ impl Drop for SharedMap {
 pub(crate) fn shared_state() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(e("register"))?;
+    ep.register_socket(&ours, 1).map_err(failed("register"))?;
     let map = SharedMap::new(&ep)?;
     let prod = map.word(abi::O2G_RING_PROD);
     let before = prod.load(Ordering::Acquire);
@@ -575,7 +577,7 @@ pub(crate) fn shared_state() -> CheckResult {
 /// (nor its pid).
 pub(crate) fn list_visibility() -> CheckResult {
     let mine = endpoint(EndpointConfig::default())?;
-    let root_view = mine.list_endpoints().map_err(e("list as root"))?;
+    let root_view = mine.list_endpoints().map_err(failed("list as root"))?;
     let me = std::process::id();
     if root_view.endpoints.iter().all(|s| s.pid != me) {
         return Err(format!(
@@ -603,7 +605,7 @@ pub(crate) fn list_visibility() -> CheckResult {
         }
         Ok(())
     })?;
-    let all = mine.list_endpoints().map_err(e("list as root"))?;
+    let all = mine.list_endpoints().map_err(failed("list as root"))?;
     if all.endpoints.iter().all(|s| s.pid != std::process::id()) {
         return Err("root does not see its own endpoint".into());
     }
@@ -618,8 +620,10 @@ pub(crate) fn any_source() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours1, peer1) = tcp_pair()?;
     let (ours2, peer2) = tcp_pair()?;
-    ep.register_socket(&ours1, 1).map_err(e("register 1"))?;
-    ep.register_socket(&ours2, 2).map_err(e("register 2"))?;
+    ep.register_socket(&ours1, 1)
+        .map_err(failed("register 1"))?;
+    ep.register_socket(&ours2, 2)
+        .map_err(failed("register 2"))?;
     let any = |tag| Selector::new(None, Some(tag), 0);
     match ep
         .post(vec![0u8; 16], any(1), 1)
@@ -640,7 +644,7 @@ pub(crate) fn any_source() -> CheckResult {
     }
     drop(tx2);
     let Some(c) = completion_within(&mut ep, 20)? else {
-        let s = ep.stats().map_err(e("stats"))?;
+        let s = ep.stats().map_err(failed("stats"))?;
         return Err(format!(
             "any-source receive still waiting after every peer left: {s:?}"
         ));
@@ -690,7 +694,7 @@ pub(crate) fn limits() -> CheckResult {
                 })
                 .map_err(|e| format!("endpoint: {e}"))?;
             let (ours, _peer) = tcp_pair()?;
-            ep.register_socket(&ours, 1).map_err(e("register"))?;
+            ep.register_socket(&ours, 1).map_err(failed("register"))?;
             let fd = ep.as_fd().as_raw_fd();
             let mut big = vec![0u8; 4 << 20];
             match raw_post(fd, &mut big, 1) {
@@ -1017,12 +1021,12 @@ pub(crate) fn dump_overlap() -> CheckResult {
         ..EndpointConfig::default()
     })?;
     let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(e("register"))?;
+    ep.register_socket(&ours, 1).map_err(failed("register"))?;
     let mut tx = Sender::new(peer);
     let sel = |tag| Selector::new(Some(1), Some(tag), 0);
     let stored = |ep: &Endpoint, n: u32| -> CheckResult {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while ep.stats().map_err(e("stats"))?.unexpected < n {
+        while ep.stats().map_err(failed("stats"))?.unexpected < n {
             if Instant::now() > deadline {
                 return Err(format!("{n} messages never stored"));
             }
@@ -1046,8 +1050,8 @@ pub(crate) fn dump_overlap() -> CheckResult {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let stalled =
-            ep.socket_stats(1).map_err(e("socket stats"))?.state == abi::socket_state::STALLED;
-        if stalled || ep.stats().map_err(e("stats"))?.unexpected >= 3 {
+            ep.socket_stats(1).map_err(failed("socket stats"))?.state == abi::socket_state::STALLED;
+        if stalled || ep.stats().map_err(failed("stats"))?.unexpected >= 3 {
             break;
         }
         if Instant::now() > deadline {
@@ -1067,7 +1071,7 @@ pub(crate) fn dump_overlap() -> CheckResult {
             ));
         }
     }
-    let s = ep.stats().map_err(e("stats"))?;
+    let s = ep.stats().map_err(failed("stats"))?;
     if s.dump_used != 0 || s.unexpected != 0 {
         return Err(format!("dump area not empty at the end: {s:?}"));
     }
