@@ -15,7 +15,7 @@ use libo2g::{CreditConfig, Endpoint, EndpointConfig};
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::wire::{Encoder, Header, Kind, HEADER_LEN};
 
-use crate::harness::{endpoint, failed, pattern, receive, tcp_pair};
+use crate::harness::{endpoint, libo2g_error, pattern, receive, tcp_pair};
 use crate::rendezvous::wait_until;
 use crate::CheckResult;
 
@@ -56,9 +56,9 @@ impl RawPeer {
         let (a_msg, msg) = tcp_pair()?;
         let (a_ctl, ctl) = tcp_pair()?;
         a.register_socket(&a_msg, B)
-            .map_err(failed("register messages"))?;
+            .map_err(libo2g_error("register messages"))?;
         a.register_control(&a_ctl, B, A)
-            .map_err(failed("register control"))?;
+            .map_err(libo2g_error("register control"))?;
         ctl.set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(|e| e.to_string())?;
         Ok(Self {
@@ -128,7 +128,7 @@ fn window_on_the_wire() -> CheckResult {
     wait_until(&p.a, "a window of messages stored", |s| {
         s.unexpected == WINDOW
     })?;
-    let r = p.a.rndv_stats().map_err(failed("rndv stats"))?;
+    let r = p.a.rndv_stats().map_err(libo2g_error("rndv stats"))?;
     if r.window_bytes != window_bytes || r.held_peak != window_bytes {
         return Err(format!(
             "window {} held peak {} (want both {window_bytes})",
@@ -159,7 +159,7 @@ fn window_on_the_wire() -> CheckResult {
     wait_until(&p.a, "an eager message beyond credit fails", |s| {
         s.failed_sockets == 1 && s.protocol_errors == 1
     })?;
-    let r = p.a.rndv_stats().map_err(failed("rndv stats"))?;
+    let r = p.a.rndv_stats().map_err(libo2g_error("rndv stats"))?;
     if r.held_peak > window_bytes || r.credits_sent != 2 {
         return Err(format!(
             "held peak {} (bound {window_bytes}), {} credits sent (want 2)",
@@ -202,7 +202,7 @@ fn windows_divide_the_area() -> CheckResult {
     if beyond != Err(Some(libc::EINVAL)) {
         return Err(format!("a rank beyond the table: {beyond:?}"));
     }
-    a.unregister_socket(2).map_err(failed("unregister"))?;
+    a.unregister_socket(2).map_err(libo2g_error("unregister"))?;
     register(3)?.map_err(|e| format!("rank 3 after rank 2 left: {e:?}"))?;
     let beyond = a.take_credit(4).map_err(|e| e.raw_os_error());
     if beyond != Err(Some(libc::EINVAL)) {
@@ -221,7 +221,7 @@ fn take(ep: &Endpoint, rank: u32) -> Result<(u64, u32), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut sum = (0, 0);
     loop {
-        let (bytes, msgs) = ep.take_credit(rank).map_err(failed("take credit"))?;
+        let (bytes, msgs) = ep.take_credit(rank).map_err(libo2g_error("take credit"))?;
         sum = (sum.0 + bytes, sum.1 + msgs);
         if sum.1 > 0 {
             return Ok(sum);
@@ -241,27 +241,28 @@ fn taken_by_the_sender() -> CheckResult {
     let b = credited(2)?;
     let (a_msg, b_msg) = tcp_pair()?;
     let (a_ctl, b_ctl) = tcp_pair()?;
-    a.register_socket(&a_msg, B).map_err(failed("register A"))?;
+    a.register_socket(&a_msg, B)
+        .map_err(libo2g_error("register A"))?;
     a.register_control(&a_ctl, B, A)
-        .map_err(failed("register A's control"))?;
+        .map_err(libo2g_error("register A's control"))?;
     b.register_control(&b_ctl, A, B)
-        .map_err(failed("register B's control"))?;
+        .map_err(libo2g_error("register B's control"))?;
     let got = take(&b, A)?;
     if got != window {
         return Err(format!("B took {got:?} from A, want {window:?}"));
     }
-    let again = b.take_credit(A).map_err(failed("take credit"))?;
+    let again = b.take_credit(A).map_err(libo2g_error("take credit"))?;
     if again != (0, 0) {
         return Err(format!("credit taken twice: {again:?}"));
     }
     let (self_in, self_out) = tcp_pair()?;
     b.register_self(&self_in, B)
-        .map_err(failed("register self"))?;
+        .map_err(libo2g_error("register self"))?;
     let own = take(&b, B)?;
     if own != window {
         return Err(format!("B took {own:?} from itself, want {window:?}"));
     }
-    let r = b.rndv_stats().map_err(failed("rndv stats"))?;
+    let r = b.rndv_stats().map_err(libo2g_error("rndv stats"))?;
     if r.credits_received != 1 || r.credits_sent != 1 {
         return Err(format!(
             "B: {} credits received, {} sent (want 1 each: A's, its own)",

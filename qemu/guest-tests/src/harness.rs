@@ -15,7 +15,7 @@ use o2g_core::proto::wire::{Encoder, Kind};
 pub(crate) const PEER: u32 = 1;
 
 /// Turns a libo2g error into this check's failure: "WHAT: error".
-pub(crate) fn failed(what: &str) -> impl Fn(libo2g::Error) -> String + '_ {
+pub(crate) fn libo2g_error(what: &str) -> impl Fn(libo2g::Error) -> String + '_ {
     move |err| format!("{what}: {err}")
 }
 
@@ -30,9 +30,9 @@ pub(crate) fn tcp_pair() -> Result<(TcpStream, TcpStream), String> {
 
 pub(crate) fn endpoint(cfg: EndpointConfig) -> Result<Endpoint, String> {
     Device::open()
-        .map_err(failed("open"))?
+        .map_err(libo2g_error("open"))?
         .init(cfg)
-        .map_err(failed("init"))
+        .map_err(libo2g_error("init"))
 }
 
 /// Bytes `i` of message `seq`: recognisable and different per message.
@@ -84,7 +84,7 @@ pub(crate) fn sel(tag: u32) -> Selector {
 pub(crate) fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        match ep.reap().map_err(failed("reap"))? {
+        match ep.reap().map_err(libo2g_error("reap"))? {
             Some(Reaped::Owned(c)) => return Ok(c),
             Some(Reaped::Raw(_)) => return Err("unexpected raw completion".into()),
             Some(Reaped::Stored(m)) => return Err(format!("unexpected announcement {m:?}")),
@@ -93,14 +93,14 @@ pub(crate) fn next_completion(ep: &mut Endpoint) -> Result<Completed, String> {
         }
         if Instant::now() > deadline {
             // What the module thinks, for whoever reads the failure.
-            let ep_stats = ep.stats().map_err(failed("stats"))?;
-            let sock = ep.socket_stats(PEER).map_err(failed("socket stats"));
+            let ep_stats = ep.stats().map_err(libo2g_error("stats"))?;
+            let sock = ep.socket_stats(PEER).map_err(libo2g_error("socket stats"));
             return Err(format!(
                 "no completion within 120 s; endpoint {ep_stats:?}; rank {PEER} {sock:?}"
             ));
         }
         ep.poll(Some(Duration::from_millis(500)))
-            .map_err(failed("poll"))?;
+            .map_err(libo2g_error("poll"))?;
     }
 }
 
@@ -137,7 +137,7 @@ pub(crate) fn receive_from(
             let n = msg.copy_to(&mut buf);
             let truncated = msg.len() > buf.len();
             buf.truncate(n);
-            msg.free().map_err(failed("free"))?;
+            msg.free().map_err(libo2g_error("free"))?;
             Some((
                 buf,
                 if truncated {
@@ -192,7 +192,7 @@ impl Flood {
         let ep = endpoint(cfg)?;
         let (ours, peer) = tcp_pair()?;
         ep.register_socket(&ours, PEER)
-            .map_err(failed("register"))?;
+            .map_err(libo2g_error("register"))?;
         let slab_before = slab_kib();
         let sender = std::thread::spawn(move || -> std::io::Result<()> {
             let mut tx = Sender::new(peer);

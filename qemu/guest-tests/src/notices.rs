@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use libo2g::{Announced, Endpoint, EndpointConfig, Post, Reaped};
 
 use crate::harness::{
-    endpoint, failed, next_completion, pattern, sel, slab_kib, tcp_pair, Flood, Sender, PEER,
+    endpoint, libo2g_error, next_completion, pattern, sel, slab_kib, tcp_pair, Flood, Sender, PEER,
 };
 use crate::CheckResult;
 
@@ -25,13 +25,13 @@ fn config() -> EndpointConfig {
 fn next_announced(ep: &mut Endpoint, limit: Duration) -> Result<Announced, String> {
     let deadline = Instant::now() + limit;
     loop {
-        match ep.reap().map_err(failed("reap"))? {
+        match ep.reap().map_err(libo2g_error("reap"))? {
             Some(Reaped::Stored(a)) => return Ok(a),
             Some(other) => return Err(format!("expected an announcement, got {other:?}")),
             None => {}
         }
         if Instant::now() > deadline {
-            let s = ep.stats().map_err(failed("stats"))?;
+            let s = ep.stats().map_err(libo2g_error("stats"))?;
             return Err(format!("no announcement within {limit:?}: {s:?}"));
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -45,18 +45,18 @@ pub(crate) fn paths() -> CheckResult {
     let mut ep = endpoint(config())?;
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, PEER)
-        .map_err(failed("register"))?;
+        .map_err(libo2g_error("register"))?;
     let mut tx = Sender::new(peer);
     tx.send(1, &pattern(1, 3000)).map_err(|e| e.to_string())?;
     // Wait until it is stored, without reading the ring.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while ep.stats().map_err(failed("stats"))?.notices == 0 {
+    while ep.stats().map_err(libo2g_error("stats"))?.notices == 0 {
         if Instant::now() > deadline {
             return Err("message never announced".into());
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    if ep.probe(sel(1)).map_err(failed("probe"))?.is_some() {
+    if ep.probe(sel(1)).map_err(libo2g_error("probe"))?.is_some() {
         return Err("a probe found a message already announced".into());
     }
     match ep.post(vec![0u8; 3000], sel(1), 1) {
@@ -71,7 +71,7 @@ pub(crate) fn paths() -> CheckResult {
     if ep.announced_data(&a) != pattern(1, 3000) {
         return Err("announced payload differs".into());
     }
-    ep.give_back(a).map_err(failed("give back"))?;
+    ep.give_back(a).map_err(libo2g_error("give back"))?;
     // Now a post goes through; its message is written straight into it.
     match ep.post(vec![0u8; 500], sel(2), 2) {
         Ok(Post::Queued(_)) => {}
@@ -83,7 +83,7 @@ pub(crate) fn paths() -> CheckResult {
         return Err(format!("direct receive: {:?}", c.status));
     }
     // The module applies a give-back at its next call: the space is free.
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if (s.notices, s.released_msgs, s.bad_releases, s.unexpected) != (1, 1, 0, 0) {
         return Err(format!("counters after one give-back: {s:?}"));
     }
@@ -106,13 +106,21 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
             // Read nothing until the connection stalls, so that only giving
             // messages back can resume it.
             let deadline = Instant::now() + Duration::from_secs(30);
-            while ep.stats().map_err(failed("stats"))?.backpressure_events == stalls {
+            while ep
+                .stats()
+                .map_err(libo2g_error("stats"))?
+                .backpressure_events
+                == stalls
+            {
                 if Instant::now() > deadline {
                     return Err(format!("message {i}: the connection never stalled"));
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
-            stalls = ep.stats().map_err(failed("stats"))?.backpressure_events;
+            stalls = ep
+                .stats()
+                .map_err(libo2g_error("stats"))?
+                .backpressure_events;
             max_slab = max_slab.max(slab_kib().saturating_sub(slab_before));
         }
         let a = next_announced(&mut ep, Duration::from_secs(60))
@@ -121,14 +129,14 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
         if env.tag != 5 || ep.announced_data(&a) != pattern(i, msg) {
             return Err(format!("message {i} of {count} wrong: {env:?}"));
         }
-        ep.give_back(a).map_err(failed("give back"))?;
+        ep.give_back(a).map_err(libo2g_error("give back"))?;
     }
     sender
         .join()
         .map_err(|_| "sender panicked")?
         .map_err(|e| e.to_string())?;
-    ep.sync().map_err(failed("sync"))?;
-    let s = ep.stats().map_err(failed("stats"))?;
+    ep.sync().map_err(libo2g_error("sync"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.backpressure_events == 0 {
         return Err(format!("the sender was never held back: {s:?}"));
     }
@@ -159,12 +167,12 @@ pub(crate) fn ring_full() -> CheckResult {
     let entries = ep.layout().ring_entries;
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, PEER)
-        .map_err(failed("register"))?;
+        .map_err(libo2g_error("register"))?;
     let mut tx = Sender::new(peer);
     let wait = |ep: &Endpoint, what: &str, done: &dyn Fn(&libo2g::abi::EndpointStats) -> bool| {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let s = ep.stats().map_err(failed("stats"))?;
+            let s = ep.stats().map_err(libo2g_error("stats"))?;
             if done(&s) {
                 return Ok(s);
             }
@@ -203,14 +211,14 @@ pub(crate) fn ring_full() -> CheckResult {
     }
     // Reading the ring gives every completion and the one announcement.
     let mut completions = 0;
-    while let Some(r) = ep.reap().map_err(failed("reap"))? {
+    while let Some(r) = ep.reap().map_err(libo2g_error("reap"))? {
         match r {
             Reaped::Owned(_) | Reaped::Raw(_) => completions += 1,
             Reaped::Stored(a) => {
                 if a.envelope().tag != 300 {
                     return Err(format!("announced {:?}", a.envelope()));
                 }
-                ep.give_back(a).map_err(failed("give back"))?;
+                ep.give_back(a).map_err(libo2g_error("give back"))?;
             }
             other => return Err(format!("unexpected record {other:?}")),
         }
@@ -224,7 +232,7 @@ pub(crate) fn ring_full() -> CheckResult {
     match ep.post(vec![0u8; 16], sel(301), 0) {
         Ok(Post::Unexpected { msg, mut buf }) => {
             msg.copy_to(&mut buf);
-            msg.free().map_err(failed("free"))?;
+            msg.free().map_err(libo2g_error("free"))?;
             if buf != pattern(1, 16) {
                 return Err("unannounced message payload differs".into());
             }

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use libo2g::{Endpoint, EndpointConfig, Post, Selector};
 
-use crate::harness::{endpoint, failed, next_completion, pattern, receive_from, slab_kib, Sender};
+use crate::harness::{
+    endpoint, libo2g_error, next_completion, pattern, receive_from, slab_kib, Sender,
+};
 use crate::{env_number, CheckResult};
 
 /// Port node 0 listens on.
@@ -155,7 +157,7 @@ fn receiver(nodes: u32, flood: u64) -> CheckResult {
     let mut peers = accept_senders(nodes)?;
     for p in &peers {
         ep.register_socket(&p.sock, p.rank)
-            .map_err(failed("register"))?;
+            .map_err(libo2g_error("register"))?;
     }
     for p in &mut peers {
         expected(&mut ep, p)?;
@@ -178,7 +180,7 @@ fn receiver(nodes: u32, flood: u64) -> CheckResult {
     for i in 0..count {
         if i % 64 == 0 {
             std::thread::sleep(Duration::from_millis(50));
-            max_dump = max_dump.max(ep.stats().map_err(failed("stats"))?.dump_used);
+            max_dump = max_dump.max(ep.stats().map_err(libo2g_error("stats"))?.dump_used);
             max_slab = max_slab.max(slab_kib().saturating_sub(slab_before));
         }
         for p in &peers {
@@ -194,7 +196,7 @@ fn receiver(nodes: u32, flood: u64) -> CheckResult {
     let secs = started.elapsed().as_secs_f64();
     // Before the senders are let go: one that closes its connection at
     // once counts as a failed socket.
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     for p in &mut peers {
         p.tell(Command::Done)?;
     }
@@ -255,7 +257,7 @@ fn accept_senders(nodes: u32) -> Result<Vec<Peer>, String> {
 
 /// Receives posted first: each message lands in its buffer in the handler.
 fn expected(ep: &mut Endpoint, p: &mut Peer) -> CheckResult {
-    let before = ep.stats().map_err(failed("stats"))?.matched_msgs;
+    let before = ep.stats().map_err(libo2g_error("stats"))?.matched_msgs;
     for (i, &len) in SIZES.iter().enumerate() {
         let tag = 10 + i as u32;
         match ep
@@ -284,7 +286,7 @@ fn expected(ep: &mut Endpoint, p: &mut Peer) -> CheckResult {
             return Err(format!("node {}: {len} B: payload differs", p.rank));
         }
     }
-    let matched = ep.stats().map_err(failed("stats"))?.matched_msgs - before;
+    let matched = ep.stats().map_err(libo2g_error("stats"))?.matched_msgs - before;
     if matched != SIZES.len() as u64 {
         return Err(format!(
             "node {}: {matched} of {} matched directly",
@@ -305,12 +307,12 @@ fn unexpected(ep: &mut Endpoint, p: &mut Peer) -> CheckResult {
         })?;
     }
     let deadline = Instant::now() + WAIT;
-    while ep.stats().map_err(failed("stats"))?.unexpected < 3 {
+    while ep.stats().map_err(libo2g_error("stats"))?.unexpected < 3 {
         if Instant::now() > deadline {
             return Err(format!("node {}: 3 messages never stored", p.rank));
         }
         ep.poll(Some(Duration::from_millis(200)))
-            .map_err(failed("poll"))?;
+            .map_err(libo2g_error("poll"))?;
     }
     for k in [2u32, 0, 1] {
         let (data, status) = receive_from(ep, p.sel(100 + k), 5000)?;
@@ -318,7 +320,7 @@ fn unexpected(ep: &mut Endpoint, p: &mut Peer) -> CheckResult {
             return Err(format!("node {}: stored message {k}: {status:?}", p.rank));
         }
     }
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.unexpected != 0 || s.dump_used != 0 {
         return Err(format!("node {}: stored messages not freed: {s:?}", p.rank));
     }

@@ -18,7 +18,7 @@ use libo2g::{abi, Endpoint, EndpointConfig, Post, Reaped, RecvError, Sent};
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::wire::{Encoder, Header, Kind, HEADER_LEN};
 
-use crate::harness::{endpoint, failed, next_completion, pattern, sel, tcp_pair};
+use crate::harness::{endpoint, libo2g_error, next_completion, pattern, sel, tcp_pair};
 use crate::trust::vm_pin_kib;
 use crate::CheckResult;
 
@@ -43,11 +43,11 @@ impl Pair {
         let (a_msg, b_msg) = tcp_pair()?;
         let (a_ctl, b_ctl) = tcp_pair()?;
         a.register_socket(&a_msg, B)
-            .map_err(failed("register A's messages"))?;
+            .map_err(libo2g_error("register A's messages"))?;
         a.register_control(&a_ctl, B, A)
-            .map_err(failed("register A's control"))?;
+            .map_err(libo2g_error("register A's control"))?;
         b.register_control(&b_ctl, A, B)
-            .map_err(failed("register B's control"))?;
+            .map_err(libo2g_error("register B's control"))?;
         Ok(Self {
             a,
             b,
@@ -59,7 +59,10 @@ impl Pair {
 
     /// B offers `data` and writes its request to send with `tag`.
     fn send(&mut self, tag: u32, data: &[u8], user_data: u64) -> Result<u32, String> {
-        let id = self.b.offer(data, A, user_data).map_err(failed("offer"))?;
+        let id = self
+            .b
+            .offer(data, A, user_data)
+            .map_err(libo2g_error("offer"))?;
         self.rts(tag, data.len() as u64, id)?;
         Ok(id)
     }
@@ -81,17 +84,17 @@ impl Pair {
 fn next_sent(ep: &mut Endpoint) -> Result<Sent, String> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        match ep.reap().map_err(failed("reap"))? {
+        match ep.reap().map_err(libo2g_error("reap"))? {
             Some(Reaped::Sent(s)) => return Ok(s),
             Some(other) => return Err(format!("unexpected record {other:?}")),
             None => {}
         }
         if Instant::now() > deadline {
-            let s = ep.stats().map_err(failed("stats"))?;
+            let s = ep.stats().map_err(libo2g_error("stats"))?;
             return Err(format!("no SENT record within 120 s; {s:?}"));
         }
         ep.poll(Some(Duration::from_millis(500)))
-            .map_err(failed("poll"))?;
+            .map_err(libo2g_error("poll"))?;
     }
 }
 
@@ -162,7 +165,11 @@ pub(crate) fn paths() -> CheckResult {
         Err(err) => return Err(format!("post after the request: {}", err.error)),
     };
     // Matched: too late to cancel; it completes normally.
-    if p.a.cancel(&handle).map_err(failed("cancel"))?.is_some() {
+    if p.a
+        .cancel(&handle)
+        .map_err(libo2g_error("cancel"))?
+        .is_some()
+    {
         return Err("a receive matched to a request was cancelled".into());
     }
     check(&next_completion(&mut p.a)?, 50, &data, Ok(()))?;
@@ -189,7 +196,11 @@ pub(crate) fn paths() -> CheckResult {
     let mut original = pattern(52, 200_000);
     let copy = original.clone();
     let id = p.send(52, &original, 152)?;
-    if !p.b.replace_offer(id, &copy, A).map_err(failed("replace"))? {
+    if !p
+        .b
+        .replace_offer(id, &copy, A)
+        .map_err(libo2g_error("replace"))?
+    {
         return Err("an offer nobody cleared could not be replaced".into());
     }
     original.fill(0xee);
@@ -215,10 +226,10 @@ pub(crate) fn paths() -> CheckResult {
             spins = spins.wrapping_add(i * i);
         }
         if got.is_none() {
-            got = p.a.reap().map_err(failed("reap A"))?;
+            got = p.a.reap().map_err(libo2g_error("reap A"))?;
         }
         if sent.is_none() {
-            sent = p.b.reap().map_err(failed("reap B"))?;
+            sent = p.b.reap().map_err(libo2g_error("reap B"))?;
         }
     }
     match (got, sent) {
@@ -227,15 +238,17 @@ pub(crate) fn paths() -> CheckResult {
         }
         other => return Err(format!("without system calls: {other:?}")),
     }
-    let s = p.a.stats().map_err(failed("stats"))?;
+    let s = p.a.stats().map_err(libo2g_error("stats"))?;
     if s.pinned_bytes != 0 || s.posted != 0 || s.unexpected != 0 {
         return Err(format!("receiver holds something at the end: {s:?}"));
     }
     // Nine rendezvous, two of them stored first; every byte placed
     // straight into its receive, none through the dump area.
     let (ra, rb) = (
-        p.a.rndv_stats().map_err(failed("rendezvous counters"))?,
-        p.b.rndv_stats().map_err(failed("rendezvous counters"))?,
+        p.a.rndv_stats()
+            .map_err(libo2g_error("rendezvous counters"))?,
+        p.b.rndv_stats()
+            .map_err(libo2g_error("rendezvous counters"))?,
     );
     if ra.requests_matched != 7
         || ra.requests_stored != 2
@@ -261,7 +274,7 @@ fn to_oneself() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (reader, mut writer) = tcp_pair()?;
     ep.register_self(&reader, A)
-        .map_err(failed("register self"))?;
+        .map_err(libo2g_error("register self"))?;
     let mut enc = Encoder::new();
     let env = |tag| Envelope {
         source: A,
@@ -274,14 +287,14 @@ fn to_oneself() -> CheckResult {
         .map_err(|p| p.error.to_string())?;
     let id = ep
         .offer(&data, A, 160)
-        .map_err(failed("offer to oneself"))?;
+        .map_err(libo2g_error("offer to oneself"))?;
     writer
         .write_all(&enc.encode_ref(Kind::Rts, env(60), data.len() as u64, id))
         .map_err(|e| e.to_string())?;
     let mut got = (None, None);
     let deadline = Instant::now() + Duration::from_secs(120);
     while (got.0.is_none() || got.1.is_none()) && Instant::now() < deadline {
-        match ep.reap().map_err(failed("reap"))? {
+        match ep.reap().map_err(libo2g_error("reap"))? {
             Some(Reaped::Owned(c)) => got.0 = Some(c),
             Some(Reaped::Sent(s)) => got.1 = Some(s),
             Some(other) => return Err(format!("unexpected record {other:?}")),
@@ -297,7 +310,7 @@ fn to_oneself() -> CheckResult {
     // The request first, then a receive too short for it.
     let id = ep
         .offer(&data, A, 161)
-        .map_err(failed("offer to oneself"))?;
+        .map_err(libo2g_error("offer to oneself"))?;
     writer
         .write_all(&enc.encode_ref(Kind::Rts, env(61), data.len() as u64, id))
         .map_err(|e| e.to_string())?;
@@ -306,7 +319,9 @@ fn to_oneself() -> CheckResult {
         .map_err(|p| p.error.to_string())?;
     let c = next_completion_or_sent(&mut ep)?;
     check(&c, 61, &data, Err(RecvError::Truncated))?;
-    let r = ep.rndv_stats().map_err(failed("rendezvous counters"))?;
+    let r = ep
+        .rndv_stats()
+        .map_err(libo2g_error("rendezvous counters"))?;
     if r.offers_sent != 2 || r.data_msgs != 2 || r.offer_bytes_sent != data.len() as u64 + 5000 {
         return Err(format!("to oneself: {r:?}"));
     }
@@ -317,7 +332,7 @@ fn to_oneself() -> CheckResult {
 fn next_completion_or_sent(ep: &mut Endpoint) -> Result<libo2g::Completed, String> {
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
-        match ep.reap().map_err(failed("reap"))? {
+        match ep.reap().map_err(libo2g_error("reap"))? {
             Some(Reaped::Owned(c)) => return Ok(c),
             Some(Reaped::Sent(_)) => {}
             Some(other) => return Err(format!("unexpected record {other:?}")),
@@ -335,7 +350,7 @@ pub(crate) fn wait_until(
 ) -> CheckResult {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let s = ep.stats().map_err(failed("stats"))?;
+        let s = ep.stats().map_err(libo2g_error("stats"))?;
         if ready(&s) {
             return Ok(());
         }
@@ -363,9 +378,9 @@ impl Hostile {
         let (ours_msg, msg) = tcp_pair()?;
         let (ours_ctl, ctl) = tcp_pair()?;
         ep.register_socket(&ours_msg, B)
-            .map_err(failed("register messages"))?;
+            .map_err(libo2g_error("register messages"))?;
         ep.register_control(&ours_ctl, B, A)
-            .map_err(failed("register control"))?;
+            .map_err(libo2g_error("register control"))?;
         ctl.set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(|e| e.to_string())?;
         Ok(Self {
@@ -452,7 +467,7 @@ pub(crate) fn misbehaviour() -> CheckResult {
     // the offer, then the offered bytes. Once sent, the offer is gone:
     // replacing its buffer is too late (`ENOENT`).
     let offered = pattern(10, 70_000);
-    let id = h.ep.offer(&offered, B, 10).map_err(failed("offer"))?;
+    let id = h.ep.offer(&offered, B, 10).map_err(libo2g_error("offer"))?;
     h.ctl_frame(Kind::Cts, token_env(0x1234_0000_0005), 60_000, id)?;
     let data_h = h.read_header("Data")?;
     if data_h.kind != Kind::Data
@@ -494,7 +509,7 @@ pub(crate) fn misbehaviour() -> CheckResult {
     // A Cts asking more than the offer: the offer ends with an error.
     let mut h = Hostile::new()?;
     let buf = pattern(1, 4096);
-    let id = h.ep.offer(&buf, B, 7).map_err(failed("offer"))?;
+    let id = h.ep.offer(&buf, B, 7).map_err(libo2g_error("offer"))?;
     h.ctl_frame(Kind::Cts, token_env(1), 4097, id)?;
     h.failed("a Cts asking too much", 1)?;
     let s = next_sent(&mut h.ep)?;
@@ -556,14 +571,14 @@ pub(crate) fn errors() -> CheckResult {
             let ep = endpoint(EndpointConfig::default())?;
             let (ours, _peer) = tcp_pair()?;
             ep.register_control(&ours, B, A)
-                .map_err(failed("register control"))?;
+                .map_err(libo2g_error("register control"))?;
             let big = vec![1u8; 1 << 20];
             match ep.offer(&big, B, 1) {
                 Err(err) if err.raw_os_error() == Some(libc::ENOMEM) => {}
                 other => return Err(format!("a 1 MiB offer over RLIMIT_MEMLOCK: {other:?}")),
             }
             ep.offer(&big[..64 << 10], B, 2)
-                .map_err(failed("a 64 KiB offer"))?;
+                .map_err(libo2g_error("a 64 KiB offer"))?;
             Ok(())
         },
     )?;
@@ -580,11 +595,11 @@ pub(crate) fn errors() -> CheckResult {
     let (ours_ctl, _peer_ctl) = tcp_pair()?;
     let (ours_ctl2, _peer_ctl2) = tcp_pair()?;
     ep.register_control(&ours_ctl, B, A)
-        .map_err(failed("register control"))?;
+        .map_err(libo2g_error("register control"))?;
     // The messages connection after the control one.
     let (ours_msg, _peer_msg) = tcp_pair()?;
     ep.register_socket(&ours_msg, B)
-        .map_err(failed("register messages after control"))?;
+        .map_err(libo2g_error("register messages after control"))?;
     match ep.register_control(&ours_ctl2, B, A) {
         Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
         other => return Err(format!("a second control connection to a rank: {other:?}")),
@@ -620,7 +635,7 @@ pub(crate) fn errors() -> CheckResult {
     // As many offers as receives may be posted; then the table is full.
     let mut ids = Vec::new();
     for i in 0..4 {
-        ids.push(ep.offer(&buf, B, i).map_err(failed("offer"))?);
+        ids.push(ep.offer(&buf, B, i).map_err(libo2g_error("offer"))?);
     }
     if errno(ep.offer(&buf, B, 9)) != Some(libc::ENOSPC) {
         return Err("a fifth offer with max_posted 4 was not ENOSPC".into());
@@ -630,7 +645,7 @@ pub(crate) fn errors() -> CheckResult {
         Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {}
         other => return Err(format!("replacing with another length: {other:?}")),
     }
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.pinned_bytes != 4 * 8192 {
         return Err(format!("four offers of 8 KiB pin {} bytes", s.pinned_bytes));
     }
@@ -643,7 +658,7 @@ pub(crate) fn errors() -> CheckResult {
 fn resumes() -> CheckResult {
     let mut h = Hostile::new()?;
     let big = pattern(4, 32 << 20);
-    let id = h.ep.offer(&big, B, 1).map_err(failed("offer"))?;
+    let id = h.ep.offer(&big, B, 1).map_err(libo2g_error("offer"))?;
     h.clear(id, big.len())?;
     // The module sends until the socket buffers are full, then waits.
     std::thread::sleep(Duration::from_secs(1));
@@ -680,14 +695,15 @@ pub(crate) fn teardown() -> CheckResult {
     for blocked in [true, false] {
         let mut h = Hostile::new()?;
         let big = pattern(3, 32 << 20);
-        let id = h.ep.offer(&big, B, 1).map_err(failed("offer"))?;
-        h.ep.offer(&big[..4096], B, 2).map_err(failed("offer"))?;
+        let id = h.ep.offer(&big, B, 1).map_err(libo2g_error("offer"))?;
+        h.ep.offer(&big[..4096], B, 2)
+            .map_err(libo2g_error("offer"))?;
         if blocked {
             h.clear(id, big.len())?;
             // The module sends until the socket buffers are full.
             std::thread::sleep(Duration::from_secs(2));
         }
-        let s = h.ep.stats().map_err(failed("stats"))?;
+        let s = h.ep.stats().map_err(libo2g_error("stats"))?;
         if s.pinned_bytes != (32 << 20) + 4096 {
             return Err(format!("pinned while offering: {s:?}"));
         }

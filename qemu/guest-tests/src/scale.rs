@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{Endpoint, EndpointConfig, Selector};
 
-use crate::harness::{endpoint, failed, next_completion, pattern, Sender};
+use crate::harness::{endpoint, libo2g_error, next_completion, pattern, Sender};
 use crate::CheckResult;
 
 /// Messages timed per round of the per-message cost figure.
@@ -38,13 +38,13 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
     }
 
     ep.register_socket(&ours[0], 1)
-        .map_err(failed("register 1"))?;
+        .map_err(libo2g_error("register 1"))?;
     let alone = per_message(&mut ep, &mut peers[0])?;
     for (i, sock) in ours.iter().enumerate().skip(1) {
         ep.register_socket(sock, i as u32 + 1)
-            .map_err(failed("register"))?;
+            .map_err(libo2g_error("register"))?;
     }
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.sockets != sockets {
         return Err(format!("{} sockets registered, want {sockets}", s.sockets));
     }
@@ -93,7 +93,7 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
             libo2g::Post::Unexpected { msg, mut buf } => {
                 let source = msg.envelope().source;
                 msg.copy_to(&mut buf);
-                msg.free().map_err(failed("free"))?;
+                msg.free().map_err(libo2g_error("free"))?;
                 Some((source, buf))
             }
         };
@@ -114,7 +114,9 @@ pub(crate) fn scale(args: &[String]) -> CheckResult {
     if got != busy {
         return Err(format!("wildcard sources {got:?}, want {busy:?}"));
     }
-    let st = ep.socket_stats(sockets).map_err(failed("socket stats"))?;
+    let st = ep
+        .socket_stats(sockets)
+        .map_err(libo2g_error("socket stats"))?;
     if st.messages != 1 || st.state != libo2g::abi::socket_state::ACTIVE {
         return Err(format!("last socket: {st:?}"));
     }

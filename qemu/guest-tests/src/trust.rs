@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device, Endpoint, EndpointConfig, Post, RecvError, Selector};
 
-use crate::harness::{endpoint, failed, next_completion, pattern, tcp_pair, Sender};
+use crate::harness::{endpoint, libo2g_error, next_completion, pattern, tcp_pair, Sender};
 use crate::CheckResult;
 
 fn errno_of(rc: libc::c_int) -> Option<i32> {
@@ -88,7 +88,8 @@ fn get_ulp(fd: RawFd) -> String {
 pub(crate) fn listen_child() -> CheckResult {
     let ep = endpoint(EndpointConfig::default())?;
     let (ours, _peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(failed("register"))?;
+    ep.register_socket(&ours, 1)
+        .map_err(libo2g_error("register"))?;
     let fd = ours.as_raw_fd();
     disconnect(fd)?;
     // SAFETY: A plain listen on a socket we own.
@@ -107,7 +108,8 @@ pub(crate) fn listen_child() -> CheckResult {
             TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
         // SAFETY: Accepting on the socket we listen on.
         let child = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
-        ep.unregister_socket(1).map_err(failed("unregister"))?;
+        ep.unregister_socket(1)
+            .map_err(libo2g_error("unregister"))?;
         let _ = child_peer.write_all(b"after unregister");
         std::thread::sleep(Duration::from_millis(300));
         // SAFETY: Closing the fd accept returned.
@@ -122,7 +124,8 @@ pub(crate) fn listen_child() -> CheckResult {
             get_ulp(fd)
         ));
     }
-    ep.unregister_socket(1).map_err(failed("unregister"))?;
+    ep.unregister_socket(1)
+        .map_err(libo2g_error("unregister"))?;
     if !get_ulp(fd).is_empty() {
         return Err(format!(
             "unregistered socket still has ULP {:?}",
@@ -164,7 +167,8 @@ pub(crate) fn listen_child() -> CheckResult {
 pub(crate) fn ulp() -> CheckResult {
     let ep = endpoint(EndpointConfig::default())?;
     let (ours, _peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(failed("register"))?;
+    ep.register_socket(&ours, 1)
+        .map_err(libo2g_error("register"))?;
     let fd = ours.as_raw_fd();
     match set_ulp(fd, "tls") {
         Some(libc::EEXIST) => {}
@@ -175,7 +179,8 @@ pub(crate) fn ulp() -> CheckResult {
         }
         None => return Err("TCP_ULP tls attached to a registered socket".into()),
     }
-    ep.unregister_socket(1).map_err(failed("unregister"))?;
+    ep.unregister_socket(1)
+        .map_err(libo2g_error("unregister"))?;
     if let Some(err) = set_ulp(fd, "tls") {
         return Err(format!("TCP_ULP tls after unregister: errno {err}"));
     }
@@ -191,11 +196,11 @@ pub(crate) fn ulp() -> CheckResult {
 fn completion_within(ep: &mut Endpoint, secs: u64) -> Result<Option<libo2g::Completed>, String> {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < deadline {
-        if let Some(libo2g::Reaped::Owned(c)) = ep.reap().map_err(failed("reap"))? {
+        if let Some(libo2g::Reaped::Owned(c)) = ep.reap().map_err(libo2g_error("reap"))? {
             return Ok(Some(c));
         }
         ep.poll(Some(Duration::from_millis(200)))
-            .map_err(failed("poll"))?;
+            .map_err(libo2g_error("poll"))?;
     }
     Ok(None)
 }
@@ -209,9 +214,9 @@ pub(crate) fn spoof() -> CheckResult {
     let (ours1, peer1) = tcp_pair()?;
     let (ours2, peer2) = tcp_pair()?;
     ep.register_socket(&ours1, 1)
-        .map_err(failed("register 1"))?;
+        .map_err(libo2g_error("register 1"))?;
     ep.register_socket(&ours2, 2)
-        .map_err(failed("register 2"))?;
+        .map_err(libo2g_error("register 2"))?;
     let sel = Selector::new(Some(2), Some(5), 0);
     match ep
         .post(vec![0u8; 64], sel, 5)
@@ -232,7 +237,7 @@ pub(crate) fn spoof() -> CheckResult {
             String::from_utf8_lossy(&c.buf[..c.written.min(c.buf.len())])
         ));
     }
-    let s1 = ep.socket_stats(1).map_err(failed("stats 1"))?;
+    let s1 = ep.socket_stats(1).map_err(libo2g_error("stats 1"))?;
     if s1.state != abi::socket_state::FAILED || s1.protocol_errors != 1 {
         return Err(format!(
             "rank 1's connection not failed as a protocol error: {s1:?}"
@@ -255,7 +260,8 @@ pub(crate) fn spoof() -> CheckResult {
 pub(crate) fn urgent() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(failed("register"))?;
+    ep.register_socket(&ours, 1)
+        .map_err(libo2g_error("register"))?;
     let mut tx = Sender::new(peer);
     tx.send(1, &pattern(1, 100)).map_err(|e| e.to_string())?;
     let sel = |tag| Selector::new(Some(1), Some(tag), 0);
@@ -274,7 +280,7 @@ pub(crate) fn urgent() -> CheckResult {
     }
     let _ = tx.send(2, &pattern(2, 100));
     let Some(c) = completion_within(&mut ep, 20)? else {
-        let s = ep.socket_stats(1).map_err(failed("stats"))?;
+        let s = ep.socket_stats(1).map_err(libo2g_error("stats"))?;
         return Err(format!(
             "urgent data left the receive waiting; connection {s:?}"
         ));
@@ -285,7 +291,7 @@ pub(crate) fn urgent() -> CheckResult {
             c.status
         ));
     }
-    let s = ep.socket_stats(1).map_err(failed("stats"))?;
+    let s = ep.socket_stats(1).map_err(libo2g_error("stats"))?;
     if s.state != abi::socket_state::FAILED || s.protocol_errors != 1 {
         return Err(format!("connection after urgent data: {s:?}"));
     }
@@ -328,7 +334,8 @@ pub(crate) fn post_race(args: &[String]) -> CheckResult {
     };
     let ep = endpoint(cfg)?;
     let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(failed("register"))?;
+    ep.register_socket(&ours, 1)
+        .map_err(libo2g_error("register"))?;
     let stop = Arc::new(AtomicBool::new(false));
     let posts = Arc::new(AtomicU64::new(0));
     let fd = ep.as_fd().as_raw_fd();
@@ -511,7 +518,8 @@ impl Drop for SharedMap {
 pub(crate) fn shared_state() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(failed("register"))?;
+    ep.register_socket(&ours, 1)
+        .map_err(libo2g_error("register"))?;
     let map = SharedMap::new(&ep)?;
     let prod = map.word(abi::O2G_RING_PROD);
     let before = prod.load(Ordering::Acquire);
@@ -577,7 +585,9 @@ pub(crate) fn shared_state() -> CheckResult {
 /// (nor its pid).
 pub(crate) fn list_visibility() -> CheckResult {
     let mine = endpoint(EndpointConfig::default())?;
-    let root_view = mine.list_endpoints().map_err(failed("list as root"))?;
+    let root_view = mine
+        .list_endpoints()
+        .map_err(libo2g_error("list as root"))?;
     let me = std::process::id();
     if root_view.endpoints.iter().all(|s| s.pid != me) {
         return Err(format!(
@@ -605,7 +615,9 @@ pub(crate) fn list_visibility() -> CheckResult {
         }
         Ok(())
     })?;
-    let all = mine.list_endpoints().map_err(failed("list as root"))?;
+    let all = mine
+        .list_endpoints()
+        .map_err(libo2g_error("list as root"))?;
     if all.endpoints.iter().all(|s| s.pid != std::process::id()) {
         return Err("root does not see its own endpoint".into());
     }
@@ -621,9 +633,9 @@ pub(crate) fn any_source() -> CheckResult {
     let (ours1, peer1) = tcp_pair()?;
     let (ours2, peer2) = tcp_pair()?;
     ep.register_socket(&ours1, 1)
-        .map_err(failed("register 1"))?;
+        .map_err(libo2g_error("register 1"))?;
     ep.register_socket(&ours2, 2)
-        .map_err(failed("register 2"))?;
+        .map_err(libo2g_error("register 2"))?;
     let any = |tag| Selector::new(None, Some(tag), 0);
     match ep
         .post(vec![0u8; 16], any(1), 1)
@@ -644,7 +656,7 @@ pub(crate) fn any_source() -> CheckResult {
     }
     drop(tx2);
     let Some(c) = completion_within(&mut ep, 20)? else {
-        let s = ep.stats().map_err(failed("stats"))?;
+        let s = ep.stats().map_err(libo2g_error("stats"))?;
         return Err(format!(
             "any-source receive still waiting after every peer left: {s:?}"
         ));
@@ -694,7 +706,8 @@ pub(crate) fn limits() -> CheckResult {
                 })
                 .map_err(|e| format!("endpoint: {e}"))?;
             let (ours, _peer) = tcp_pair()?;
-            ep.register_socket(&ours, 1).map_err(failed("register"))?;
+            ep.register_socket(&ours, 1)
+                .map_err(libo2g_error("register"))?;
             let fd = ep.as_fd().as_raw_fd();
             let mut big = vec![0u8; 4 << 20];
             match raw_post(fd, &mut big, 1) {
@@ -1021,12 +1034,13 @@ pub(crate) fn dump_overlap() -> CheckResult {
         ..EndpointConfig::default()
     })?;
     let (ours, peer) = tcp_pair()?;
-    ep.register_socket(&ours, 1).map_err(failed("register"))?;
+    ep.register_socket(&ours, 1)
+        .map_err(libo2g_error("register"))?;
     let mut tx = Sender::new(peer);
     let sel = |tag| Selector::new(Some(1), Some(tag), 0);
     let stored = |ep: &Endpoint, n: u32| -> CheckResult {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while ep.stats().map_err(failed("stats"))?.unexpected < n {
+        while ep.stats().map_err(libo2g_error("stats"))?.unexpected < n {
             if Instant::now() > deadline {
                 return Err(format!("{n} messages never stored"));
             }
@@ -1049,9 +1063,12 @@ pub(crate) fn dump_overlap() -> CheckResult {
     // give the module the time to decide.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let stalled =
-            ep.socket_stats(1).map_err(failed("socket stats"))?.state == abi::socket_state::STALLED;
-        if stalled || ep.stats().map_err(failed("stats"))?.unexpected >= 3 {
+        let stalled = ep
+            .socket_stats(1)
+            .map_err(libo2g_error("socket stats"))?
+            .state
+            == abi::socket_state::STALLED;
+        if stalled || ep.stats().map_err(libo2g_error("stats"))?.unexpected >= 3 {
             break;
         }
         if Instant::now() > deadline {
@@ -1071,7 +1088,7 @@ pub(crate) fn dump_overlap() -> CheckResult {
             ));
         }
     }
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.dump_used != 0 || s.unexpected != 0 {
         return Err(format!("dump area not empty at the end: {s:?}"));
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{failed, pattern, receive, slab_kib, Flood};
+use crate::harness::{libo2g_error, pattern, receive, slab_kib, Flood};
 use crate::CheckResult;
 
 /// A sender floods `total` bytes of unexpected messages at a receiver
@@ -18,7 +18,7 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
         if i % 256 == 0 {
             // Drain slowly now and then, so the sender must wait.
             std::thread::sleep(Duration::from_millis(50));
-            let s = ep.stats().map_err(failed("stats"))?;
+            let s = ep.stats().map_err(libo2g_error("stats"))?;
             max_dump = max_dump.max(s.dump_used);
             max_slab = max_slab.max(slab_kib().saturating_sub(slab_before));
         }
@@ -31,7 +31,7 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
         .join()
         .map_err(|_| "sender panicked")?
         .map_err(|e| e.to_string())?;
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.backpressure_events == 0 {
         return Err(format!("the sender was never held back: {s:?}"));
     }

@@ -7,7 +7,7 @@ use libo2g::{Endpoint, EndpointConfig, RecvError, Selector};
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::wire::{Encoder, Kind};
 
-use crate::harness::{endpoint, failed, next_completion, tcp_pair};
+use crate::harness::{endpoint, libo2g_error, next_completion, tcp_pair};
 use crate::CheckResult;
 
 /// A malformed header, an oversize length and a close mid-message each
@@ -24,7 +24,7 @@ pub(crate) fn misbehaviour() -> CheckResult {
     for rank in 1..=4u32 {
         let (ours, peer) = tcp_pair()?;
         ep.register_socket(&ours, rank)
-            .map_err(failed("register"))?;
+            .map_err(libo2g_error("register"))?;
         keep.push(ours);
         peers.push(peer);
     }
@@ -85,12 +85,14 @@ pub(crate) fn misbehaviour() -> CheckResult {
     if c.user_data != 4 || c.status.is_err() || &c.buf[..c.written] != b"alive" {
         return Err(format!("healthy connection broken: {:?}", c.status));
     }
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.protocol_errors != 2 || s.failed_sockets != 3 {
         return Err(format!("counters: {s:?}"));
     }
     for rank in 1..=3 {
-        let st = ep.socket_stats(rank).map_err(failed("socket stats"))?;
+        let st = ep
+            .socket_stats(rank)
+            .map_err(libo2g_error("socket stats"))?;
         if st.state != libo2g::abi::socket_state::FAILED {
             return Err(format!("rank {rank} state {}", st.state));
         }

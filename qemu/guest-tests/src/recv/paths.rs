@@ -10,7 +10,7 @@ use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::wire::Kind;
 
 use crate::harness::{
-    endpoint, failed, next_completion, pattern, receive, sel, tcp_pair, Sender, PEER,
+    endpoint, libo2g_error, next_completion, pattern, receive, sel, tcp_pair, Sender, PEER,
 };
 use crate::CheckResult;
 
@@ -21,7 +21,7 @@ pub(crate) fn paths() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, PEER)
-        .map_err(failed("register"))?;
+        .map_err(libo2g_error("register"))?;
     let mut tx = Sender::new(peer);
 
     let sizes = [0usize, 1, 31, 4096, 65_537, 1 << 20, 9 << 20, 64 << 20];
@@ -63,7 +63,7 @@ pub(crate) fn paths() -> CheckResult {
             return Err(format!("{len} B: payload differs"));
         }
     }
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.matched_msgs != sizes.len() as u64 || s.unexpected_msgs != 0 {
         return Err(format!("expected path not taken: {s:?}"));
     }
@@ -78,12 +78,12 @@ pub(crate) fn paths() -> CheckResult {
             .map_err(|e| e.to_string())?;
     }
     let deadline = Instant::now() + Duration::from_secs(30);
-    while ep.stats().map_err(failed("stats"))?.unexpected < 3 {
+    while ep.stats().map_err(libo2g_error("stats"))?.unexpected < 3 {
         if Instant::now() > deadline {
             return Err("3 unexpected messages never stored".into());
         }
         ep.poll(Some(Duration::from_millis(200)))
-            .map_err(failed("poll"))?;
+            .map_err(libo2g_error("poll"))?;
     }
     for k in [2u64, 0, 1] {
         let (data, status) = receive(&mut ep, 100 + k as u32, 5000)?;
@@ -91,7 +91,7 @@ pub(crate) fn paths() -> CheckResult {
             return Err(format!("unexpected message {k} wrong: {status:?}"));
         }
     }
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.unexpected != 0 || s.dump_used != 0 || s.unexpected_msgs != 3 {
         return Err(format!("stored messages not freed: {s:?}"));
     }
@@ -125,7 +125,7 @@ pub(crate) fn paths() -> CheckResult {
 fn posted_while_storing(ep: &mut Endpoint, tx: &mut Sender) -> CheckResult {
     let (tag, len) = (300u32, 4usize << 20);
     let data = pattern(300, len);
-    let before = ep.stats().map_err(failed("stats"))?;
+    let before = ep.stats().map_err(libo2g_error("stats"))?;
     let env = Envelope {
         source: PEER,
         tag,
@@ -138,7 +138,7 @@ fn posted_while_storing(ep: &mut Endpoint, tx: &mut Sender) -> CheckResult {
         .map_err(|e| e.to_string())?;
     // The header was read and the message given a dump region.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while ep.stats().map_err(failed("stats"))?.dump_used == 0 {
+    while ep.stats().map_err(libo2g_error("stats"))?.dump_used == 0 {
         if Instant::now() > deadline {
             return Err("half a message sent, but no dump region taken".into());
         }
@@ -164,7 +164,7 @@ fn posted_while_storing(ep: &mut Endpoint, tx: &mut Sender) -> CheckResult {
     if c.buf != data {
         return Err("posted while storing: payload differs".into());
     }
-    let after = ep.stats().map_err(failed("stats"))?;
+    let after = ep.stats().map_err(libo2g_error("stats"))?;
     if after.matched_msgs != before.matched_msgs
         || after.unexpected_msgs != before.unexpected_msgs + 1
         || after.dump_used != 0

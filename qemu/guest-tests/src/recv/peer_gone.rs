@@ -3,7 +3,7 @@
 
 use libo2g::{EndpointConfig, RecvError, Selector};
 
-use crate::harness::{endpoint, failed, next_completion, receive, tcp_pair, Sender};
+use crate::harness::{endpoint, libo2g_error, next_completion, receive, tcp_pair, Sender};
 use crate::CheckResult;
 
 /// A peer that closes between messages and a peer that resets the
@@ -14,9 +14,9 @@ pub(crate) fn peer_gone() -> CheckResult {
     let (closing_ours, closing) = tcp_pair()?;
     let (resetting_ours, resetting) = tcp_pair()?;
     ep.register_socket(&closing_ours, 1)
-        .map_err(failed("register"))?;
+        .map_err(libo2g_error("register"))?;
     ep.register_socket(&resetting_ours, 2)
-        .map_err(failed("register"))?;
+        .map_err(libo2g_error("register"))?;
     // One whole message first: the close comes at a message boundary.
     let mut tx = Sender::from_rank(closing, 1);
     tx.send(3, b"last words").map_err(|e| e.to_string())?;
@@ -61,7 +61,7 @@ pub(crate) fn peer_gone() -> CheckResult {
     if failed != [1, 2] {
         return Err(format!("completed ranks {failed:?}"));
     }
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.failed_sockets != 2 || s.protocol_errors != 0 {
         return Err(format!("counters: {s:?}"));
     }

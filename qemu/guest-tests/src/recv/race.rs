@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{EndpointConfig, Post, Reaped};
 
-use crate::harness::{endpoint, failed, sel, tcp_pair, Sender, PEER};
+use crate::harness::{endpoint, libo2g_error, sel, tcp_pair, Sender, PEER};
 use crate::CheckResult;
 
 /// Two threads post receives while a peer sends `n` messages at full
@@ -23,7 +23,7 @@ pub(crate) fn race(args: &[String]) -> CheckResult {
     let ep = endpoint(cfg)?;
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, PEER)
-        .map_err(failed("register"))?;
+        .map_err(libo2g_error("register"))?;
     // results[tag][k]: payload the k-th receive for `tag` got.
     let per_tag = (n / 2) as usize;
     let shared = Arc::new(Mutex::new((ep, vec![vec![None::<u64>; per_tag]; 2])));
@@ -55,7 +55,7 @@ pub(crate) fn race(args: &[String]) -> CheckResult {
                     let mut guard = shared.lock().map_err(|_| "poisoned")?;
                     let (ep, results) = &mut *guard;
                     // Reap whatever completed, for either thread.
-                    while let Some(Reaped::Owned(c)) = ep.reap().map_err(failed("reap"))? {
+                    while let Some(Reaped::Owned(c)) = ep.reap().map_err(libo2g_error("reap"))? {
                         let v = u64::from_le_bytes(c.buf[..8].try_into().map_err(|_| "short")?);
                         record(results, c.user_data, v)?;
                     }
@@ -70,7 +70,7 @@ pub(crate) fn race(args: &[String]) -> CheckResult {
                             Ok(Post::Queued(_)) => posted += 1,
                             Ok(Post::Unexpected { msg, mut buf }) => {
                                 msg.copy_to(&mut buf);
-                                msg.free().map_err(failed("free"))?;
+                                msg.free().map_err(libo2g_error("free"))?;
                                 record(
                                     results,
                                     user,
@@ -113,7 +113,7 @@ pub(crate) fn race(args: &[String]) -> CheckResult {
             }
         }
     }
-    let s = guard.0.stats().map_err(failed("stats"))?;
+    let s = guard.0.stats().map_err(libo2g_error("stats"))?;
     println!(
         "race: {n} messages, exactly once and in order; {} matched in the handler, {} stored first",
         s.matched_msgs, s.unexpected_msgs

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use libo2g::{Device, EndpointConfig};
 
-use crate::harness::{endpoint, failed, pattern, sel, tcp_pair, Sender, PEER};
+use crate::harness::{endpoint, libo2g_error, pattern, sel, tcp_pair, Sender, PEER};
 use crate::CheckResult;
 
 /// Unregister and close with receives posted and data streaming; the
@@ -14,7 +14,7 @@ pub(crate) fn teardown() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, PEER)
-        .map_err(failed("register"))?;
+        .map_err(libo2g_error("register"))?;
     for tag in 0..4 {
         let _ = ep
             .post(vec![0u8; 8 << 20], sel(tag), u64::from(tag))
@@ -31,10 +31,10 @@ pub(crate) fn teardown() -> CheckResult {
     });
     std::thread::sleep(Duration::from_millis(300));
     ep.unregister_socket(PEER)
-        .map_err(failed("unregister mid-stream"))?;
+        .map_err(libo2g_error("unregister mid-stream"))?;
     // Unregister is synchronous: when it returns, the socket is gone from
     // the endpoint, whatever completed or aborted.
-    let s = ep.stats().map_err(failed("stats"))?;
+    let s = ep.stats().map_err(libo2g_error("stats"))?;
     if s.sockets != 0 {
         return Err(format!("socket still registered after unregister: {s:?}"));
     }
@@ -47,7 +47,7 @@ pub(crate) fn teardown() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, PEER)
-        .map_err(failed("register"))?;
+        .map_err(libo2g_error("register"))?;
     let _ = ep
         .post(vec![0u8; 16 << 20], sel(1), 1)
         .map_err(|p| p.error.to_string())?;
@@ -78,7 +78,7 @@ pub(crate) fn sigkill() -> CheckResult {
         let code = (|| -> Result<(), String> {
             let mut ep = endpoint(EndpointConfig::default())?;
             ep.register_socket(&ours, PEER)
-                .map_err(failed("register"))?;
+                .map_err(libo2g_error("register"))?;
             for tag in 0..8 {
                 let _ = ep
                     .post(vec![0u8; 4 << 20], sel(tag), u64::from(tag))
@@ -107,9 +107,9 @@ pub(crate) fn sigkill() -> CheckResult {
     unsafe { libc::waitpid(pid, &mut status, 0) };
     writer.join().map_err(|_| "writer panicked")?;
     let listing = Device::open()
-        .map_err(failed("open"))?
+        .map_err(libo2g_error("open"))?
         .list_endpoints()
-        .map_err(failed("list"))?;
+        .map_err(libo2g_error("list"))?;
     if listing.endpoints.iter().any(|s| s.pid == pid as u32) {
         return Err(format!("killed process {pid} still has an endpoint"));
     }
