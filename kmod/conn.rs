@@ -60,9 +60,9 @@ use kernel::{
 
 use crate::abi;
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
+use crate::endpoint_rx::EndpointRx;
 use crate::proto::credit::Window;
 use crate::reader::ConnReader;
-use crate::endpoint_rx::EndpointRx;
 use crate::shim::{self, ReadyFn};
 use crate::sock::{self, Callbacks, TcpSocket};
 use crate::tx::ConnTx;

@@ -19,6 +19,7 @@ use kernel::{alloc::KVVec, prelude::*};
 
 use crate::abi;
 use crate::credit::CreditBook;
+use crate::endpoint_rx::Counters;
 use crate::offer::Offers;
 use crate::pinned::PinnedBuf;
 use crate::proto::{
@@ -29,7 +30,6 @@ use crate::proto::{
     receive::{is_request, Clear, Inbound, Receiver, Region, Store, Waiting},
     slots::{SlotEntry, SlotStore},
 };
-use crate::endpoint_rx::Counters;
 use crate::shared::SharedArea;
 use crate::tx::{Outgoing, TxQueue};
 

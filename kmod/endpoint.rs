@@ -42,14 +42,14 @@ use kernel::{
 
 use crate::abi;
 use crate::conn::{Conn, Role};
+use crate::data_path::{self, Capacities, DataPath, PostedRecv};
+use crate::endpoint_rx::EndpointRx;
 use crate::pinned::PinnedBuf;
 use crate::proto::{
     envelope::SourceSel,
     matching::{CancelError, MsgId, RecvId},
     receive::{is_request, OnPost},
 };
-use crate::data_path::{self, Capacities, PostedRecv, DataPath};
-use crate::endpoint_rx::EndpointRx;
 use crate::shared::SharedArea;
 use crate::sock::{errno, TcpSocket};
 

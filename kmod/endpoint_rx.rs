@@ -20,9 +20,8 @@ use kernel::{
     workqueue::{self, Work, WorkItem},
 };
 
-use crate::conn::Conn;
-
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
+use crate::conn::Conn;
 use crate::data_path::DataPath;
 use crate::shared::SharedArea;
 

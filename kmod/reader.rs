@@ -60,12 +60,12 @@ use kernel::{bindings, prelude::*};
 
 use crate::abi::socket_state;
 use crate::conn::{Conn, Role};
+use crate::data_path::{DataPath, DeferredCopy, PostedRecv};
 use crate::proto::{
     credit::Window,
     receive::{Control, Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
     wire::{Limits, HEADER_LEN},
 };
-use crate::data_path::{DeferredCopy, PostedRecv, DataPath};
 use crate::sock::errno;
 use crate::tx::Outgoing;
 

@@ -26,13 +26,13 @@ use kernel::{alloc::KVVec, prelude::*, sync::Arc};
 
 use crate::abi;
 use crate::conn::Conn;
+use crate::endpoint_rx::EndpointRx;
 use crate::pinned::PinnedBuf;
 use crate::proto::{
     envelope::Envelope,
     receive::{Dest, OnEnd},
     wire::{Encoder, Header, Kind, HEADER_LEN},
 };
-use crate::endpoint_rx::EndpointRx;
 use crate::sock::{errno, TcpSocket};
 
 /// A message for a control connection.
