@@ -219,20 +219,12 @@ fn synchronous(world: &Communicator) -> Check {
     // Rank 1 posts its receive late; rank 0's ssend must not return
     // before that. Rank 0 says when its ssend returned; rank 1 looks for
     // that message for a while before it posts (an eager ssend would
-    // have returned, and the message would be there). Causal, so it
-    // holds across machines whose clocks differ.
+    // have returned, and the message would be there).
     if rank == 0 {
         world.ssend(&[5u32, 6], 1, 20)?;
         world.send::<u8>(&[], 1, 21)?;
     } else if rank == 1 {
-        let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
-        while std::time::Instant::now() < until {
-            ensure!(
-                world.iprobe(0, 21)?.is_none(),
-                "ssend returned before the receive was posted"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        not_returned_yet(world, 21)?;
         let mut v = [0u32; 2];
         world.recv(&mut v, 0, 20)?;
         ensure!(v == [5, 6], "ssend payload {v:?}");
@@ -265,11 +257,52 @@ fn synchronous(world: &Communicator) -> Check {
         dup.recv(&mut v, ANY_SOURCE, ANY_TAG)?;
         ensure!(v.iter().all(|x| *x == 7), "ssend on a dup");
     }
+    // Above the rendezvous threshold (a request to send, the data once
+    // matched): the same promise, late receive or crossed, payload exact.
+    let big: Vec<u32> = (0..LARGE_SSEND).collect();
+    if rank == 0 {
+        world.ssend(&big, 1, 25)?;
+        world.send::<u8>(&[], 1, 26)?;
+    } else if rank == 1 {
+        not_returned_yet(world, 26)?;
+        let mut v = vec![0u32; big.len()];
+        world.recv(&mut v, 0, 25)?;
+        ensure!(v == big, "large ssend payload");
+        world.recv::<u8>(&mut [], 0, 26)?;
+    }
+    if rank < 2 {
+        let other = 1 - rank;
+        let mut v = vec![0u32; big.len()];
+        let r = world.irecv(&mut v, other, 27)?;
+        world.ssend(&big, other, 27)?;
+        r.wait()?;
+        ensure!(v == big, "crossed large ssend");
+    }
     ensure!(
         matches!(world.ssend(&[0u8], 0, -1), Err(Error::InvalidTag(-1))),
         "ssend with a negative tag"
     );
     world.barrier()?;
+    Ok(())
+}
+
+/// Elements of the large synchronous sends: 1 MiB, above the default
+/// rendezvous threshold (64 KiB).
+const LARGE_SSEND: u32 = 1 << 18;
+
+/// Rank 1's side of a late receive: for a while, rank 0's note (tag `note`,
+/// sent once its ssend returned) must not be there, since no receive was
+/// posted for the ssend yet. Causal, so it holds across machines whose
+/// clocks differ.
+fn not_returned_yet(world: &Communicator, note: i32) -> Check {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+    while std::time::Instant::now() < until {
+        ensure!(
+            world.iprobe(0, note)?.is_none(),
+            "ssend returned before the receive was posted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     Ok(())
 }
 
