@@ -85,7 +85,14 @@ fn get_ulp(fd: RawFd) -> String {
 /// it accepts carries no hook (bytes sent to the child are read by the
 /// child's owner). Run under KASAN: on a module that let the listen
 /// through, the child's first byte after unregistering is a use after free.
+///
+/// The attack runs as uid 1000 in the device's group, as any user who may
+/// open `/dev/o2g` could make it (see [`crate::unprivileged::run`]).
 pub(crate) fn listen_child() -> CheckResult {
+    crate::unprivileged::run(listen_child_as_user)
+}
+
+fn listen_child_as_user() -> CheckResult {
     let ep = endpoint(EndpointConfig::default())?;
     let (ours, _peer) = tcp_pair()?;
     ep.register_socket(&ours, 1)
@@ -164,7 +171,14 @@ pub(crate) fn listen_child() -> CheckResult {
 /// No upper-layer protocol can be attached over o2g's hooks: kTLS on a
 /// registered socket fails with `EEXIST`; after unregistering it attaches,
 /// and a socket with kTLS cannot be registered (`EBUSY`).
+///
+/// The attack runs as uid 1000 in the device's group, as any user who may
+/// open `/dev/o2g` could make it (see [`crate::unprivileged::run`]).
 pub(crate) fn ulp() -> CheckResult {
+    crate::unprivileged::run(ulp_as_user)
+}
+
+fn ulp_as_user() -> CheckResult {
     let ep = endpoint(EndpointConfig::default())?;
     let (ours, _peer) = tcp_pair()?;
     ep.register_socket(&ours, 1)
@@ -209,7 +223,14 @@ fn completion_within(ep: &mut Endpoint, secs: u64) -> Result<Option<libo2g::Comp
 /// source is not the connection's rank fails that connection (a protocol
 /// error), the receive posted for the other rank does not take the forged
 /// message, and that rank's real message still arrives.
+///
+/// The attack runs as uid 1000 in the device's group, as any user who may
+/// open `/dev/o2g` could make it (see [`crate::unprivileged::run`]).
 pub(crate) fn spoof() -> CheckResult {
+    crate::unprivileged::run(spoof_as_user)
+}
+
+fn spoof_as_user() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours1, peer1) = tcp_pair()?;
     let (ours2, peer2) = tcp_pair()?;
@@ -257,7 +278,14 @@ pub(crate) fn spoof() -> CheckResult {
 /// Urgent data (`MSG_OOB`) fails the connection with a protocol error
 /// instead of stopping its reader for good: a receive posted for the
 /// message behind the urgent byte completes with a connection failure.
+///
+/// The attack runs as uid 1000 in the device's group, as any user who may
+/// open `/dev/o2g` could make it (see [`crate::unprivileged::run`]).
 pub(crate) fn urgent() -> CheckResult {
+    crate::unprivileged::run(urgent_as_user)
+}
+
+fn urgent_as_user() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, 1)
@@ -323,8 +351,26 @@ pub(crate) fn vm_pin_kib() -> Result<u64, String> {
 /// closed every pin is released. A post admitted without reserving its
 /// slot lets completions overrun the retired list, and the module forgets
 /// the buffer with its pages pinned.
+///
+/// The racing process is uid 1000 in the device's group, so its pins are
+/// charged to its own `RLIMIT_MEMLOCK` (root's `CAP_IPC_LOCK` would skip
+/// that accounting): the limit is set to [`POST_RACE_MEMLOCK`], room for
+/// every thread's buffer twice over, so that posts are not refused, and the
+/// `VmPin` balance is that process's own.
 pub(crate) fn post_race(args: &[String]) -> CheckResult {
     let secs: u64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(10);
+    crate::unprivileged::run_within(
+        Duration::from_secs(secs + 90),
+        || set_memlock(POST_RACE_MEMLOCK),
+        move || post_race_as_user(secs),
+    )
+}
+
+/// `RLIMIT_MEMLOCK` for `trust-post-race`: eight 16 MiB buffers, each
+/// possibly pinned again while its last pin waits on the retired list.
+const POST_RACE_MEMLOCK: u64 = 2 * 8 * (16 << 20);
+
+fn post_race_as_user(secs: u64) -> CheckResult {
     let before = vm_pin_kib()?;
     let mut peak = before;
     let cfg = EndpointConfig {
@@ -428,6 +474,11 @@ pub(crate) fn post_race(args: &[String]) -> CheckResult {
             "VmPin never rose above {before} kB: nothing was pinned"
         ));
     }
+    // A refused post charges VmPin for a moment too: only admitted posts
+    // show that pages stayed pinned while the threads raced.
+    if posts.load(Ordering::Relaxed) == 0 {
+        return Err("no post was admitted: nothing raced".into());
+    }
     loop {
         let left = vm_pin_kib()?;
         if left == before {
@@ -515,7 +566,14 @@ impl Drop for SharedMap {
 /// ring's producer word does not move where the next completion lands,
 /// and the module's next publication overwrites the scribble. And a
 /// receive buffer inside the endpoint's own mapping is refused.
+///
+/// The attack runs as uid 1000 in the device's group, as any user who may
+/// open `/dev/o2g` could make it (see [`crate::unprivileged::run`]).
 pub(crate) fn shared_state() -> CheckResult {
+    crate::unprivileged::run(shared_state_as_user)
+}
+
+fn shared_state_as_user() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours, peer) = tcp_pair()?;
     ep.register_socket(&ours, 1)
@@ -628,7 +686,14 @@ pub(crate) fn list_visibility() -> CheckResult {
 /// When every peer is gone, a receive from any source completes with a
 /// connection failure instead of waiting forever, and a new one is
 /// refused (`ECONNRESET`); a message stored before still matches.
+///
+/// The attack runs as uid 1000 in the device's group, as any user who may
+/// open `/dev/o2g` could make it (see [`crate::unprivileged::run`]).
 pub(crate) fn any_source() -> CheckResult {
+    crate::unprivileged::run(any_source_as_user)
+}
+
+fn any_source_as_user() -> CheckResult {
     let mut ep = endpoint(EndpointConfig::default())?;
     let (ours1, peer1) = tcp_pair()?;
     let (ours2, peer2) = tcp_pair()?;
@@ -907,7 +972,41 @@ mod uffd {
 /// LIST writes to the caller's memory only after dropping the module's
 /// endpoint list lock: while one caller's LIST is stuck in a page fault
 /// (held by userfaultfd), another process can still open `/dev/o2g`.
+///
+/// The faulting LIST and the open run as uid 1000 in the device's group.
+/// An unprivileged user may only make a userfaultfd that handles faults
+/// in kernel code (as the module's copy is) when
+/// `vm.unprivileged_userfaultfd` is 1, so root sets it for the check and
+/// restores it after.
 pub(crate) fn list_fault() -> CheckResult {
+    let _uffd = Sysctl::set("/proc/sys/vm/unprivileged_userfaultfd", "1")?;
+    crate::unprivileged::run(list_fault_as_user)
+}
+
+/// A sysctl set for a while, restored on drop.
+struct Sysctl {
+    path: &'static str,
+    old: String,
+}
+
+impl Sysctl {
+    fn set(path: &'static str, value: &str) -> Result<Self, String> {
+        let old = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        std::fs::write(path, value).map_err(|e| format!("{path} = {value}: {e}"))?;
+        Ok(Self {
+            path,
+            old: old.trim().to_string(),
+        })
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.path, &self.old);
+    }
+}
+
+fn list_fault_as_user() -> CheckResult {
     let _listed = endpoint(EndpointConfig {
         dump_bytes: 1 << 20,
         ..EndpointConfig::default()

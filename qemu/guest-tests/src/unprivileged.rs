@@ -56,6 +56,16 @@ pub(crate) fn run_after(
     setup: impl FnOnce() -> Result<(), String>,
     f: impl FnOnce() -> Result<(), String>,
 ) -> Result<(), String> {
+    run_within(Duration::from_secs(60), setup, f)
+}
+
+/// As [`run_after`], with the child killed (and failed) after `limit`
+/// instead of 60 s, for checks that run longer.
+pub(crate) fn run_within(
+    limit: Duration,
+    setup: impl FnOnce() -> Result<(), String>,
+    f: impl FnOnce() -> Result<(), String>,
+) -> Result<(), String> {
     let _access = DeviceGroup::grant()?;
     let mut pipe = [0; 2];
     // SAFETY: `pipe` has room for two descriptors.
@@ -85,7 +95,7 @@ pub(crate) fn run_after(
     }
     // SAFETY: Closing the parent's copy of the write end.
     unsafe { libc::close(pipe[1]) };
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + limit;
     let mut status = 0;
     loop {
         // SAFETY: Waiting for the child we forked.
@@ -99,7 +109,10 @@ pub(crate) fn run_after(
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, &mut status, 0);
             }
-            return Err("unprivileged child took over 60 s".into());
+            return Err(format!(
+                "unprivileged child took over {} s",
+                limit.as_secs()
+            ));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
