@@ -1,0 +1,59 @@
+//! `MPI_Allgather(v)` (§6.7).
+
+use super::{bad, block, uniform, TAG_ALLGATHER};
+use crate::communicator::Communicator;
+use crate::datatype::{as_bytes, as_bytes_mut, Equivalence};
+use crate::error::Result;
+
+impl Communicator {
+    /// `MPI_Allgatherv` (§6.7): every member's `send` lands at
+    /// `displs[i]` of every member's `recv`.
+    ///
+    /// # Errors
+    ///
+    /// Counts that disagree; blocks outside `recv`.
+    pub fn all_gather_varcount_into<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
+        if counts.len() != p || displs.len() != p || counts[r] != send.len() {
+            return Err(bad(format!(
+                "allgather: {p} counts and displacements needed, count[{r}] = {}",
+                send.len()
+            )));
+        }
+        let blocks = (0..p)
+            .map(|i| block(recv.len(), counts[i], displs[i], "allgather"))
+            .collect::<Result<Vec<_>>>()?;
+        recv[blocks[r].clone()].copy_from_slice(send);
+        let (right, left) = ((r + 1) % p, (r + p - 1) % p);
+        for s in 0..p.saturating_sub(1) {
+            let out = blocks[(r + p - s) % p].clone();
+            let inn = blocks[(r + 2 * p - s - 1) % p].clone();
+            let req = self.isend_bytes(
+                as_bytes(&recv[out]),
+                right as i32,
+                TAG_ALLGATHER,
+                self.coll(),
+            )?;
+            self.crecv(as_bytes_mut(&mut recv[inn]), left, TAG_ALLGATHER)?;
+            req.wait()?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Allgather` (§6.7): every member gets every member's `send`, in
+    /// rank order.
+    ///
+    /// # Errors
+    ///
+    /// `recv` not `size` times `send`.
+    pub fn all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let (counts, displs) = uniform(self.members.len(), send.len());
+        self.all_gather_varcount_into(send, recv, &counts, &displs)
+    }
+}
