@@ -31,6 +31,7 @@ use o2g_core::proto::receive::{
     Clear, Dest, Failure, Inbound, OnEnd, OnPost, Receiver, Store, Waiting,
 };
 
+use super::pool;
 use crate::error::{Error, Result};
 
 /// Capacity of each engine queue (posted receives, unexpected messages).
@@ -41,11 +42,16 @@ pub(crate) const QUEUE_CAPACITY: usize = 1 << 14;
 /// grows as its bytes come.
 pub(crate) const FIRST_RESERVE: usize = 64 << 10;
 
+/// The most bytes reserved at once for a message matched to a posted
+/// receive: enough for most messages, little next to a 4 GiB announcement
+/// that never sends its bytes.
+pub(crate) const POSTED_RESERVE: usize = 1 << 20;
+
 /// An empty vector for a payload announced as `len` bytes of which at
 /// most `keep` are kept.
 fn first_buffer(len: u64, keep: usize) -> Vec<u8> {
     let len = usize::try_from(len).unwrap_or(usize::MAX);
-    Vec::with_capacity(len.min(keep).min(FIRST_RESERVE))
+    pool::take(len.min(keep).min(FIRST_RESERVE))
 }
 
 /// Appends `bytes` to `data` up to `keep` bytes in all, growing the
@@ -59,7 +65,11 @@ fn append_bounded(data: &mut Vec<u8>, bytes: &[u8], keep: usize) {
             .max(data.len().saturating_mul(2))
             .max(FIRST_RESERVE)
             .min(keep);
-        data.reserve_exact(target - data.len());
+        // From the pool, whose pages are already mapped; the old buffer
+        // goes back to it.
+        let mut bigger = pool::take(target);
+        bigger.extend_from_slice(data);
+        pool::give(std::mem::replace(data, bigger));
     }
     data.extend_from_slice(&bytes[..take]);
 }
@@ -422,10 +432,17 @@ impl Matcher {
                 };
                 self.note_match(envelope);
                 if let Some(e) = self.entry(RecvToken::from_handle(handle)) {
+                    // The receiver sized its own buffer, so up to
+                    // POSTED_RESERVE of it is reserved at once (a stored
+                    // message, which the peer sizes, starts smaller):
+                    // most messages then need no reallocation.
+                    let keep = usize::try_from(len)
+                        .map_or(e.capacity, |l| l.min(e.capacity))
+                        .min(POSTED_RESERVE);
                     e.state = State::Filling {
                         envelope,
                         len,
-                        data: first_buffer(len, e.capacity),
+                        data: pool::take(keep),
                     };
                 }
             }

@@ -74,6 +74,7 @@ pub(crate) mod matcher;
 mod o2g;
 mod outbox;
 mod poll;
+pub(crate) mod pool;
 mod select;
 pub(crate) mod self_loop;
 mod sockets;
@@ -253,6 +254,10 @@ impl<T: ReceivesThroughMatcher> ReceiveHalf for T {
 
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
         self.matcher().probe(sel)
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        pool::give(buf);
     }
 
     fn take_sync_matches(&mut self) -> Vec<Envelope> {

@@ -13,7 +13,7 @@ use std::net::TcpStream;
 
 use o2g_core::proto::wire::{Encoder, HEADER_LEN};
 
-use super::SendToken;
+use super::{pool, SendToken};
 use crate::error::{Error, Result};
 
 /// Writes as much of `header` then `data` as the socket takes; returns
@@ -100,7 +100,7 @@ impl Out {
                 header,
                 done: (done.0, 0),
             },
-            data: data[done.1..].to_vec(),
+            data: pool::copy_of(&data[done.1..]),
             token,
         }
     }
@@ -182,7 +182,9 @@ impl Outbox {
                 });
             }
             sends.finish(o.token);
-            self.queue.pop_front();
+            if let Some(o) = self.queue.pop_front() {
+                pool::give(o.data);
+            }
             sent = true;
         }
         Ok(Flushed {

@@ -76,7 +76,7 @@ use o2g_core::proto::wire::{Header, Kind, Limits, HEADER_LEN};
 use super::bootstrap::Link;
 use super::matcher::Matcher;
 use super::outbox::{Out, Outbox, Sending, Sends};
-use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
+use super::{pool, ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
 
@@ -783,7 +783,7 @@ impl<P: Poller> Sockets<P> {
     fn request_copy(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
         let token = self.sends.start();
         let owned = Offer::Owned {
-            data: data.to_vec(),
+            data: pool::copy_of(data),
             token,
         };
         let (_, rts) = self.offer(dest, env, data.len() as u64, owned)?;
@@ -842,7 +842,7 @@ impl<P: Poller> Sockets<P> {
                 c.offers.insert(
                     id,
                     Offer::Owned {
-                        data: data.to_vec(),
+                        data: pool::copy_of(data),
                         token,
                     },
                 );

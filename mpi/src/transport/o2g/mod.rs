@@ -128,10 +128,6 @@ pub(crate) struct O2g {
     warned_no_pins: bool,
     /// Idle connections (O2G_IDLE_CONNECTIONS), registered, never used.
     _idle: Vec<(TcpStream, TcpStream)>,
-    /// Buffers of completed receives, kept so that a later receive finds
-    /// its pages already mapped: neither faulted in nor zeroed again.
-    pool: Vec<Vec<u8>>,
-    pool_bytes: usize,
     /// Synchronous-mode messages matched, not yet acknowledged.
     sync_matched: Vec<Envelope>,
     /// Whether idle waits spin on the ring first ([`SPIN`]).
@@ -224,8 +220,6 @@ impl O2g {
             max_message: config.max_message.min(abi::O2G_MAX_MESSAGE),
             failures_seen: 0,
             warned_no_pins: false,
-            pool: Vec::new(),
-            pool_bytes: 0,
             sync_matched: Vec::new(),
             held: Announcements::new(QUEUE as usize),
             requested: VecDeque::new(),

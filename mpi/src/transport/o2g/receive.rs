@@ -9,7 +9,7 @@ use o2g_core::proto::matching::MsgId;
 use crate::error::{Error, Result};
 use crate::request::NO_RANK;
 use crate::transport::announced::Wait;
-use crate::transport::{ReceiveHalf, RecvOutcome, RecvToken, Transport};
+use crate::transport::{pool, ReceiveHalf, RecvOutcome, RecvToken, Transport};
 
 use super::completion::{request_of, took_stored, Notice};
 use super::failure::NO_LIVE_PEER;
@@ -27,11 +27,6 @@ pub(super) const NO_PINS_FOR_RENDEZVOUS: &str =
      above O2G_RNDV_THRESHOLD lands only in a pinned buffer): raise `ulimit -l` or \
      O2G_PIN_BUDGET, or raise O2G_RNDV_THRESHOLD (and O2G_DUMP_BYTES) on every rank so that \
      such messages go eager";
-
-/// Most bytes, and most buffers, kept for reuse by later receives.
-pub(super) const POOL_BYTES: usize = 64 << 20;
-
-pub(super) const POOL_BUFFERS: usize = 64;
 
 pub(super) enum RecvState {
     /// Waiting for its message's announcement (in `O2g::waiting`).
@@ -74,19 +69,10 @@ pub(super) struct WaitingRecv {
 }
 
 impl O2g {
-    /// A receive buffer of exactly `len` bytes, from the pool if one fits.
+    /// A receive buffer of exactly `len` bytes, from the pool if one fits
+    /// (its pages stay mapped: neither faulted in nor zeroed again).
     pub(super) fn buffer(&mut self, len: usize) -> Vec<u8> {
-        let best = (0..self.pool.len())
-            .filter(|&i| self.pool[i].capacity() >= len)
-            .min_by_key(|&i| self.pool[i].capacity());
-        let Some(i) = best else {
-            return vec![0u8; len];
-        };
-        let mut buf = self.pool.swap_remove(i);
-        self.pool_bytes -= buf.capacity();
-        // Only bytes past the old length get written (zeroed) here.
-        buf.resize(len, 0);
-        buf
+        pool::take_sized(len)
     }
 
     /// Records the outcome of a receive that was waiting or posted, unless
@@ -558,10 +544,6 @@ impl ReceiveHalf for O2g {
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {
-        let size = buf.capacity();
-        if size > 0 && self.pool.len() < POOL_BUFFERS && self.pool_bytes + size <= POOL_BYTES {
-            self.pool_bytes += size;
-            self.pool.push(buf);
-        }
+        pool::give(buf);
     }
 }
