@@ -101,6 +101,11 @@ if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" pingpong-o2g pingpong)"
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.openmpi "$cdir" pingpong-openmpi pingpong)"
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.mpich "$cdir" pingpong-mpich pingpong)"
+    for lib in o2g openmpi mpich; do
+        cc="mpicc.$lib"
+        [[ "$lib" == o2g ]] && cc="$O2G_ROOT/capi/mpicc"
+        c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "bandwidth-$lib" bandwidth)"
+    done
 fi
 # perf for bench-profile (Debian's linux-perf), only when a test needs it: with
 # its libraries (Python, Perl, ...) it adds about 40 MB to the initramfs.

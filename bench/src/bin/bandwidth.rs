@@ -1,0 +1,145 @@
+//! Windowed bandwidth between ranks 0 and 1, in the manner of OSU's
+//! `osu_bw` and `osu_bibw`: rank 0 starts a window of nonblocking sends of
+//! one size, rank 1 a window of nonblocking receives; both wait for all,
+//! and rank 1 answers each window with an empty message. With
+//! `--bidirectional` both ranks send and receive a window at once.
+//!
+//! ```text
+//! O2G_TRANSPORT=o2g o2grun -n 2 o2g-bandwidth --max 16M
+//! ```
+//!
+//! Each receive of a window has its own buffer (an MPI program may not
+//! receive twice into one), so the window shrinks for large messages to
+//! keep it within `--window-bytes`; `bench/c/bandwidth.c` does the same,
+//! so both languages and every library move the same messages.
+
+use clap::Parser;
+use mpi::request::wait_all;
+use o2g_bench::stats::Sample;
+use o2g_bench::{parse_size, power_of_two_sizes, SizeList};
+
+#[derive(Parser)]
+#[command(about = "Windowed MPI bandwidth between ranks 0 and 1, per size")]
+struct Args {
+    /// Sizes to measure, e.g. "64K,1M" (default: powers of two 1 B to --max).
+    #[arg(long)]
+    sizes: Option<SizeList>,
+    /// Largest size of the default sweep (K/M/G suffixes).
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    max: usize,
+    /// Messages in flight per window.
+    #[arg(long, default_value_t = 64)]
+    window: usize,
+    /// Most bytes one window may hold (the window shrinks above it).
+    #[arg(long, default_value = "64M", value_parser = parse_size)]
+    window_bytes: usize,
+    /// Bytes each repetition moves one way (sets the windows per repetition).
+    #[arg(long, default_value = "64M", value_parser = parse_size)]
+    budget: usize,
+    /// Timed repetitions per size (after one untimed); the median and its
+    /// 95% interval are reported.
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Both ranks send and receive a window at once (`osu_bibw`).
+    #[arg(long)]
+    bidirectional: bool,
+}
+
+/// Messages per window and windows per repetition at `size`.
+fn plan(args: &Args, size: usize) -> (usize, usize) {
+    let window = (args.window_bytes / size.max(1)).clamp(1, args.window.max(1));
+    let windows = (args.budget / (window * size.max(1))).clamp(2, 1000);
+    (window, windows)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    if world.size() != 2 {
+        return Err("o2g-bandwidth needs exactly two ranks (o2grun -n 2)".into());
+    }
+    let rank = world.rank();
+    let peer = 1 - rank;
+    let sizes = args.sizes.clone().map_or_else(
+        || power_of_two_sizes(args.max).into_iter().skip(1).collect(),
+        |l| l.0,
+    );
+    let what = if args.bidirectional {
+        "bidirectional"
+    } else {
+        "unidirectional"
+    };
+    if rank == 0 {
+        println!(
+            "# MPI windowed {what} bandwidth, transport {}: median of {} repetitions, 95% interval",
+            universe.transport_name(),
+            args.reps
+        );
+        println!(
+            "{:>10} {:>7} {:>12} {:>12} {:>12}",
+            "bytes", "window", "MB/s", "low", "high"
+        );
+    }
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let most = sizes
+        .iter()
+        .map(|&s| plan(&args, s).0 * s)
+        .max()
+        .unwrap_or(0);
+    let send = vec![0x5au8; largest];
+    let mut recv = vec![0u8; most];
+    for &size in &sizes {
+        let (window, windows) = plan(&args, size);
+        let mut rates = Vec::with_capacity(args.reps);
+        for rep in 0..=args.reps {
+            world.barrier()?;
+            let t0 = mpi::time();
+            for _ in 0..windows {
+                let receives = rank == 1 || args.bidirectional;
+                let sends = rank == 0 || args.bidirectional;
+                let mut requests = Vec::with_capacity(2 * window);
+                if receives {
+                    for chunk in recv[..window * size].chunks_mut(size.max(1)) {
+                        requests.push(world.irecv(chunk, peer, 1)?);
+                    }
+                }
+                if sends {
+                    for _ in 0..window {
+                        requests.push(world.isend(&send[..size], peer, 1)?);
+                    }
+                }
+                wait_all(requests)?;
+                if rank == 0 {
+                    world.recv::<u8>(&mut [], 1, 2)?;
+                } else {
+                    world.send::<u8>(&[], 0, 2)?;
+                }
+            }
+            let secs = mpi::time() - t0;
+            let moved =
+                (windows * window * size) as f64 * if args.bidirectional { 2.0 } else { 1.0 };
+            if rep > 0 {
+                rates.push(moved / secs / 1e6);
+            }
+        }
+        if rank == 0 {
+            let s = Sample::new(&rates);
+            println!(
+                "{size:>10} {window:>7} {:>12.1} {:>12.1} {:>12.1}",
+                s.median, s.low, s.high
+            );
+            println!(
+                "csv,{what},{},{size},{}",
+                universe.transport_name(),
+                rates
+                    .iter()
+                    .map(|r| format!("{r:.1}"))
+                    .collect::<Vec<_>>()
+                    .join(";")
+            );
+        }
+    }
+    universe.finalize()?;
+    Ok(())
+}
