@@ -2,7 +2,7 @@
 
 use super::{bad, block, uniform, TAG_ALLGATHER};
 use crate::communicator::Communicator;
-use crate::datatype::{as_bytes, as_bytes_mut, Equivalence};
+use crate::datatype::Equivalence;
 use crate::error::Result;
 
 impl Communicator {
@@ -30,20 +30,7 @@ impl Communicator {
             .map(|i| block(recv.len(), counts[i], displs[i], "allgather"))
             .collect::<Result<Vec<_>>>()?;
         recv[blocks[r].clone()].copy_from_slice(send);
-        let (right, left) = ((r + 1) % p, (r + p - 1) % p);
-        for s in 0..p.saturating_sub(1) {
-            let out = blocks[(r + p - s) % p].clone();
-            let inn = blocks[(r + 2 * p - s - 1) % p].clone();
-            let req = self.isend_bytes(
-                as_bytes(&recv[out]),
-                right as i32,
-                TAG_ALLGATHER,
-                self.coll(),
-            )?;
-            self.crecv(as_bytes_mut(&mut recv[inn]), left, TAG_ALLGATHER)?;
-            req.wait()?;
-        }
-        Ok(())
+        self.ring_allgather(recv, |i| blocks[i].clone(), 0, |_, _| false, TAG_ALLGATHER)
     }
 
     /// `MPI_Allgather` (§6.7): every member gets every member's `send`, in

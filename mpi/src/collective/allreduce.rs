@@ -1,13 +1,49 @@
-//! `MPI_Allreduce` (§6.9.6).
+//! `MPI_Allreduce` (§6.9.6), and the reduce-scatter steps `MPI_Reduce`
+//! shares with it: recursive doubling for short vectors; for long ones,
+//! Rabenseifner's algorithm when p is a power of two, a ring otherwise
+//! (the module documentation says why and from which size).
 
-use super::{bad, TAG_ALLREDUCE};
+use std::ops::Range;
+
+use super::{bad, part, parts, REDUCE_LARGE, RING_MIN_BLOCK, TAG_ALLREDUCE};
 use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
 use crate::error::Result;
 use crate::operation::Operation;
 
+/// How a reduction of a vector spreads the work over the processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Split {
+    /// Whole vectors travel and every process combines all of them.
+    Whole,
+    /// Recursive halving into p blocks (p a power of two).
+    Halving,
+    /// A ring of p blocks.
+    Ring,
+}
+
+impl Split {
+    /// The split for `n` elements of `size` bytes over `p` processes:
+    /// the same on every member, which all pass `n` elements of one type.
+    pub(super) fn of(p: usize, n: usize, size: usize) -> Split {
+        let bytes = n.saturating_mul(size);
+        // One-byte elements are the C ABI's raw bytes (see the module
+        // documentation): the real elements are unknown, so never cut.
+        if p < 2 || size == 1 || n < p || bytes < REDUCE_LARGE {
+            Split::Whole
+        } else if p.is_power_of_two() {
+            Split::Halving
+        } else if bytes >= p.saturating_mul(RING_MIN_BLOCK) {
+            Split::Ring
+        } else {
+            Split::Whole
+        }
+    }
+}
+
 impl Communicator {
-    /// `MPI_Allreduce` (§6.9.6): every member gets `op` over all `send`s.
+    /// `MPI_Allreduce` (§6.9.6): every member gets `op` over all `send`s,
+    /// the same bits on every member.
     ///
     /// # Errors
     ///
@@ -26,19 +62,51 @@ impl Communicator {
                 recv.len()
             )));
         }
+        let (p, _) = self.p_r();
+        match Split::of(p, n, size_of::<T>()) {
+            Split::Whole => self.allreduce_doubling(send, recv, op),
+            Split::Halving => {
+                recv.copy_from_slice(send);
+                self.reduce_scatter_halving(recv, op, TAG_ALLREDUCE)?;
+                self.allgather_doubling(recv, TAG_ALLREDUCE)
+            }
+            Split::Ring => {
+                recv.copy_from_slice(send);
+                self.reduce_scatter_ring(recv, op, TAG_ALLREDUCE)?;
+                let block = |i| part(n, p, i);
+                self.ring_allgather(recv, block, 0, |_, _| false, TAG_ALLREDUCE)
+            }
+        }
+    }
+
+    /// Allreduce by recursive doubling. With p not a power of two, the
+    /// first 2·rem ranks (rem = p − 2^⌊log2 p⌋) pair up: each even one
+    /// hands its vector to the odd one above it, which stands for both in
+    /// the doubling and sends the result back at the end.
+    ///
+    /// In each exchange both partners compute op(upper, lower), `upper`
+    /// being the vector of the partner with the higher doubling rank, so
+    /// they end with the same bits whatever `op` does with its operands'
+    /// order (floating-point `Max` keeps the zero it holds of +0.0 and
+    /// −0.0).
+    fn allreduce_doubling<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: &O,
+    ) -> Result<()> {
         let (p, r) = self.p_r();
-        recv.copy_from_slice(send);
-        let mut tmp: Vec<T> = zeroed_vec(n);
+        let mut acc = send.to_vec();
+        let mut tmp: Vec<T> = zeroed_vec(send.len());
         let pof2 = 1usize << p.ilog2();
         let rem = p - pof2;
-        // Fold the first 2*rem ranks pairwise so that pof2 ranks remain.
         let newrank = if r < 2 * rem {
             if r % 2 == 0 {
-                self.csend(as_bytes(recv), r + 1, TAG_ALLREDUCE)?;
+                self.csend(as_bytes(&acc), r + 1, TAG_ALLREDUCE)?;
                 None
             } else {
                 self.crecv(as_bytes_mut(&mut tmp), r - 1, TAG_ALLREDUCE)?;
-                op.apply(&tmp, recv);
+                op.apply(&tmp, &mut acc);
                 Some(r / 2)
             }
         } else {
@@ -54,22 +122,126 @@ impl Communicator {
                     partner + rem
                 };
                 self.cexchange(
-                    as_bytes(recv),
+                    as_bytes(&acc),
                     dst,
                     as_bytes_mut(&mut tmp),
                     dst,
                     TAG_ALLREDUCE,
                 )?;
-                op.apply(&tmp, recv);
+                if nr < partner {
+                    op.apply(&tmp, &mut acc);
+                } else {
+                    op.apply(&acc, &mut tmp);
+                    std::mem::swap(&mut acc, &mut tmp);
+                }
                 mask <<= 1;
             }
         }
+        if r < 2 * rem && r % 2 == 0 {
+            return self.crecv(as_bytes_mut(recv), r + 1, TAG_ALLREDUCE);
+        }
         if r < 2 * rem {
-            if r % 2 == 0 {
-                self.crecv(as_bytes_mut(recv), r + 1, TAG_ALLREDUCE)?;
+            self.csend(as_bytes(&acc), r - 1, TAG_ALLREDUCE)?;
+        }
+        recv.copy_from_slice(&acc);
+        Ok(())
+    }
+
+    /// Reduce-scatter by recursive halving, for p a power of two: `buf`
+    /// is this member's vector, cut into p blocks ([`part`]); afterwards
+    /// its block `rank` holds `op` over every member's block `rank`, and
+    /// the rest of `buf` is scratch.
+    ///
+    /// Step by step, from the highest bit of the rank down, partners that
+    /// differ in that bit split the blocks both still work on: the one
+    /// whose bit is clear keeps the lower half, sends the upper half and
+    /// combines the partner's lower half into its own. Every block is
+    /// combined by one process only, so its bits do not depend on who
+    /// later receives it. log2 p steps, (p − 1)/p·n elements sent.
+    pub(super) fn reduce_scatter_halving<T: Equivalence, O: Operation<T>>(
+        &self,
+        buf: &mut [T],
+        op: &O,
+        tag: u32,
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
+        let n = buf.len();
+        let mut tmp: Vec<T> = zeroed_vec(parts(n, p, 0..p / 2).len());
+        let mut blocks = 0..p;
+        let mut half = p / 2;
+        while half > 0 {
+            let partner = r ^ half;
+            let mid = blocks.start + half;
+            let (keep, give) = if r & half == 0 {
+                (blocks.start..mid, mid..blocks.end)
             } else {
-                self.csend(as_bytes(recv), r - 1, TAG_ALLREDUCE)?;
-            }
+                (mid..blocks.end, blocks.start..mid)
+            };
+            let mine = parts(n, p, keep.clone());
+            let theirs = &mut tmp[..mine.len()];
+            self.cexchange(
+                as_bytes(&buf[parts(n, p, give)]),
+                partner,
+                as_bytes_mut(theirs),
+                partner,
+                tag,
+            )?;
+            op.apply(theirs, &mut buf[mine]);
+            blocks = keep;
+            half /= 2;
+        }
+        Ok(())
+    }
+
+    /// Allgather by recursive doubling, for p a power of two, after
+    /// [`Communicator::reduce_scatter_halving`]: each member holds block
+    /// `rank` of `buf` and ends with all of them. In the step with
+    /// distance d, partners `rank ^ d` swap the d blocks each has
+    /// gathered.
+    fn allgather_doubling<T: Equivalence>(&self, buf: &mut [T], tag: u32) -> Result<()> {
+        let (p, r) = self.p_r();
+        let n = buf.len();
+        let gathered = |who: usize, d: usize| -> Range<usize> {
+            let first = who & !(d - 1);
+            parts(n, p, first..first + d)
+        };
+        let mut d = 1;
+        while d < p {
+            let partner = r ^ d;
+            let (out, inn) = (gathered(r, d), gathered(partner, d));
+            self.cexchange_within(buf, out, partner, inn, partner, tag)?;
+            d <<= 1;
+        }
+        Ok(())
+    }
+
+    /// Reduce-scatter around the ring, for any p: `buf` is this member's
+    /// vector, cut into p blocks ([`part`]); afterwards its block `rank`
+    /// holds `op` over every member's block `rank`, and the rest of `buf`
+    /// is scratch.
+    ///
+    /// In step s (of p − 1) each member sends block rank − s − 1 to its
+    /// right and combines the one its left sends, block rank − s − 2,
+    /// into its own: block b starts at member b + 1 and gathers one
+    /// contribution per member on its way round to b. Every block is
+    /// combined along one path, so its bits do not depend on who later
+    /// receives it. (p − 1)/p·n elements sent.
+    pub(super) fn reduce_scatter_ring<T: Equivalence, O: Operation<T>>(
+        &self,
+        buf: &mut [T],
+        op: &O,
+        tag: u32,
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
+        let n = buf.len();
+        let (right, left) = ((r + 1) % p, (r + p - 1) % p);
+        let mut tmp: Vec<T> = zeroed_vec(part(n, p, 0).len());
+        for s in 0..p - 1 {
+            let out = part(n, p, (r + 2 * p - s - 1) % p);
+            let inn = part(n, p, (r + 2 * p - s - 2) % p);
+            let theirs = &mut tmp[..inn.len()];
+            self.cexchange(as_bytes(&buf[out]), right, as_bytes_mut(theirs), left, tag)?;
+            op.apply(theirs, &mut buf[inn]);
         }
         Ok(())
     }

@@ -2,17 +2,58 @@
 //! messages in the communicator's collective context (so they never match
 //! user messages).
 //!
-//! Algorithms, for the 2–64 processes this library aims at:
-//! - barrier: dissemination, ⌈log2 p⌉ rounds, any p (§6.3);
-//! - bcast: binomial tree (§6.4);
-//! - reduce: binomial tree towards the root (§6.9.1);
-//! - allreduce: recursive doubling, with the extra ranks of a
-//!   non-power-of-two size folded into partners first (§6.9.6);
-//! - gather(v): the root posts every receive at once (§6.5);
-//! - scatter(v): the root starts every send at once (§6.6);
-//! - allgather(v): ring, p−1 steps of one send and one receive (§6.7);
-//! - alltoall(v): pairwise exchange, step s sends to rank+s and receives
-//!   from rank−s, so no peer is a hot spot (§6.8).
+//! # Algorithms
+//!
+//! Each collective chooses its algorithm by the length of its buffers and
+//! the number of processes p, as MPICH and Open MPI's `tuned` component
+//! do. Every algorithm is correct for any p (not only powers of two), any
+//! root and any length, zero included. Where two algorithms would not
+//! match each other's messages, the choice depends only on p and on
+//! lengths every member passes alike, so all members make the same one.
+//!
+//! The thresholds come from the usual cost model: a message of m bytes
+//! costs α + mβ. On loopback TCP (issue 22's measurements) α ≈ 8 µs and
+//! 1/β ≈ 1.5 GB/s, so one more message on the critical path costs as much
+//! as about 12 KiB more data. The crossovers this gives are quoted below;
+//! the thresholds are round values near them, on the side of fewer
+//! messages where the model is unsure (it leaves out combining and
+//! copying). Timing them on this shared 2-core host would mean little;
+//! each is one constant here, to tune with measurements on quiet hardware.
+//!
+//! - barrier (§6.3): dissemination, ⌈log2 p⌉ rounds; over the whole
+//!   world, the transport's hardware barrier where it has one.
+//! - bcast (§6.4): binomial tree.
+//! - reduce (§6.9.1): binomial tree towards the root.
+//! - allreduce (§6.9.6), with `op` applied in an order that gives every
+//!   member the same bits (floating-point sums depend on the order, and
+//!   even `Max` does: of +0.0 and −0.0 it keeps the one it holds):
+//!   - recursive doubling: ⌊log2 p⌋ exchanges of the whole vector, plus
+//!     one message before and one after for the extra processes of a
+//!     non-power-of-two p, which are folded into partners; both partners
+//!     of an exchange compute op(upper, lower), `upper` being the vector of
+//!     the one with the higher rank;
+//!   - from `REDUCE_LARGE` (64 KiB), with at least one element per
+//!     process, when p is a power of two: Rabenseifner's algorithm, a
+//!     reduce-scatter by recursive halving then an allgather by recursive
+//!     doubling: 2 log2 p exchanges moving 2(p−1)/p·n bytes per process
+//!     instead of n log2 p, each block combined by one process only (the
+//!     model's crossover: 48 KiB for p = 4, 23 KiB for 16; with 2
+//!     processes the bytes are the same and each combines half);
+//!   - from the same size, and from `RING_MIN_BLOCK` per process, for
+//!     other p: a ring reduce-scatter then a ring allgather, 2(p−1)
+//!     exchanges of n/p bytes, each block combined along one path.
+//!     Rabenseifner's algorithm would first fold the extra processes in
+//!     with whole vectors, 2n more bytes on its critical path; the ring
+//!     needs no folding (the model's crossover against recursive doubling:
+//!     7 KiB for p = 3, 42 KiB for 7, 280 KiB for 63);
+//!   - vectors of one-byte elements are never split: the C ABI passes
+//!     every reduction as bytes with an operation that knows the real
+//!     datatype, whose elements a block boundary must not cut.
+//! - gather(v) (§6.5): the root posts every receive at once.
+//! - scatter(v) (§6.6): the root starts every send at once.
+//! - allgather(v) (§6.7): ring, p−1 steps of one send and one receive.
+//! - alltoall(v) (§6.8): pairwise exchange, step s sends to rank+s and
+//!   receives from rank−s, so no peer is a hot spot.
 //!
 //! Counts and displacements of the `v` variants are in elements. Reduction
 //! operations are taken to be commutative (see [`crate::operation`]).
@@ -25,8 +66,10 @@ mod bcast;
 mod gather;
 mod reduce;
 
+use std::ops::Range;
+
 use crate::communicator::Communicator;
-use crate::datatype::Equivalence;
+use crate::datatype::{as_bytes, as_bytes_mut, Equivalence};
 use crate::error::{Error, Result};
 use crate::operation::Operation;
 use crate::point_to_point::Process;
@@ -40,12 +83,18 @@ const TAG_SCATTER: u32 = 6;
 const TAG_ALLGATHER: u32 = 7;
 const TAG_ALLTOALL: u32 = 8;
 
+/// Bytes from which allreduce and reduce split the vector into blocks.
+const REDUCE_LARGE: usize = 64 << 10;
+/// Fewest bytes per process for a ring algorithm: its p − 1 rounds must
+/// each carry enough to be worth their latency.
+const RING_MIN_BLOCK: usize = 4 << 10;
+
 fn bad(msg: String) -> Error {
     Error::InvalidArgument(msg)
 }
 
 /// The element range `[displ, displ + count)` of a buffer of `len`.
-fn block(len: usize, count: usize, displ: usize, what: &str) -> Result<std::ops::Range<usize>> {
+fn block(len: usize, count: usize, displ: usize, what: &str) -> Result<Range<usize>> {
     let end = displ
         .checked_add(count)
         .filter(|&e| e <= len)
@@ -60,6 +109,18 @@ fn block(len: usize, count: usize, displ: usize, what: &str) -> Result<std::ops:
 /// Counts and displacements for `p` equal blocks of `n`.
 fn uniform(p: usize, n: usize) -> (Vec<usize>, Vec<usize>) {
     (vec![n; p], (0..p).map(|i| i * n).collect())
+}
+
+/// Blocks `blocks` of `n` items cut into `p` blocks as equal as can be
+/// (the first `n % p` one longer), as one range: they are contiguous.
+fn parts(n: usize, p: usize, blocks: Range<usize>) -> Range<usize> {
+    let start = |i: usize| i * (n / p) + i.min(n % p);
+    start(blocks.start)..start(blocks.end)
+}
+
+/// Block `i` of `n` items cut into `p` blocks (see [`parts`]).
+fn part(n: usize, p: usize, i: usize) -> Range<usize> {
+    parts(n, p, i..i + 1)
 }
 
 impl Communicator {
@@ -106,6 +167,58 @@ impl Communicator {
 
     fn p_r(&self) -> (usize, usize) {
         (self.members.len(), self.rank as usize)
+    }
+
+    /// Sends `buf[out]` to `dest` while receiving `buf[inn]` (exactly)
+    /// from `src`.
+    fn cexchange_within<T: Equivalence>(
+        &self,
+        buf: &mut [T],
+        out: Range<usize>,
+        dest: usize,
+        inn: Range<usize>,
+        src: usize,
+        tag: u32,
+    ) -> Result<()> {
+        let s = self.isend_bytes(as_bytes(&buf[out]), dest as i32, tag, self.coll())?;
+        self.crecv(as_bytes_mut(&mut buf[inn]), src, tag)?;
+        s.wait().map(drop)
+    }
+
+    /// Ring allgather in place: the member at ring position `i` (rank
+    /// `(i + shift) % p`) holds block `i` of `buf` (the element range
+    /// `block(i)`), and ends with every block. In step `s` each position
+    /// passes block `i − s` to its right and takes block `i − s − 1` from
+    /// its left, unless `held(position, block)` says the receiver has that
+    /// block already: then neither side sends or receives it.
+    fn ring_allgather<T: Equivalence>(
+        &self,
+        buf: &mut [T],
+        block: impl Fn(usize) -> Range<usize>,
+        shift: usize,
+        held: impl Fn(usize, usize) -> bool,
+        tag: u32,
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
+        let me = (r + p - shift) % p;
+        let (right, left) = ((me + 1) % p, (me + p - 1) % p);
+        let rank = |pos: usize| (pos + shift) % p;
+        for s in 0..p.saturating_sub(1) {
+            let (out, inn) = ((me + p - s) % p, (me + 2 * p - s - 1) % p);
+            let send = if held(right, out) {
+                None
+            } else {
+                let data = as_bytes(&buf[block(out)]);
+                Some(self.isend_bytes(data, rank(right) as i32, tag, self.coll())?)
+            };
+            if !held(me, inn) {
+                self.crecv(as_bytes_mut(&mut buf[block(inn)]), rank(left), tag)?;
+            }
+            if let Some(send) = send {
+                send.wait()?;
+            }
+        }
+        Ok(())
     }
 }
 

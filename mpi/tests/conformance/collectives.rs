@@ -1,4 +1,13 @@
 //! Every collective, checked against values each rank can compute alone.
+//!
+//! [`check_all`] covers every call and its argument checks with small
+//! buffers; [`by_size`] covers every algorithm a collective chooses
+//! between (see the list in `mpi/src/collective/mod.rs`): lengths on both
+//! sides of the size thresholds, counts below the number of processes and
+//! not divisible by it, zero, several roots, and communicators of sizes
+//! that are not powers of two. Reductions are compared with sums and
+//! maxima computed here, and floating-point allreduce results must be the
+//! same bits on every member.
 
 use mpi::{Color, Communicator, SystemOperation, UserOperation, ANY_SOURCE};
 
@@ -16,6 +25,26 @@ pub(crate) fn run() -> Check {
             .ok_or("split")?;
         check_all(&sub)?;
         check_all(&world.dup()?)?;
+    }
+    by_size(&world)?;
+    // Other sizes than the runs' (which are 1, 2, 3, 4, 7 and 16): halves
+    // (1 to 8), and from 7 (the 16 would take long), the first k ranks of
+    // the world with the rest (5 and 2, 6 and 1), ranked in reverse so
+    // that no rank keeps its world rank.
+    let (rank, size) = (world.rank(), world.size());
+    if size >= 2 {
+        let half = world
+            .split(Color::With((rank % 2) as u32), rank)?
+            .ok_or("split")?;
+        by_size(&half)?;
+    }
+    for k in [5, 6] {
+        if size > k && size <= 8 {
+            let part = world
+                .split(Color::With(u32::from(rank < k)), -rank)?
+                .ok_or("split")?;
+            by_size(&part)?;
+        }
     }
     universe.finalize()?;
     Ok(())
@@ -235,5 +264,175 @@ fn check_all(c: &Communicator) -> Check {
         "bcast from rank size"
     );
     c.barrier()?;
+    Ok(())
+}
+
+/// The collectives' algorithms on both sides of their size thresholds.
+fn by_size(c: &Communicator) -> Check {
+    allreduce_by_size(c)?;
+    c.barrier()?;
+    Ok(())
+}
+
+/// Element counts for reductions of 8-byte elements: none, one, fewer
+/// than the processes, a few per process (not divisible by their number),
+/// and two above 64 KiB (where allreduce and reduce split the vector
+/// into blocks, at least 4 KiB each up to 18 processes) that leave a
+/// remainder of 1 and of p - 1 blocks' worth.
+fn reduction_counts(p: usize) -> Vec<usize> {
+    let q = 9000 / p + 1;
+    let mut v = vec![0, 1, p.saturating_sub(1), 3 * p + 1, q * p + 1];
+    if p > 2 {
+        v.push(q * p + p - 1);
+    }
+    v
+}
+
+/// Member `r`'s `i`-th integer.
+fn ival(r: usize, i: usize) -> i64 {
+    ((r as i64 + 1) * 1_000_003 + i as i64 * 7919) % 100_003 - 50_001
+}
+
+/// Member `r`'s `i`-th float: small values and ±1e15, so that the result
+/// of a sum depends on the order it is taken in.
+fn fval(r: usize, i: usize) -> f64 {
+    let small = ival(r, i) as f64 / 7.0;
+    match (r + i) % 4 {
+        0 => small + 1e15,
+        2 => small - 1e15,
+        _ => small,
+    }
+}
+
+/// Like [`fval`], but +0.0 (even members) or -0.0 (odd ones) at even
+/// `i`: which zero a maximum keeps depends on the order of the operands.
+fn zval(r: usize, i: usize) -> f64 {
+    match (i % 2, r % 2) {
+        (0, 0) => 0.0,
+        (0, _) => -0.0,
+        _ => fval(r, i),
+    }
+}
+
+/// `fold` over every member's `val(r, i)`, in rank order.
+fn expected<T>(
+    p: usize,
+    n: usize,
+    val: impl Fn(usize, usize) -> T,
+    fold: impl Fn(T, T) -> T,
+) -> Vec<T> {
+    (0..n)
+        .map(|i| (1..p).fold(val(0, i), |acc, r| fold(acc, val(r, i))))
+        .collect()
+}
+
+/// Fails unless every member of `c` holds exactly the bits of `v`.
+fn same_bits(c: &Communicator, v: &[f64], what: &str) -> Check {
+    let hash = v.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| {
+        (h ^ x.to_bits()).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut all = vec![0u64; c.size() as usize];
+    c.all_gather_into(&[hash], &mut all)?;
+    ensure!(
+        all.iter().all(|&h| h == hash),
+        "{what}: the members' results differ in their bits: {all:x?}"
+    );
+    Ok(())
+}
+
+/// A float sum within rounding of the one taken in rank order.
+fn close_sum(p: usize, i: usize, got: f64, want: f64) -> bool {
+    let scale: f64 = (0..p).map(|r| fval(r, i).abs()).sum();
+    (got - want).abs() <= scale * p as f64 * f64::EPSILON
+}
+
+fn allreduce_by_size(c: &Communicator) -> Check {
+    let (r, p) = (c.rank() as usize, c.size() as usize);
+    let xor = UserOperation::commutative(|a: &[[u64; 4]], b: &mut [[u64; 4]]| {
+        for (b, a) in b.iter_mut().zip(a) {
+            for (b, a) in b.iter_mut().zip(a) {
+                *b ^= a;
+            }
+        }
+    });
+    for n in reduction_counts(p) {
+        let mine: Vec<i64> = (0..n).map(|i| ival(r, i)).collect();
+        let mut out = vec![0i64; n];
+        c.all_reduce_into(&mine, &mut out, &SystemOperation::Sum)?;
+        ensure!(
+            out == expected(p, n, ival, |a, b| a + b),
+            "allreduce sum of {n} i64 on {p}: wrong result"
+        );
+        c.all_reduce_into(&mine, &mut out, &SystemOperation::Max)?;
+        ensure!(
+            out == expected(p, n, ival, i64::max),
+            "allreduce max of {n} i64 on {p}: wrong result"
+        );
+
+        let mine: Vec<f64> = (0..n).map(|i| fval(r, i)).collect();
+        let mut out = vec![0f64; n];
+        c.all_reduce_into(&mine, &mut out, &SystemOperation::Sum)?;
+        let want = expected(p, n, fval, |a, b| a + b);
+        let far = (0..n).find(|&i| !close_sum(p, i, out[i], want[i]));
+        ensure!(
+            far.is_none(),
+            "allreduce sum of {n} f64 on {p}: element {far:?} is {:?}, not about {:?}",
+            far.map(|i| out[i]),
+            far.map(|i| want[i])
+        );
+        same_bits(c, &out, &format!("allreduce sum of {n} f64 on {p}"))?;
+
+        let mine: Vec<f64> = (0..n).map(|i| zval(r, i)).collect();
+        c.all_reduce_into(&mine, &mut out, &SystemOperation::Max)?;
+        ensure!(
+            out == expected(p, n, zval, f64::max),
+            "allreduce max of {n} f64 on {p}: wrong result"
+        );
+        same_bits(c, &out, &format!("allreduce max of {n} f64 on {p}"))?;
+
+        // Elements of 32 bytes, so blocks of the vector are never bytes.
+        let quad = |r: usize, i: usize| {
+            [0u64, 1, 2, 3].map(|k| (ival(r, i + k as usize) as u64) << (k * 7))
+        };
+        let mine: Vec<[u64; 4]> = (0..n).map(|i| quad(r, i)).collect();
+        let mut out = vec![[0u64; 4]; n];
+        c.all_reduce_into(&mine, &mut out, &xor)?;
+        let want = expected(p, n, quad, |a, b| [0, 1, 2, 3].map(|k| a[k] ^ b[k]));
+        ensure!(out == want, "allreduce xor of {n} [u64; 4] on {p}");
+    }
+    // Bytes wrap, and a vector of fewer elements than processes above
+    // the size threshold.
+    let n = (9000 / p + 1) * p * 8 + 3;
+    let byte = |r: usize, i: usize| (r * 31 + i * 7 + (i >> 9)) as u8;
+    let mine: Vec<u8> = (0..n).map(|i| byte(r, i)).collect();
+    let mut out = vec![0u8; n];
+    c.all_reduce_into(&mine, &mut out, &SystemOperation::Sum)?;
+    ensure!(
+        out == expected(p, n, byte, u8::wrapping_add),
+        "allreduce sum of {n} u8 on {p}"
+    );
+    if p > 1 {
+        let wide = |r: usize, i: usize| [0; 2048].map(|_| ival(r, i) as u64);
+        let mine: Vec<[u64; 2048]> = (0..p - 1).map(|i| wide(r, i)).collect();
+        let mut out = vec![[0u64; 2048]; p - 1];
+        let xor = UserOperation::commutative(|a: &[[u64; 2048]], b: &mut [[u64; 2048]]| {
+            for (b, a) in b.iter_mut().zip(a) {
+                for (b, a) in b.iter_mut().zip(a) {
+                    *b ^= a;
+                }
+            }
+        });
+        c.all_reduce_into(&mine, &mut out, &xor)?;
+        let want = expected(p, p - 1, wide, |a, b| {
+            let mut x = a;
+            x.iter_mut().zip(b).for_each(|(x, b)| *x ^= b);
+            x
+        });
+        ensure!(
+            out == want,
+            "allreduce xor of {} 16 KiB elements on {p}",
+            p - 1
+        );
+    }
     Ok(())
 }
