@@ -1,10 +1,14 @@
-//! `MPI_Reduce` (§6.9.1).
+//! `MPI_Reduce` (§6.9.1): a binomial tree for short vectors; for long
+//! ones, allreduce's reduce-scatter then a gather of the blocks to the
+//! root (the module documentation says why and from which size).
 
-use super::{bad, TAG_REDUCE};
+use super::allreduce::Split;
+use super::{bad, part, TAG_REDUCE, TAG_REDUCE_GATHER};
 use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
 use crate::error::Result;
 use crate::operation::Operation;
+use crate::request::wait_all;
 
 impl Communicator {
     /// `MPI_Reduce` (§6.9.1): combines `send` of every member with `op`
@@ -23,30 +27,95 @@ impl Communicator {
         let root = self.check_root(root)?;
         let (p, r) = self.p_r();
         let n = send.len();
-        if r == root && recv.as_ref().is_none_or(|b| b.len() != n) {
-            return Err(bad(format!(
-                "reduce: the root needs a receive buffer of {n}"
-            )));
-        }
-        let rel = (r + p - root) % p;
+        let out = match recv.filter(|_| r == root) {
+            Some(out) if out.len() == n => Some(out),
+            None if r != root => None,
+            _ => {
+                return Err(bad(format!(
+                    "reduce: the root needs a receive buffer of {n}"
+                )))
+            }
+        };
         let mut acc = send.to_vec();
-        let mut tmp: Vec<T> = zeroed_vec(n);
+        match Split::of(p, n, size_of::<T>()) {
+            Split::Whole => {
+                self.reduce_binomial(&mut acc, op, root)?;
+                if let Some(out) = out {
+                    out.copy_from_slice(&acc);
+                }
+                return Ok(());
+            }
+            Split::Halving => self.reduce_scatter_halving(&mut acc, op, TAG_REDUCE)?,
+            Split::Ring => self.reduce_scatter_ring(&mut acc, op, TAG_REDUCE)?,
+        }
+        self.gather_blocks(&acc, out, root)
+    }
+
+    /// Reduces into `acc` of `root` along a binomial tree: in round k the
+    /// members whose relative rank has bit k set send what they have
+    /// gathered to the one with that bit clear, and leave.
+    fn reduce_binomial<T: Equivalence, O: Operation<T>>(
+        &self,
+        acc: &mut [T],
+        op: &O,
+        root: usize,
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
+        let rel = (r + p - root) % p;
+        let mut tmp: Vec<T> = zeroed_vec(acc.len());
         let mut mask = 1;
         while mask < p {
             if rel & mask == 0 {
                 let child = rel | mask;
                 if child < p {
                     self.crecv(as_bytes_mut(&mut tmp), (child + root) % p, TAG_REDUCE)?;
-                    op.apply(&tmp, &mut acc);
+                    op.apply(&tmp, acc);
                 }
             } else {
-                self.csend(as_bytes(&acc), ((rel & !mask) + root) % p, TAG_REDUCE)?;
+                self.csend(as_bytes(acc), ((rel & !mask) + root) % p, TAG_REDUCE)?;
                 break;
             }
             mask <<= 1;
         }
-        if let Some(out) = recv.filter(|_| r == root) {
-            out.copy_from_slice(&acc);
+        Ok(())
+    }
+
+    /// After a reduce-scatter, when block `rank` of `acc` (of p, [`part`])
+    /// is reduced on each member: the root receives every block into
+    /// `out` at once.
+    fn gather_blocks<T: Equivalence>(
+        &self,
+        acc: &[T],
+        out: Option<&mut [T]>,
+        root: usize,
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
+        let n = acc.len();
+        let Some(mut rest) = out else {
+            return self.csend(as_bytes(&acc[part(n, p, r)]), root, TAG_REDUCE_GATHER);
+        };
+        let mut reqs = Vec::with_capacity(p - 1);
+        for i in 0..p {
+            let (block, tail) = std::mem::take(&mut rest).split_at_mut(part(n, p, i).len());
+            rest = tail;
+            if i == r {
+                block.copy_from_slice(&acc[part(n, p, r)]);
+            } else {
+                let bytes = as_bytes_mut(block);
+                reqs.push((
+                    bytes.len(),
+                    self.irecv_bytes(bytes, i as i32, TAG_REDUCE_GATHER as i32, self.coll())?,
+                ));
+            }
+        }
+        let (lens, reqs): (Vec<usize>, Vec<_>) = reqs.into_iter().unzip();
+        let statuses = wait_all(reqs)?;
+        if lens
+            .iter()
+            .zip(&statuses)
+            .any(|(l, s)| *l != s.count_bytes())
+        {
+            return Err(bad("reduce: the processes disagree on counts".into()));
         }
         Ok(())
     }

@@ -270,6 +270,7 @@ fn check_all(c: &Communicator) -> Check {
 /// The collectives' algorithms on both sides of their size thresholds.
 fn by_size(c: &Communicator) -> Check {
     allreduce_by_size(c)?;
+    reduce_by_size(c)?;
     c.barrier()?;
     Ok(())
 }
@@ -433,6 +434,35 @@ fn allreduce_by_size(c: &Communicator) -> Check {
             "allreduce xor of {} 16 KiB elements on {p}",
             p - 1
         );
+    }
+    Ok(())
+}
+
+fn reduce_by_size(c: &Communicator) -> Check {
+    let (r, p) = (c.rank() as usize, c.size() as usize);
+    let mut roots = vec![0, p / 2, p - 1];
+    roots.dedup();
+    for n in reduction_counts(p) {
+        for &root in &roots {
+            let at_root = r == root;
+            let mine: Vec<i64> = (0..n).map(|i| ival(r, i)).collect();
+            let mut out = vec![0i64; n];
+            let recv = at_root.then_some(&mut out[..]);
+            c.reduce_into(&mine, recv, &SystemOperation::Sum, root as i32)?;
+            ensure!(
+                !at_root || out == expected(p, n, ival, |a, b| a + b),
+                "reduce sum of {n} i64 on {p} to {root}: wrong result"
+            );
+
+            let mine: Vec<f64> = (0..n).map(|i| zval(r, i)).collect();
+            let mut out = vec![0f64; n];
+            let recv = at_root.then_some(&mut out[..]);
+            c.reduce_into(&mine, recv, &SystemOperation::Max, root as i32)?;
+            ensure!(
+                !at_root || out == expected(p, n, zval, f64::max),
+                "reduce max of {n} f64 on {p} to {root}: wrong result"
+            );
+        }
     }
     Ok(())
 }
