@@ -271,6 +271,7 @@ fn check_all(c: &Communicator) -> Check {
 fn by_size(c: &Communicator) -> Check {
     allreduce_by_size(c)?;
     reduce_by_size(c)?;
+    bcast_by_size(c)?;
     c.barrier()?;
     Ok(())
 }
@@ -464,5 +465,53 @@ fn reduce_by_size(c: &Communicator) -> Check {
             );
         }
     }
+    Ok(())
+}
+
+fn bcast_by_size(c: &Communicator) -> Check {
+    let (r, p) = (c.rank() as usize, c.size() as usize);
+    let mut roots = vec![0, 1 % p, p / 2, p - 1];
+    roots.sort_unstable();
+    roots.dedup();
+    // Lengths in bytes: the scatter-allgather broadcast starts at 128 KiB
+    // and at 4 KiB per process.
+    let q = (132 << 10) / p + 1;
+    let byte = |root: usize, i: usize| (root * 131 + i * 7 + (i >> 8)) as u8;
+    for n in [
+        0,
+        1,
+        p - 1 + usize::from(p == 1),
+        3 * p + 1,
+        q * p + 1,
+        q * p + p - 1,
+        300_007,
+    ] {
+        for &root in &roots {
+            let mut buf: Vec<u8> = if r == root {
+                (0..n).map(|i| byte(root, i)).collect()
+            } else {
+                vec![0xa5; n]
+            };
+            c.broadcast_into(&mut buf, root as i32)?;
+            let bad = (0..n).find(|&i| buf[i] != byte(root, i));
+            ensure!(
+                bad.is_none(),
+                "bcast of {n} bytes on {p} from {root}: byte {bad:?} differs"
+            );
+        }
+    }
+    // Elements wider than a byte: the blocks need not respect them.
+    let n = q / 8 * p + 3;
+    let root = p - 1;
+    let mut buf: Vec<i64> = if r == root {
+        (0..n).map(|i| ival(root, i)).collect()
+    } else {
+        vec![-1; n]
+    };
+    c.process_at_rank(root as i32)?.broadcast_into(&mut buf)?;
+    ensure!(
+        (0..n).all(|i| buf[i] == ival(root, i)),
+        "bcast of {n} i64 on {p} from {root}"
+    );
     Ok(())
 }
