@@ -1,9 +1,14 @@
-//! `MPI_Alltoall(v)` (§6.8).
+//! `MPI_Alltoall(v)` (§6.8): everything posted at once for short
+//! exchanges, pairwise exchange for long ones (the module documentation
+//! says why and from which size).
 
-use super::{bad, block, uniform, TAG_ALLTOALL};
+use std::ops::Range;
+
+use super::{bad, block, uniform, ALLTOALL_EAGER, TAG_ALLTOALL};
 use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, Equivalence};
 use crate::error::Result;
+use crate::request::wait_all;
 
 impl Communicator {
     /// `MPI_Alltoallv` (§6.8): block `j` of member `i`'s `send` lands as
@@ -32,24 +37,82 @@ impl Communicator {
                 "alltoall: {p} counts and displacements needed"
             )));
         }
-        let sb = |i: usize| block(send.len(), send_counts[i], send_displs[i], "alltoall send");
-        let rlen = recv.len();
-        let rb = |i: usize| block(rlen, recv_counts[i], recv_displs[i], "alltoall recv");
-        let (own_s, own_r) = (sb(r)?, rb(r)?);
-        if own_s.len() != own_r.len() {
+        let sends = (0..p)
+            .map(|i| block(send.len(), send_counts[i], send_displs[i], "alltoall send"))
+            .collect::<Result<Vec<_>>>()?;
+        let recvs = (0..p)
+            .map(|i| block(recv.len(), recv_counts[i], recv_displs[i], "alltoall recv"))
+            .collect::<Result<Vec<_>>>()?;
+        if sends[r].len() != recvs[r].len() {
             return Err(bad("alltoall: own send and receive counts differ".into()));
         }
-        recv[own_r].copy_from_slice(&send[own_s]);
+        recv[recvs[r].clone()].copy_from_slice(&send[sends[r].clone()]);
+        let moved = (0..p)
+            .filter(|&i| i != r)
+            .map(|i| sends[i].len() + recvs[i].len())
+            .sum::<usize>()
+            .saturating_mul(size_of::<T>());
+        if moved <= ALLTOALL_EAGER {
+            // Overlapping receive blocks (erroneous in MPI) cannot all be
+            // posted at once; pairwise, the later block wins.
+            if let Some(views) = disjoint_mut(recv, &recvs) {
+                return self.alltoall_eager(send, &sends, views);
+            }
+        }
+        self.alltoall_pairwise(send, &sends, recv, &recvs)
+    }
+
+    /// Posts a receive into each of `views` (but this member's), then a
+    /// send of each of `sends`, and waits for all.
+    fn alltoall_eager<T: Equivalence>(
+        &self,
+        send: &[T],
+        sends: &[Range<usize>],
+        views: Vec<&mut [T]>,
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
+        let mut reqs = Vec::with_capacity(2 * (p - 1));
+        let mut lens = Vec::with_capacity(p - 1);
+        for (i, view) in views.into_iter().enumerate().filter(|(i, _)| *i != r) {
+            let bytes = as_bytes_mut(view);
+            lens.push(bytes.len());
+            reqs.push(self.irecv_bytes(bytes, i as i32, TAG_ALLTOALL as i32, self.coll())?);
+        }
+        for s in 1..p {
+            let dst = (r + s) % p;
+            let data = as_bytes(&send[sends[dst].clone()]);
+            reqs.push(self.isend_bytes(data, dst as i32, TAG_ALLTOALL, self.coll())?);
+        }
+        let statuses = wait_all(reqs)?;
+        if lens
+            .iter()
+            .zip(&statuses)
+            .any(|(l, s)| *l != s.count_bytes())
+        {
+            return Err(bad("alltoall: the processes disagree on counts".into()));
+        }
+        Ok(())
+    }
+
+    /// Pairwise exchange: in step s (of p − 1), send to rank + s and
+    /// receive from rank − s.
+    fn alltoall_pairwise<T: Equivalence>(
+        &self,
+        send: &[T],
+        sends: &[Range<usize>],
+        recv: &mut [T],
+        recvs: &[Range<usize>],
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
         for s in 1..p {
             let (dst, src) = ((r + s) % p, (r + p - s) % p);
-            let req = self.isend_bytes(
-                as_bytes(&send[sb(dst)?]),
-                dst as i32,
+            let data = as_bytes(&send[sends[dst].clone()]);
+            let req = self.isend_bytes(data, dst as i32, TAG_ALLTOALL, self.coll())?;
+            self.crecv(
+                as_bytes_mut(&mut recv[recvs[src].clone()]),
+                src,
                 TAG_ALLTOALL,
-                self.coll(),
             )?;
-            let range = rb(src)?;
-            self.crecv(as_bytes_mut(&mut recv[range]), src, TAG_ALLTOALL)?;
             req.wait()?;
         }
         Ok(())
@@ -73,4 +136,22 @@ impl Communicator {
         let (counts, displs) = uniform(p, send.len() / p);
         self.all_to_all_varcount_into(send, &counts, &displs, recv, &counts, &displs)
     }
+}
+
+/// Mutable views of `buf` at `ranges` (each within `buf`), in their
+/// order; `None` if two non-empty ranges overlap.
+fn disjoint_mut<'a, T>(buf: &'a mut [T], ranges: &[Range<usize>]) -> Option<Vec<&'a mut [T]>> {
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_by_key(|&i| ranges[i].start);
+    let mut views: Vec<&'a mut [T]> = ranges.iter().map(|_| Default::default()).collect();
+    let (mut rest, mut at) = (buf, 0);
+    for i in order.into_iter().filter(|&i| !ranges[i].is_empty()) {
+        let gap = ranges[i].start.checked_sub(at)?;
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(gap);
+        let (view, tail) = tail.split_at_mut(ranges[i].len());
+        views[i] = view;
+        rest = tail;
+        at = ranges[i].end;
+    }
+    Some(views)
 }

@@ -68,8 +68,21 @@
 //! - gather(v) (§6.5): the root posts every receive at once.
 //! - scatter(v) (§6.6): the root starts every send at once.
 //! - allgather(v) (§6.7): ring, p−1 steps of one send and one receive.
-//! - alltoall(v) (§6.8): pairwise exchange, step s sends to rank+s and
-//!   receives from rank−s, so no peer is a hot spot.
+//! - alltoall(v) (§6.8):
+//!   - up to `ALLTOALL_EAGER` (256 KiB) sent plus received by a process
+//!     (its own block aside): every receive, then every send, posted at
+//!     once, so the p−1 messages cost about one latency instead of p−1 in
+//!     a row;
+//!   - above it, pairwise exchange: step s sends to rank+s and receives
+//!     from rank−s, so no peer is a hot spot and each process has one
+//!     message in flight each way. The (p−2)α that posting everything
+//!     saves does not grow with the data, while what the transports must
+//!     buffer at once does (the socket transports copy what the kernel
+//!     does not take), hence a bound on the total.
+//!
+//!   The two interoperate (each process sends each peer one message, and
+//!   one posting everything sends before it waits), so each process
+//!   chooses by its own counts, which alltoallv allows to differ.
 //!
 //! Counts and displacements of the `v` variants are in elements. Reduction
 //! operations are taken to be commutative (see [`crate::operation`]).
@@ -108,6 +121,9 @@ const REDUCE_LARGE: usize = 64 << 10;
 /// Fewest bytes per process for a ring algorithm: its p − 1 rounds must
 /// each carry enough to be worth their latency.
 const RING_MIN_BLOCK: usize = 4 << 10;
+/// Most bytes a process sends plus receives in an alltoall that posts
+/// everything at once.
+const ALLTOALL_EAGER: usize = 256 << 10;
 
 fn bad(msg: String) -> Error {
     Error::InvalidArgument(msg)

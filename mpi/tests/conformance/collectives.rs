@@ -272,6 +272,7 @@ fn by_size(c: &Communicator) -> Check {
     allreduce_by_size(c)?;
     reduce_by_size(c)?;
     bcast_by_size(c)?;
+    alltoall_by_size(c)?;
     c.barrier()?;
     Ok(())
 }
@@ -514,4 +515,74 @@ fn bcast_by_size(c: &Communicator) -> Check {
         "bcast of {n} i64 on {p} from {root}"
     );
     Ok(())
+}
+
+fn alltoall_by_size(c: &Communicator) -> Check {
+    let (r, p) = (c.rank() as usize, c.size() as usize);
+    // Byte `k` of the block member `i` sends to member `j`.
+    let byte = |i: usize, j: usize, k: usize| (i * 37 + j * 11 + k + (k >> 8)) as u8;
+    // Blocks of 0 bytes, small ones, and large enough that a member sends
+    // and receives more than the 256 KiB it posts at once.
+    let large = (256 << 10) / (2 * p.max(2) - 2) + 1024;
+    for m in [0, 5, 2048, large] {
+        let send: Vec<u8> = (0..p)
+            .flat_map(|j| (0..m).map(move |k| byte(r, j, k)))
+            .collect();
+        let mut recv = vec![0xa5u8; m * p];
+        c.all_to_all_into(&send, &mut recv)?;
+        let want: Vec<u8> = (0..p)
+            .flat_map(|i| (0..m).map(move |k| byte(i, r, k)))
+            .collect();
+        ensure!(recv == want, "alltoall of {m}-byte blocks on {p}");
+    }
+    // Alltoallv with empty, small and large blocks: small ones only (all
+    // members post everything at once), large ones for most members
+    // (pairwise), and large only from member 0 to 1, so that those two
+    // exchange pairwise while the rest post everything at once.
+    let patterns: [&dyn Fn(usize, usize) -> usize; 3] = [
+        &|i, j| [0, 3, 100][(i + j) % 3],
+        &|i, j| [0, 3, 4 * large][(i + j) % 3],
+        &|i, j| {
+            if (i, j) == (0, 1) {
+                300 << 10
+            } else {
+                (i + 2 * j) % 5
+            }
+        },
+    ];
+    for (which, count) in patterns.iter().enumerate() {
+        let sc: Vec<usize> = (0..p).map(|j| count(r, j)).collect();
+        let rc: Vec<usize> = (0..p).map(|i| count(i, r)).collect();
+        // Receive blocks in reverse order of their senders.
+        let sd = prefix(&sc);
+        let mut rd = vec![0; p];
+        let mut at = 0;
+        for i in (0..p).rev() {
+            rd[i] = at;
+            at += rc[i];
+        }
+        let send: Vec<u8> = (0..p)
+            .flat_map(|j| (0..sc[j]).map(move |k| byte(r, j, k)))
+            .collect();
+        let mut recv = vec![0xa5u8; at];
+        c.all_to_all_varcount_into(&send, &sc, &sd, &mut recv, &rc, &rd)?;
+        let bad = (0..p).find(|&i| (0..rc[i]).any(|k| recv[rd[i] + k] != byte(i, r, k)));
+        ensure!(
+            bad.is_none(),
+            "alltoallv pattern {which} on {p}: the block from {bad:?} differs"
+        );
+    }
+    Ok(())
+}
+
+/// Displacements of consecutive blocks of `counts`.
+fn prefix(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |acc, c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect()
 }
