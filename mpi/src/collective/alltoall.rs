@@ -155,3 +155,18 @@ fn disjoint_mut<'a, T>(buf: &'a mut [T], ranges: &[Range<usize>]) -> Option<Vec<
     }
     Some(views)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::disjoint_mut;
+
+    #[test]
+    fn views_in_the_order_asked_and_none_on_overlap() {
+        let mut buf = [0u8, 1, 2, 3, 4, 5, 6, 7];
+        let views = disjoint_mut(&mut buf, &[5..8, 0..2, 3..3, 2..5]).unwrap();
+        let got: Vec<Vec<u8>> = views.iter().map(|v| v.to_vec()).collect();
+        assert_eq!(got, [vec![5, 6, 7], vec![0, 1], vec![], vec![2, 3, 4]]);
+        assert!(disjoint_mut(&mut buf, &[0..3, 2..4]).is_none());
+        assert!(disjoint_mut(&mut buf, &[1..1, 0..8]).is_some());
+    }
+}

@@ -333,3 +333,21 @@ impl Process<'_> {
         self.communicator().scatter_into(None, recv, self.rank())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{part, parts};
+
+    #[test]
+    fn blocks_cover_every_item_once_and_differ_by_at_most_one() {
+        for p in 1..=17 {
+            for n in [0, 1, p - 1, p, p + 1, 3 * p + 1, 1000] {
+                let lens: Vec<usize> = (0..p).map(|i| part(n, p, i).len()).collect();
+                assert_eq!(parts(n, p, 0..p), 0..n, "n {n}, p {p}");
+                assert!((1..p).all(|i| part(n, p, i - 1).end == part(n, p, i).start));
+                assert!(lens.iter().max().unwrap() - lens.iter().min().unwrap() <= 1);
+                assert_eq!(parts(n, p, 0..p / 2).len(), lens[..p / 2].iter().sum());
+            }
+        }
+    }
+}
