@@ -74,6 +74,23 @@ fn append_bounded(data: &mut Vec<u8>, bytes: &[u8], keep: usize) {
     data.extend_from_slice(&bytes[..take]);
 }
 
+/// The caller's memory a receive in place writes.
+#[derive(Clone, Copy, Debug)]
+struct Dst(*mut u8);
+
+// SAFETY: The memory is the poster's to lend (`post_in_place`'s contract)
+// and only the matcher's owner writes it, through `&mut Matcher`, on
+// whichever thread owns the matcher; moving it moves no access.
+unsafe impl Send for Dst {}
+
+impl Dst {
+    const NONE: Self = Self(std::ptr::null_mut());
+
+    fn is_null(self) -> bool {
+        self.0.is_null()
+    }
+}
+
 /// Names a posted receive until its outcome is taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct RecvToken {
@@ -180,11 +197,13 @@ enum State {
     Posted(RecvId),
     /// Matched to a request to send; waiting for its data.
     Awaiting,
-    /// Matched; the message is arriving into `data`.
+    /// Matched; the message is arriving into `data`, or for a receive
+    /// in place into its destination, of which `written` bytes are done.
     Filling {
         envelope: Envelope,
         len: u64,
         data: Vec<u8>,
+        written: usize,
     },
     Done(RecvOutcome),
 }
@@ -193,6 +212,9 @@ enum State {
 struct Entry {
     generation: u32,
     capacity: usize,
+    /// Where the payload goes for a receive posted in place
+    /// ([`Matcher::post_in_place`]); null: into a vector of the matcher's.
+    dst: Dst,
     /// Nobody will take the outcome: free the entry when it completes.
     released: bool,
     state: State,
@@ -284,19 +306,60 @@ impl Matcher {
         r.bytes = r.bytes.saturating_add(len);
         r.msgs = r.msgs.saturating_add(1);
         let mut data = self.stored.remove(&region).unwrap_or_default();
-        data.truncate(self.entry(t).map_or(0, |e| e.capacity));
-        self.complete(
-            t,
-            RecvOutcome::Done {
-                envelope,
-                len,
-                data,
-            },
-        );
+        let (cap, dst) = self
+            .entry(t)
+            .map_or((0, Dst::NONE), |e| (e.capacity, e.dst));
+        data.truncate(cap);
+        if dst.is_null() {
+            self.complete(
+                t,
+                RecvOutcome::Done {
+                    envelope,
+                    len,
+                    data,
+                },
+            );
+        } else {
+            // SAFETY: `post_in_place`'s contract: `dst` holds `cap` writable
+            // bytes nobody else touches until the outcome is taken; `data`
+            // is at most `cap` long and is the matcher's own vector.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst.0, data.len()) };
+            let written = data.len();
+            pool::give(data);
+            self.complete(
+                t,
+                RecvOutcome::InPlace {
+                    envelope,
+                    len,
+                    written,
+                },
+            );
+        }
     }
 
     /// Posts a receive for at most `capacity` bytes (`MPI_Irecv`).
     pub(crate) fn post(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
+        // SAFETY: A null destination is never written.
+        unsafe { self.post_in_place(sel, std::ptr::null_mut(), capacity) }
+    }
+
+    /// Posts a receive whose payload goes straight into the `capacity`
+    /// bytes at `dst` as it arrives, completing with
+    /// [`RecvOutcome::InPlace`]; a null `dst` posts one that completes
+    /// with the payload in a vector ([`RecvOutcome::Done`]).
+    ///
+    /// # Safety
+    ///
+    /// Unless `dst` is null or `capacity` 0, `dst..dst + capacity` is
+    /// valid for writes and touched by nobody else until [`Matcher::test`]
+    /// returned the outcome or [`Matcher::release`] returned (the
+    /// transport contract's `post_recv_in_place`).
+    pub(crate) unsafe fn post_in_place(
+        &mut self,
+        sel: Selector,
+        dst: *mut u8,
+        capacity: usize,
+    ) -> Result<RecvToken> {
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -305,6 +368,7 @@ impl Matcher {
                 self.entries.push(Entry {
                     generation: 0,
                     capacity: 0,
+                    dst: Dst::NONE,
                     released: false,
                     state: State::Free,
                 });
@@ -317,6 +381,7 @@ impl Matcher {
             generation: e.generation,
         };
         e.capacity = capacity;
+        e.dst = if capacity == 0 { Dst::NONE } else { Dst(dst) };
         e.state = State::Posted(RecvId::from_raw(0));
         match self.rx.post(sel, token.to_handle()) {
             Ok(OnPost::Queued(id)) => {
@@ -400,6 +465,10 @@ impl Matcher {
             self.free_entry(t);
         } else if let Some(e) = self.entry(t) {
             e.released = true;
+            // The caller may reuse its memory once this returns: the rest
+            // of the message is dropped.
+            e.dst = Dst::NONE;
+            e.capacity = 0;
         }
     }
 
@@ -439,10 +508,16 @@ impl Matcher {
                     let keep = usize::try_from(len)
                         .map_or(e.capacity, |l| l.min(e.capacity))
                         .min(POSTED_RESERVE);
+                    let data = if e.dst.is_null() {
+                        pool::take(keep)
+                    } else {
+                        Vec::new()
+                    };
                     e.state = State::Filling {
                         envelope,
                         len,
-                        data: pool::take(keep),
+                        written: 0,
+                        data,
                     };
                 }
             }
@@ -464,9 +539,21 @@ impl Matcher {
                 let Some(e) = self.entry(RecvToken::from_handle(handle)) else {
                     return;
                 };
-                let cap = e.capacity;
-                if let State::Filling { data, .. } = &mut e.state {
-                    append_bounded(data, bytes, cap);
+                let (cap, dst) = (e.capacity, e.dst);
+                if let State::Filling { data, written, .. } = &mut e.state {
+                    if dst.is_null() {
+                        append_bounded(data, bytes, cap);
+                    } else {
+                        let take = cap.saturating_sub(*written).min(bytes.len());
+                        // SAFETY: `post_in_place`'s contract: `dst` holds
+                        // `cap` writable bytes that are ours until the
+                        // outcome is taken or the receive released (which
+                        // nulls `dst`); `written + take <= cap`.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.0.add(*written), take)
+                        };
+                        *written += take;
+                    }
                 }
             }
             Dest::Stored(region) => {
@@ -490,18 +577,28 @@ impl Matcher {
             OnEnd::Completed { handle, .. } => {
                 let t = RecvToken::from_handle(handle);
                 let Some(e) = self.entry(t) else { return };
+                let in_place = !e.dst.is_null();
                 let State::Filling {
                     envelope,
                     len,
                     data,
+                    written,
                 } = &mut e.state
                 else {
                     return;
                 };
-                let outcome = RecvOutcome::Done {
-                    envelope: *envelope,
-                    len: *len,
-                    data: std::mem::take(data),
+                let outcome = if in_place {
+                    RecvOutcome::InPlace {
+                        envelope: *envelope,
+                        len: *len,
+                        written: *written,
+                    }
+                } else {
+                    RecvOutcome::Done {
+                        envelope: *envelope,
+                        len: *len,
+                        data: std::mem::take(data),
+                    }
                 };
                 self.complete(t, outcome);
             }
@@ -644,6 +741,44 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn in_place(outcome: Option<RecvOutcome>) -> (u64, usize) {
+        match outcome {
+            Some(RecvOutcome::InPlace { len, written, .. }) => (len, written),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn receives_in_place_write_the_callers_memory_and_stop_when_released() {
+        let mut m = Matcher::new();
+        let mut buf = [0u8; 4];
+        // Posted first: the payload goes straight in, truncated.
+        // SAFETY: `buf` outlives the receive and is untouched until its
+        // outcome is taken.
+        let t = unsafe { m.post_in_place(any(), buf.as_mut_ptr(), 3) }.unwrap();
+        let sink = m.arrive(ENV, 5).unwrap();
+        m.payload(&sink, b"ab");
+        m.payload(&sink, b"cde");
+        m.end(sink);
+        assert_eq!(in_place(m.test(t)), (5, 3));
+        assert_eq!(&buf, b"abc\0");
+        // Stored first: copied in when the receive is posted.
+        m.deliver(ENV, b"xy").unwrap();
+        // SAFETY: As above.
+        let t = unsafe { m.post_in_place(any(), buf.as_mut_ptr(), 4) }.unwrap();
+        assert_eq!(in_place(m.test(t)), (2, 2));
+        assert_eq!(&buf, b"xyc\0");
+        // Released mid-message: the rest is dropped, the memory untouched.
+        // SAFETY: As above; the release ends the matcher's use of `buf`.
+        let t = unsafe { m.post_in_place(any(), buf.as_mut_ptr(), 4) }.unwrap();
+        let sink = m.arrive(ENV, 4).unwrap();
+        m.payload(&sink, b"1");
+        m.release(t);
+        m.payload(&sink, b"234");
+        m.end(sink);
+        assert_eq!(&buf, b"1yc\0");
     }
 
     #[test]

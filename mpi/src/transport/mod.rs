@@ -171,6 +171,31 @@ pub(crate) trait SendHalf {
         Ok(None)
     }
 
+    /// Starts sending the `len` bytes at `data` to world rank `dest`,
+    /// possibly reading them from the caller's memory until the send
+    /// completes. Unlike [`SendHalf::isend_in_place`], the caller promises
+    /// never to leak the send (`MPI_Isend` from C, whose caller owns the
+    /// buffer until completion), so a transport that reads the memory from
+    /// user space (the socket transports) may lend it too. `None`: use
+    /// [`SendHalf::isend`].
+    ///
+    /// # Safety
+    ///
+    /// On `Some`, `data..data + len` stays allocated and unchanged until
+    /// [`SendHalf::test_send`] returned true for the token or
+    /// [`SendHalf::release_send`] returned for it, and one of the two
+    /// always happens before the memory is reused or freed.
+    unsafe fn isend_lent(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Option<SendToken>> {
+        // SAFETY: This contract is stronger than `isend_in_place`'s.
+        unsafe { self.isend_in_place(dest, env, data, len) }
+    }
+
     /// Whether a send to a live peer still has bytes queued.
     fn has_queued_sends(&self) -> bool;
 }
@@ -238,6 +263,16 @@ pub(crate) trait ReceivesThroughMatcher {
 impl<T: ReceivesThroughMatcher> ReceiveHalf for T {
     fn post_recv(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
         self.matcher().post(sel, capacity)
+    }
+
+    unsafe fn post_recv_in_place(
+        &mut self,
+        sel: Selector,
+        dst: *mut u8,
+        capacity: usize,
+    ) -> Result<Option<RecvToken>> {
+        // SAFETY: The trait's contract is the matcher's.
+        unsafe { self.matcher().post_in_place(sel, dst, capacity) }.map(Some)
     }
 
     fn test_recv(&mut self, token: RecvToken) -> Option<RecvOutcome> {
