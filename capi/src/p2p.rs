@@ -282,8 +282,8 @@ pub(crate) unsafe extern "C" fn MPI_Sendrecv(
     })
 }
 
-/// `MPI_Isend` (§3.7.2): starts a standard-mode send. The data are with
-/// the transport when this returns.
+/// `MPI_Isend` (§3.7.2): starts a standard-mode send, which may read
+/// `buf` until it completes.
 ///
 /// # Safety
 ///
@@ -304,7 +304,13 @@ pub(crate) unsafe extern "C" fn MPI_Isend(
         let (c, data, tag, to) = unsafe { outgoing(comm, buf, count, dt, dst, tag) }?;
         let entry = match to {
             Peer::Null => ReqEntry::ProcNull,
-            Peer::Rank(r) => ReqEntry::Live(mpi::raw::isend(&c.comm, data, r, tag)?, c.errh.get()),
+            // SAFETY: MPI 4.1 §3.7.2: the caller leaves the buffer alone
+            // until the request completes; a freed request (`MPI_Request_free`)
+            // is dropped, which copies what has not gone out.
+            Peer::Rank(r) => ReqEntry::Live(
+                unsafe { mpi::raw::isend(&c.comm, data, r, tag) }?,
+                c.errh.get(),
+            ),
         };
         // SAFETY: the caller passes a valid output pointer.
         unsafe { new_request(entry, req) }

@@ -14,6 +14,7 @@ use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
 use crate::error::{Error, Result};
 use crate::request::{RecvBuf, Request, Watch};
+use crate::scope::Scope;
 use crate::synchronous;
 
 /// `MPI_ANY_SOURCE` (§3.2.4): receive from any rank.
@@ -177,6 +178,38 @@ impl Communicator {
         Ok(Request::send(self.rt.clone(), token))
     }
 
+    /// Nonblocking send of raw bytes on `context` from memory its caller
+    /// lends until the request completes or is dropped: the transport may
+    /// keep reading it (see [`SendHalf::isend_lent`]); dropping the
+    /// request early copies what is left.
+    ///
+    /// # Safety
+    ///
+    /// `data` stays allocated and unchanged until the request completes or
+    /// its drop returned, and the request is not leaked.
+    ///
+    /// [`SendHalf::isend_lent`]: crate::transport::SendHalf::isend_lent
+    pub(crate) unsafe fn isend_bytes_lent(
+        &self,
+        data: &[u8],
+        dest: i32,
+        tag: u32,
+        context: u32,
+    ) -> Result<Request<'static>> {
+        let world = self.world_rank(dest)?;
+        let env = self.envelope(tag, context);
+        // SAFETY: This function's contract, which the request's drop (never
+        // skipped) completes by releasing the token.
+        let token = self
+            .rt
+            .with(|t| unsafe { t.isend_lent(world, env, data.as_ptr(), data.len()) })?;
+        let token = match token {
+            Some(token) => token,
+            None => self.rt.with(|t| t.isend(world, env, data))?,
+        };
+        Ok(Request::send(self.rt.clone(), token))
+    }
+
     /// Nonblocking receive of raw bytes on `context`.
     pub(crate) fn irecv_bytes<'b>(
         &self,
@@ -318,6 +351,55 @@ impl Communicator {
         tag: i32,
     ) -> Result<Request<'b>> {
         self.irecv_bytes(as_bytes_mut(buf), source, tag, self.context)
+    }
+
+    /// `MPI_Isend` (§3.7.2) within a [`Scope`]: the transport may send
+    /// straight from `buf` until the request completes, with no copy (see
+    /// [`crate::scope`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::send`].
+    pub fn isend_scoped<'s, 'b: 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'b>,
+        buf: &'b [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let tag = check_tag(tag)?;
+        // SAFETY: `buf` is borrowed for 'b, which outlives the whole
+        // `scope` call, and the scope releases the request (copying what
+        // has not gone out) before that call returns, also if the request
+        // was leaked; it is shared, so nobody changes it meanwhile.
+        let r = unsafe { self.isend_bytes_lent(as_bytes(buf), dest, tag, self.context) }?;
+        Ok(r.in_scope(scope))
+    }
+
+    /// `MPI_Irecv` (§3.7.2) within a [`Scope`]: the transport may write
+    /// the message straight into `buf` as it arrives, with no copy (see
+    /// [`crate::scope`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::irecv`].
+    pub fn irecv_scoped<'s, 'b: 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'b>,
+        buf: &'b mut [T],
+        source: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let bytes = as_bytes_mut(buf);
+        // SAFETY: `bytes` is borrowed exclusively for 'b, which outlives
+        // the whole `scope` call, and is not used here after this point;
+        // the scope releases the request before that call returns, also
+        // if it was leaked, and a release waits until the transport has
+        // let go of the memory.
+        let r = unsafe {
+            self.irecv_bytes_direct(bytes.as_mut_ptr(), bytes.len(), source, tag, self.context)
+        }?;
+        Ok(r.in_scope(scope))
     }
 
     /// `MPI_Sendrecv` (§3.10): sends `send` to `dest` and receives into

@@ -8,7 +8,8 @@
 //! reduction); this module adds only what that API cannot express:
 //!
 //! - [`isend`]: a nonblocking send whose request does not borrow the
-//!   buffer (the transport copies the bytes when the send starts);
+//!   buffer, which the caller keeps unchanged until the request completes
+//!   (MPI 4.1 §3.7.2), so the transport may send from it without a copy;
 //! - [`irecv`]: a nonblocking receive into memory that a C caller owns
 //!   until the request completes (MPI 4.1 §3.7.2);
 //! - [`world_ranks`] and [`context_id`]: what `MPI_Comm_compare` (§7.4.1)
@@ -22,15 +23,30 @@ use crate::error::{Error, Result};
 use crate::request::Request;
 
 /// `MPI_Isend` (§3.7.2) of raw bytes on the communicator's point-to-point
-/// context. The bytes are handed to the transport before this returns,
-/// so the request does not borrow `data`.
+/// context. The transport may read `data` until the request completes
+/// (the socket transports keep what the socket did not take at once by
+/// reference); dropping the request before that copies what is left, so
+/// the memory is free to reuse once the drop returns.
+///
+/// # Safety
+///
+/// `data` must stay allocated and unchanged for as long as the returned
+/// request exists (until it completes or is dropped), which is the rule
+/// MPI 4.1 §3.7.2 states for a pending send buffer; and the request must
+/// be dropped, not leaked, before the memory is reused.
 ///
 /// # Errors
 ///
 /// [`Error::InvalidRank`], [`Error::InvalidTag`], transport errors.
-pub fn isend(comm: &Communicator, data: &[u8], dest: i32, tag: i32) -> Result<Request<'static>> {
+pub unsafe fn isend(
+    comm: &Communicator,
+    data: &[u8],
+    dest: i32,
+    tag: i32,
+) -> Result<Request<'static>> {
     let tag = u32::try_from(tag).map_err(|_| Error::InvalidTag(tag))?;
-    comm.isend_bytes(data, dest, tag, comm.context)
+    // SAFETY: This function's contract is `isend_bytes_lent`'s.
+    unsafe { comm.isend_bytes_lent(data, dest, tag, comm.context) }
 }
 
 /// `MPI_Irecv` (§3.7.2) into `len` bytes at `buf`, on the communicator's

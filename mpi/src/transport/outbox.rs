@@ -4,8 +4,10 @@
 //!
 //! A message is the 32-byte o2g-core header then the payload, written with
 //! one `writev` where possible. An `isend` writes what the socket takes at
-//! once and copies only the rest into an [`Out`], so a token never refers
-//! to the caller's memory.
+//! once and copies only the rest into an [`Out`]; a send whose caller
+//! lends its memory until completion (the C ABI's `MPI_Isend`) keeps a
+//! pointer to the rest instead ([`Payload::Lent`]), copied only if the
+//! caller lets go of the request early.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind, IoSlice, Write};
@@ -67,11 +69,76 @@ impl Sending {
     }
 }
 
+/// The payload bytes of a queued message.
+pub(crate) enum Payload {
+    /// This end's own copy.
+    Owned(Vec<u8>),
+    /// The caller's memory, valid and unchanged until the send's token
+    /// completes or is released (the contract of
+    /// [`SendHalf::isend_lent`](super::SendHalf::isend_lent)); never empty.
+    Lent { ptr: *const u8, len: usize },
+}
+
+impl Payload {
+    /// The caller's `len` bytes at `ptr`, kept by reference.
+    ///
+    /// # Safety
+    ///
+    /// `ptr..ptr + len` stays valid and unchanged until [`Payload::own`]
+    /// is called or the payload dropped.
+    pub(crate) unsafe fn lent(ptr: *const u8, len: usize) -> Self {
+        if len == 0 {
+            Self::Owned(Vec::new())
+        } else {
+            Self::Lent { ptr, len }
+        }
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Self::Owned(v) => v,
+            // SAFETY: `lent`'s contract keeps the memory valid and unchanged
+            // while the payload refers to it; `len > 0`, so `ptr` is a real
+            // allocation's.
+            Self::Lent { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.bytes().len()
+    }
+
+    /// Keeps only the first `len` bytes.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        match self {
+            Self::Owned(v) => v.truncate(len),
+            Self::Lent { len: l, .. } => *l = (*l).min(len.max(1)),
+        }
+        if len == 0 {
+            *self = Self::Owned(Vec::new());
+        }
+    }
+
+    /// Replaces lent memory with a copy: the lender may reuse it now.
+    pub(crate) fn own(&mut self) {
+        if let Self::Lent { .. } = self {
+            *self = Self::Owned(pool::copy_of(self.bytes()));
+        }
+    }
+
+    /// Gives an owned buffer back to the pool.
+    fn recycle(self) {
+        if let Self::Owned(v) = self {
+            pool::give(v);
+        }
+    }
+}
+
 /// A message, or what is left of it, waiting to be written.
 pub(crate) struct Out {
     sending: Sending,
     /// The payload bytes the socket had not taken when it was queued.
-    data: Vec<u8>,
+    data: Payload,
     /// The `isend` it belongs to.
     token: u64,
 }
@@ -79,7 +146,7 @@ pub(crate) struct Out {
 impl Out {
     /// A whole message whose payload this end already owns (rendezvous
     /// data, or a message without payload): queued without a copy.
-    pub(crate) fn whole(header: [u8; HEADER_LEN], data: Vec<u8>, token: u64) -> Self {
+    pub(crate) fn whole(header: [u8; HEADER_LEN], data: Payload, token: u64) -> Self {
         Self {
             sending: Sending::new(header),
             data,
@@ -87,27 +154,23 @@ impl Out {
         }
     }
 
-    /// What is left of a message after the first `done` bytes of `header`
-    /// and of `data` were written.
-    pub(crate) fn rest(
-        header: [u8; HEADER_LEN],
-        done: (usize, usize),
-        data: &[u8],
-        token: u64,
-    ) -> Self {
+    /// What is left of a message after the first `header_done` bytes of
+    /// `header` were written: them, then `data` (the rest of the payload,
+    /// copied or lent).
+    fn rest(header: [u8; HEADER_LEN], header_done: usize, data: Payload, token: u64) -> Self {
         Self {
             sending: Sending {
                 header,
-                done: (done.0, 0),
+                done: (header_done, 0),
             },
-            data: pool::copy_of(&data[done.1..]),
+            data,
             token,
         }
     }
 
     /// Writes as much as the socket takes; whether the message is out.
     pub(crate) fn write(&mut self, s: &mut TcpStream) -> io::Result<bool> {
-        self.sending.write(s, &self.data)
+        self.sending.write(s, self.data.bytes())
     }
 }
 
@@ -147,14 +210,46 @@ impl Outbox {
     }
 
     /// Starts an `isend` on socket `s`: unless earlier messages still
-    /// wait, writes what the socket takes at once, then queues the rest
-    /// under a new token of `sends`. Token 0: it all went out.
+    /// wait, writes what the socket takes at once, then queues a copy of
+    /// the rest under a new token of `sends`. Token 0: it all went out.
     pub(crate) fn start(
         &mut self,
         s: &mut TcpStream,
         sends: &mut Sends,
         header: [u8; HEADER_LEN],
         data: &[u8],
+    ) -> io::Result<SendToken> {
+        self.start_with(s, sends, header, data, |rest| {
+            Payload::Owned(pool::copy_of(rest))
+        })
+    }
+
+    /// [`Outbox::start`] keeping the rest by reference, not copied.
+    ///
+    /// # Safety
+    ///
+    /// `data` stays valid and unchanged until the token completes, or
+    /// until [`Outbox::own`] returned for it.
+    pub(crate) unsafe fn start_lent(
+        &mut self,
+        s: &mut TcpStream,
+        sends: &mut Sends,
+        header: [u8; HEADER_LEN],
+        data: &[u8],
+    ) -> io::Result<SendToken> {
+        // SAFETY: This function's contract.
+        self.start_with(s, sends, header, data, |rest| unsafe {
+            Payload::lent(rest.as_ptr(), rest.len())
+        })
+    }
+
+    fn start_with(
+        &mut self,
+        s: &mut TcpStream,
+        sends: &mut Sends,
+        header: [u8; HEADER_LEN],
+        data: &[u8],
+        keep: impl FnOnce(&[u8]) -> Payload,
     ) -> io::Result<SendToken> {
         let done = if self.queue.is_empty() {
             write_parts(s, &header, data)?
@@ -165,8 +260,17 @@ impl Outbox {
             return Ok(SendToken(0));
         }
         let token = sends.start();
-        self.queue.push_back(Out::rest(header, done, data, token));
+        let rest = keep(&data[done.1..]);
+        self.queue.push_back(Out::rest(header, done.0, rest, token));
         Ok(SendToken(token))
+    }
+
+    /// Copies the lent payload of `token`'s message, if it still waits:
+    /// its caller may reuse the memory once this returns.
+    pub(crate) fn own(&mut self, token: u64) {
+        for o in self.queue.iter_mut().filter(|o| o.token == token) {
+            o.data.own();
+        }
     }
 
     /// Writes queued messages to `s` until the socket is full or the queue
@@ -183,7 +287,7 @@ impl Outbox {
             }
             sends.finish(o.token);
             if let Some(o) = self.queue.pop_front() {
-                pool::give(o.data);
+                o.data.recycle();
             }
             sent = true;
         }

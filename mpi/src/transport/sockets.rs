@@ -75,7 +75,7 @@ use o2g_core::proto::wire::{Header, Kind, Limits, HEADER_LEN};
 
 use super::bootstrap::Link;
 use super::matcher::Matcher;
-use super::outbox::{Out, Outbox, Sending, Sends};
+use super::outbox::{Out, Outbox, Payload, Sending, Sends};
 use super::{pool, ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -147,8 +147,9 @@ enum Route {
 
 /// A rendezvous send waiting for its clear-to-send.
 enum Offer {
-    /// An `isend`'s copy of the data, and its token.
-    Owned { data: Vec<u8>, token: u64 },
+    /// An `isend`'s data (a copy, or memory its caller lent), and its
+    /// token.
+    Owned { data: Payload, token: u64 },
     /// A blocking send whose caller's buffer of `len` bytes is still
     /// borrowed; the clear-to-send's receive token and length once it came.
     Borrowed {
@@ -209,7 +210,7 @@ impl Conn {
 
     /// Queues a message whose bytes this end owns; `token` (0: none)
     /// completes when it is out.
-    fn queue(&mut self, header: [u8; HEADER_LEN], data: Vec<u8>, token: u64) {
+    fn queue(&mut self, header: [u8; HEADER_LEN], data: Payload, token: u64) {
         self.outbox.push(Out::whole(header, data, token));
     }
 
@@ -223,7 +224,7 @@ impl Conn {
             .outbox
             .tx
             .encode_ref(Kind::Credit, env, credit.bytes, credit.msgs);
-        self.queue(header, Vec::new(), 0);
+        self.queue(header, Payload::Owned(Vec::new()), 0);
     }
 }
 
@@ -573,7 +574,7 @@ impl<P: Poller> Sockets<P> {
             Some(Some(c)) if c.dead.is_none() => {
                 let env = Header::token_envelope(me, clear.token);
                 let header = c.outbox.tx.encode_ref(Kind::Cts, env, want, clear.offer);
-                c.queue(header, Vec::new(), 0);
+                c.queue(header, Payload::Owned(Vec::new()), 0);
             }
             // The sender died after its request arrived.
             _ => {
@@ -781,13 +782,17 @@ impl<P: Poller> Sockets<P> {
     /// Sends a request to send for a copy of `data` to `dest`; the send's
     /// token, which ends once the data went out.
     fn request_copy(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
+        self.request(dest, env, Payload::Owned(pool::copy_of(data)))
+    }
+
+    /// Sends a request to send for `data` to `dest`; the send's token,
+    /// which ends once the data went out.
+    fn request(&mut self, dest: u32, env: Envelope, data: Payload) -> Result<SendToken> {
         let token = self.sends.start();
-        let owned = Offer::Owned {
-            data: pool::copy_of(data),
-            token,
-        };
-        let (_, rts) = self.offer(dest, env, data.len() as u64, owned)?;
-        self.conn(dest)?.queue(rts, Vec::new(), 0);
+        let len = data.len() as u64;
+        let owned = Offer::Owned { data, token };
+        let (_, rts) = self.offer(dest, env, len, owned)?;
+        self.conn(dest)?.queue(rts, Payload::Owned(Vec::new()), 0);
         self.flush_conn(dest as usize);
         Ok(SendToken(token))
     }
@@ -842,13 +847,65 @@ impl<P: Poller> Sockets<P> {
                 c.offers.insert(
                     id,
                     Offer::Owned {
-                        data: pool::copy_of(data),
+                        data: Payload::Owned(pool::copy_of(data)),
                         token,
                     },
                 );
                 return Ok(());
             }
             self.poll(Some(left), None)?;
+        }
+    }
+    /// An `isend`: eagerly, writing what the socket takes and keeping the
+    /// rest, or as a request to send. With `lend` the bytes kept are
+    /// `data` itself, else a copy.
+    ///
+    /// # Safety
+    ///
+    /// With `lend`, `data` stays valid and unchanged until the returned
+    /// token completes or [`SendHalf::release_send`] returned for it.
+    unsafe fn start_isend(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        data: &[u8],
+        lend: bool,
+    ) -> Result<SendToken> {
+        if self.is_local(dest) {
+            self.send(dest, env, data)?;
+            return Ok(SendToken(0));
+        }
+        let len = data.len() as u64;
+        if let Route::Rendezvous | Route::Request = self.route(dest, len)? {
+            if lend {
+                // SAFETY: This function's contract.
+                let lent = unsafe { Payload::lent(data.as_ptr(), data.len()) };
+                return self.request(dest, env, lent);
+            }
+            return self.request_copy(dest, env, data);
+        }
+        let Some(Some(c)) = self.conns.get_mut(dest as usize) else {
+            unreachable!("route() just found rank {dest}'s connection");
+        };
+        let header = c.outbox.tx.encode(Kind::Eager, env, len);
+        let w = c.writer.as_mut().unwrap_or(&mut c.stream);
+        let started = if lend {
+            // SAFETY: This function's contract.
+            unsafe { c.outbox.start_lent(w, &mut self.sends, header, data) }
+        } else {
+            c.outbox.start(w, &mut self.sends, header, data)
+        };
+        match started {
+            Ok(token) => {
+                if token.0 != 0 {
+                    c.writable = false;
+                }
+                Ok(token)
+            }
+            Err(e) => {
+                self.kill(dest as usize, Failure::Closed, format!("write failed: {e}"));
+                self.conn(dest).map(|_| SendToken(0))
+            }
         }
     }
 }
@@ -894,31 +951,42 @@ impl<P: Poller> SendHalf for Sockets<P> {
     }
 
     fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
-        if self.is_local(dest) {
-            self.send(dest, env, data)?;
-            return Ok(SendToken(0));
-        }
-        let len = data.len() as u64;
-        if let Route::Rendezvous | Route::Request = self.route(dest, len)? {
-            return self.request_copy(dest, env, data);
-        }
-        let Some(Some(c)) = self.conns.get_mut(dest as usize) else {
-            unreachable!("route() just found rank {dest}'s connection");
+        // SAFETY: Not lent: every byte kept is copied.
+        unsafe { self.start_isend(dest, env, data, false) }
+    }
+
+    unsafe fn isend_lent(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Option<SendToken>> {
+        let data = if len == 0 {
+            &[]
+        } else {
+            // SAFETY: The trait's contract: valid and unchanged until the
+            // token completes or is released.
+            unsafe { std::slice::from_raw_parts(data, len) }
         };
-        let header = c.outbox.tx.encode(Kind::Eager, env, len);
-        let w = c.writer.as_mut().unwrap_or(&mut c.stream);
-        match c.outbox.start(w, &mut self.sends, header, data) {
-            Ok(token) => {
-                if token.0 != 0 {
-                    c.writable = false;
+        // SAFETY: As above; `release_send` copies what is still lent.
+        unsafe { self.start_isend(dest, env, data, true) }.map(Some)
+    }
+
+    fn release_send(&mut self, token: SendToken) {
+        // The caller may reuse lent memory once this returns: copy what
+        // has not gone out yet.
+        for c in self.conns.iter_mut().flatten() {
+            c.outbox.own(token.0);
+            for offer in c.offers.values_mut() {
+                if let Offer::Owned { data, token: t } = offer {
+                    if *t == token.0 {
+                        data.own();
+                    }
                 }
-                Ok(token)
-            }
-            Err(e) => {
-                self.kill(dest as usize, Failure::Closed, format!("write failed: {e}"));
-                self.conn(dest).map(|_| SendToken(0))
             }
         }
+        self.sends.release(token);
     }
 
     fn sends(&mut self) -> &mut Sends {
