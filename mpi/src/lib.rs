@@ -63,6 +63,7 @@ mod pmi;
 pub mod point_to_point;
 pub mod raw;
 pub mod request;
+pub mod scope;
 mod synchronous;
 mod transport;
 

@@ -12,12 +12,14 @@
 //! before completion is released: a pending receive is cancelled (or its
 //! data discarded), a pending send still goes out.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
 use crate::environment::Runtime;
 use crate::error::{Error, Result};
 use crate::point_to_point::Status;
+use crate::scope::{self, Lent, Scope};
 use crate::transport::{RecvOutcome, RecvToken, SendToken};
 
 /// The rank a [`RecvOutcome::Failed`] names when no single peer is to
@@ -107,6 +109,9 @@ enum State<'buf> {
 pub struct Request<'buf> {
     rt: Rc<Runtime>,
     state: State<'buf>,
+    /// For an operation of a [`crate::scope::Scope`]: set once the
+    /// transport no longer holds its token.
+    scoped: Option<Rc<Cell<bool>>>,
 }
 
 impl<'buf> Request<'buf> {
@@ -114,6 +119,7 @@ impl<'buf> Request<'buf> {
         Self {
             rt,
             state: State::Send(token),
+            scoped: None,
         }
     }
 
@@ -126,7 +132,25 @@ impl<'buf> Request<'buf> {
         Self {
             rt,
             state: State::Recv { token, buf, watch },
+            scoped: None,
         }
+    }
+
+    /// Makes this an operation of `scope`, which releases it if it is
+    /// still pending when the scope ends.
+    pub(crate) fn in_scope(mut self, scope: &Scope<'_>) -> Self {
+        let op = match self.state {
+            State::Send(token) => Lent::Send(token),
+            State::Recv { token, .. } => Lent::Recv(token),
+            State::Done(_) => return self,
+        };
+        self.scoped = Some(scope.register(self.rt.clone(), op));
+        self
+    }
+
+    fn finish(&mut self, status: Status) {
+        self.state = State::Done(status);
+        scope::settle(&self.scoped);
     }
 
     /// One completion check without waiting; `Some` once complete.
@@ -159,7 +183,7 @@ impl<'buf> Request<'buf> {
                     Ok(Some(o)) => o,
                     Ok(None) => return Ok(None),
                     Err(e) => {
-                        self.state = State::Done(Status::empty());
+                        self.finish(Status::empty());
                         return Err(e);
                     }
                 };
@@ -171,11 +195,11 @@ impl<'buf> Request<'buf> {
                         Ok(())
                     });
                 }
-                self.state = State::Done(Status::empty());
+                self.finish(Status::empty());
                 finished?
             }
         };
-        self.state = State::Done(done);
+        self.finish(done);
         Ok(Some(done))
     }
 
@@ -308,6 +332,7 @@ impl Drop for Request<'_> {
             }),
             State::Done(_) => Ok(()),
         };
+        scope::settle(&self.scoped);
     }
 }
 

@@ -98,18 +98,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for _ in 0..windows {
                 let receives = rank == 1 || args.bidirectional;
                 let sends = rank == 0 || args.bidirectional;
-                let mut requests = Vec::with_capacity(2 * window);
-                if receives {
-                    for chunk in recv[..window * size].chunks_mut(size.max(1)) {
-                        requests.push(world.irecv(chunk, peer, 1)?);
+                // In a scope, so the transport sends from `send` and
+                // receives into `recv` directly, as a C program's would.
+                mpi::scope::scope(|s| -> mpi::Result<()> {
+                    let mut requests = Vec::with_capacity(2 * window);
+                    if receives {
+                        for chunk in recv[..window * size].chunks_mut(size.max(1)) {
+                            requests.push(world.irecv_scoped(s, chunk, peer, 1)?);
+                        }
                     }
-                }
-                if sends {
-                    for _ in 0..window {
-                        requests.push(world.isend(&send[..size], peer, 1)?);
+                    if sends {
+                        for _ in 0..window {
+                            requests.push(world.isend_scoped(s, &send[..size], peer, 1)?);
+                        }
                     }
-                }
-                wait_all(requests)?;
+                    wait_all(requests).map(drop)
+                })?;
                 if rank == 0 {
                     world.recv::<u8>(&mut [], 1, 2)?;
                 } else {

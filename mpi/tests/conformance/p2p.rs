@@ -208,8 +208,73 @@ pub(crate) fn run() -> Check {
 
     communicators(&world)?;
     synchronous(&world)?;
+    scoped(&world)?;
     clocks()?;
     universe.finalize()?;
+    Ok(())
+}
+
+/// Scoped nonblocking operations (`mpi::scope`): exchanges in place at
+/// an eager and a rendezvous size, and requests leaked inside a scope,
+/// which must neither send what the buffer holds after the scope nor
+/// write a buffer the scope gave back.
+fn scoped(world: &Communicator) -> Check {
+    let (rank, size) = (world.rank(), world.size());
+    let (next, prev) = ((rank + 1) % size, (rank + size - 1) % size);
+    for len in [1000usize, 3 << 20] {
+        let out: Vec<u8> = (0..len).map(|i| (i as u8) ^ rank as u8).collect();
+        let mut inp = vec![0u8; len];
+        mpi::scope::scope(|s| -> Check {
+            let r = world.irecv_scoped(s, &mut inp, prev, 40)?;
+            let w = world.isend_scoped(s, &out, next, 40)?;
+            wait_all(vec![r, w])?;
+            Ok(())
+        })?;
+        ensure!(
+            inp.iter()
+                .enumerate()
+                .all(|(i, &b)| b == (i as u8) ^ prev as u8),
+            "scoped exchange of {len} bytes"
+        );
+    }
+    if rank == 0 {
+        // A leaked rendezvous send: the scope copies what has not gone
+        // out before it returns, so overwriting the buffer afterwards
+        // must not change the message. Rank 1 posts its receive only
+        // after this overwrite.
+        let mut out = vec![0x5au8; 3 << 20];
+        mpi::scope::scope(|s| -> Check {
+            std::mem::forget(world.isend_scoped(s, &out, 1, 41)?);
+            Ok(())
+        })?;
+        out.fill(0xee);
+        world.send::<u8>(&[], 1, 42)?;
+        // A leaked receive: released at the scope's end, so the message
+        // rank 1 sends afterwards must not land in `buf`.
+        let mut buf = vec![1u8; 64];
+        mpi::scope::scope(|s| -> Check {
+            std::mem::forget(world.irecv_scoped(s, &mut buf, 1, 43)?);
+            Ok(())
+        })?;
+        world.send::<u8>(&[], 1, 44)?;
+        let mut other = vec![0u8; 64];
+        world.recv(&mut other, 1, 43)?;
+        ensure!(other.iter().all(|&b| b == 9), "tag 43 payload");
+        ensure!(
+            buf.iter().all(|&b| b == 1),
+            "a released scoped receive wrote its buffer"
+        );
+    } else if rank == 1 {
+        world.recv::<u8>(&mut [], 0, 42)?;
+        let mut inp = vec![0u8; 3 << 20];
+        world.recv(&mut inp, 0, 41)?;
+        ensure!(
+            inp.iter().all(|&b| b == 0x5a),
+            "a leaked scoped send carried bytes written after its scope"
+        );
+        world.recv::<u8>(&mut [], 0, 44)?;
+        world.send(&[9u8; 64], 0, 43)?;
+    }
     Ok(())
 }
 
