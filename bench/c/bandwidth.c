@@ -3,9 +3,10 @@
  * (bench/src/bin/bandwidth.rs), so the same messages run on our MPI and on
  * Open MPI / MPICH:
  *
- *   mpirun -n 2 bandwidth [MAX_BYTES [bi]]
+ *   mpirun -n 2 bandwidth [MAX_BYTES [uni|bi [MIN_BYTES]]]
  *
- * For every power of two from 1 B to MAX_BYTES (default 16 MiB) rank 0
+ * For every power of two from MIN_BYTES (default 1) to MAX_BYTES (default
+ * 16 MiB) rank 0
  * starts a window of MPI_Isend, rank 1 a window of MPI_Irecv (each into a
  * buffer of its own); both MPI_Waitall, and rank 1 answers each window
  * with an empty message. With "bi" both ranks send and receive a window.
@@ -29,11 +30,12 @@ int main(int argc, char **argv) {
     int rank, size;
     long max = argc > 1 ? atol(argv[1]) : 16L << 20;
     int bi = argc > 2 && strcmp(argv[2], "bi") == 0;
+    long min = argc > 3 ? atol(argv[3]) : 1;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 2 || max < 1) {
-        if (rank == 0) fprintf(stderr, "bandwidth: needs 2 ranks and MAX_BYTES >= 1\n");
+    if (size != 2 || min < 1 || max < min) {
+        if (rank == 0) fprintf(stderr, "bandwidth: needs 2 ranks and 1 <= MIN_BYTES <= MAX_BYTES\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     long most = max * WINDOW < WINDOW_BYTES ? max * WINDOW : (max > WINDOW_BYTES ? max : WINDOW_BYTES);
@@ -45,7 +47,7 @@ int main(int argc, char **argv) {
     if (!send || !recv || !reqs || !statuses) MPI_Abort(MPI_COMM_WORLD, 3);
     memset(send, 0x5a, (size_t)max);
     int peer = 1 - rank;
-    for (long n = 1; n <= max; n *= 2) {
+    for (long n = min; n <= max; n *= 2) {
         long window = WINDOW_BYTES / n;
         if (window > WINDOW) window = WINDOW;
         if (window < 1) window = 1;

@@ -77,12 +77,40 @@ pub(crate) unsafe extern "C" fn MPI_Waitall(
             // SAFETY: the caller passes `count` statuses (not ignored).
             Some(unsafe { ffi::array_mut(sts, n) }?)
         };
-        let mut failed = false;
-        for (i, h) in reqs.iter_mut().enumerate() {
-            let entry = handles::take_request(*h)?;
+        // Take every request first and wait for the live ones together:
+        // one at a time, each would wait behind the one before it.
+        let mut others = Vec::with_capacity(n);
+        let (mut live, mut modes) = (Vec::new(), Vec::new());
+        for h in reqs.iter_mut() {
+            match handles::take_request(*h)? {
+                Some(ReqEntry::Live(r, m)) => {
+                    live.push(r);
+                    modes.push(m);
+                    others.push(None);
+                }
+                // MPI_REQUEST_NULL (None) and MPI_PROC_NULL requests.
+                other => others.push(Some(other)),
+            }
             *h = null();
+        }
+        let mut outcomes = mpi::request::wait_each(live)
+            .map_err(Code::from)?
+            .into_iter()
+            .zip(modes);
+        let mut failed = false;
+        for (i, other) in others.into_iter().enumerate() {
             let mut m = *mode;
-            let (mut status, r) = finish(entry, &mut m);
+            let (mut status, r) = match other {
+                Some(entry) => finish(entry, &mut m),
+                // A live request: the next outcome, in order.
+                None => match outcomes.next() {
+                    Some((outcome, em)) => {
+                        m = em;
+                        recv_outcome(outcome)
+                    }
+                    None => finish(None, &mut m),
+                },
+            };
             if let Err(Code(c)) = r {
                 failed = true;
                 *mode = m;

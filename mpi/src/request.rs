@@ -342,9 +342,21 @@ impl Drop for Request<'_> {
 ///
 /// The first error any request completes with (all are still completed
 /// or released).
-pub fn wait_all(mut requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
-    let mut first_err = None;
-    let mut out: Vec<Option<Status>> = vec![None; requests.len()];
+pub fn wait_all(requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    wait_each(requests)?.into_iter().collect()
+}
+
+/// `MPI_Waitall` with one outcome per request, in order (what C's
+/// `MPI_ERR_IN_STATUS` reports). The requests progress together: one
+/// round of progress, then every pending request is checked, so none
+/// waits behind another's completion.
+///
+/// # Errors
+///
+/// Only failures of the progress itself (after finalize, a transport
+/// error); each request's own error is in its slot.
+pub fn wait_each(mut requests: Vec<Request<'_>>) -> Result<Vec<Result<Status>>> {
+    let mut out: Vec<Option<Result<Status>>> = (0..requests.len()).map(|_| None).collect();
     loop {
         let mut pending = false;
         for (r, slot) in requests.iter_mut().zip(out.iter_mut()) {
@@ -352,12 +364,9 @@ pub fn wait_all(mut requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
                 continue;
             }
             match r.check() {
-                Ok(Some(s)) => *slot = Some(s),
+                Ok(Some(s)) => *slot = Some(Ok(s)),
                 Ok(None) => pending = true,
-                Err(e) => {
-                    *slot = Some(Status::empty());
-                    first_err.get_or_insert(e);
-                }
+                Err(e) => *slot = Some(Err(e)),
             }
         }
         if !pending {
@@ -366,10 +375,10 @@ pub fn wait_all(mut requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
         let Some(r) = requests.first() else { break };
         r.rt.with(|t| t.progress(None))?;
     }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(out.into_iter().map(Option::unwrap_or_default).collect()),
-    }
+    Ok(out
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| Ok(Status::empty())))
+        .collect())
 }
 
 /// `MPI_Waitany` (§3.7.5): waits until one of the requests completes,
