@@ -8,8 +8,10 @@
 # CSV, with an SVG plot, under results/.
 #
 # usage: scripts/main.sh [--class S|W|A|B] [--reps N] [--np N] [--full]
-#   Defaults: class B, 5 repetitions, 2 ranks (one per vCPU; about 15
-#   minutes under TCG, in a 4 GiB guest). More ranks than vCPUs measures
+#   Defaults: class B, 10 repetitions of each, interleaved, 2 ranks (one
+#   per vCPU; about 30 minutes under TCG, in a 4 GiB guest); the table
+#   gives medians with 95% intervals and o2g's verdict against the best
+#   of Open MPI and MPICH. More ranks than vCPUs measures
 #   oversubscription: MPICH over UCX spins and collapses there. --full runs
 #   classes A and B, then the bench suite (ping-pong, system calls per
 #   message, idle connections, poll cost, perf profiles), then IS class A
@@ -19,7 +21,7 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
-classes=B reps=5 np=2 full=0
+classes=B reps=10 np=2 full=0
 while (($#)); do
     case "$1" in
         --class) classes="$2"; shift 2 ;;

@@ -77,6 +77,10 @@ peer_pingpong() {
 }
 [ "$peers" = 0 ] || peers_across_nodes peer_pingpong
 if [ "$O2G_NODE" = 0 ]; then
+    # Medians, 95% intervals and o2g's verdict against the best peer.
+    set --
+    [ "$peers" = 0 ] || set -- --peer openmpi --peer mpich
+    o2g-compare --from-csv "$is_csv" --ours o2g "$@" | sed 's/^/# /' >/dev/console
     sed 's|^|# csv:cluster-is: |' "$is_csv" >/dev/console
     emit-csv "$csv"/*.csv
 fi

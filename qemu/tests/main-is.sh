@@ -5,7 +5,7 @@
 # Progress and results go straight to the console ("# " lines, which the
 # harness streams live); "# csv: " lines carry every measurement out.
 set -e -o pipefail
-class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-5}" np="${O2G_MAIN_NP:-2}"
+class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-10}" np="${O2G_MAIN_NP:-2}"
 is="o2grun -n $np --timeout 1200 o2g-is $class"
 set -- \
     --run "sockets-select=O2G_TRANSPORT=sockets-select O2G_SELF=0 $is" \
@@ -17,7 +17,8 @@ if [ -r /etc/o2g/peers.sh ]; then
     peers_setup
     set -- "$@" \
         --run "openmpi=sh /etc/o2g/peers.sh openmpi $np is-openmpi $class" \
-        --run "mpich=sh /etc/o2g/peers.sh mpich $np is-mpich $class"
+        --run "mpich=sh /etc/o2g/peers.sh mpich $np is-mpich $class" \
+        --peer openmpi --peer mpich
 fi
 echo "# NAS-IS-style class $class, $np ranks, $reps repetitions each" >/dev/console
 o2g-compare --reps "$reps" --ours o2g --timeout 900 --csv /tmp/is.csv "$@" 2>&1 |

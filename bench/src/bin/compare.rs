@@ -1,11 +1,17 @@
 //! Runs benchmark commands side by side, repetition after repetition, and
-//! prints the medians and each one's ratio to the best of the others.
+//! prints each one's median with its 95% interval and, for ours against
+//! the best peer (another MPI library), the ratio with its interval and a
+//! verdict: faster, slower, or cannot tell at this noise.
 //!
 //! ```text
-//! o2g-compare --reps 5 --ours o2g \
-//!     --run "sockets-epoll=O2G_TRANSPORT=sockets-epoll o2grun -n 4 o2g-is S" \
-//!     --run "o2g=O2G_TRANSPORT=o2g o2grun -n 4 o2g-is S"
+//! o2g-compare --reps 10 --ours o2g --peer openmpi \
+//!     --run "o2g=O2G_TRANSPORT=o2g o2grun -n 2 o2g-is S" \
+//!     --run "openmpi=sh /etc/o2g/peers.sh openmpi 2 is-openmpi S"
 //! ```
+//!
+//! Labels that are neither `--ours` nor `--peer` (our other transports)
+//! are measured and listed, and compared with the best peer too, but are
+//! never the "best peer" themselves.
 //!
 //! Each command must print NPB's ` Mop/s total     =  <number>` line and
 //! ` Verification    =  SUCCESSFUL`; a run that does not verify counts as
@@ -25,19 +31,28 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use o2g_bench::stats::{median, Comparison, Sample};
+use std::fmt::Write as _;
 
 #[derive(Parser)]
 #[command(about = "Run benchmark commands side by side and compare their Mop/s")]
 struct Args {
     /// `LABEL=COMMAND`: leading `VAR=value` words of COMMAND set its environment.
-    #[arg(long = "run", required = true)]
+    #[arg(long = "run", required_unless_present = "from_csv")]
     runs: Vec<String>,
+    /// Run nothing: judge the measurements of this CSV (label,rep,mops),
+    /// as another harness wrote them (the cluster's IS).
+    #[arg(long, conflicts_with = "runs")]
+    from_csv: Option<std::path::PathBuf>,
     /// Repetitions of each command.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 10)]
     reps: usize,
-    /// The label whose ratio to the best other label is the headline.
+    /// The label whose verdict against the best peer is the headline.
     #[arg(long)]
     ours: Option<String>,
+    /// A label that is another MPI library, to compare ours with.
+    #[arg(long = "peer")]
+    peers: Vec<String>,
     /// Write every measurement here as CSV (label,rep,mops).
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
@@ -152,14 +167,87 @@ fn measure(c: &Config, limit: Duration, scratch: &Path) -> Outcome {
     }
 }
 
-fn median(v: &[f64]) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(s[n / 2]),
-        n => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
+/// The measurements of a `label,rep,mops` CSV, labels in first-seen order.
+fn from_csv(text: &str) -> Result<Vec<Config>, String> {
+    let mut configs: Vec<Config> = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        let [label, _rep, mops] = fields[..] else {
+            return Err(format!("line {}: expected label,rep,mops", n + 1));
+        };
+        let mops: f64 = mops
+            .trim()
+            .parse()
+            .map_err(|_| format!("line {}: {mops:?} is not a number", n + 1))?;
+        match configs.iter_mut().find(|c| c.label == label) {
+            Some(c) => c.mops.push(mops),
+            None => {
+                let mut c = parse_run(&format!("{label}=-"))?;
+                c.mops.push(mops);
+                configs.push(c);
+            }
+        }
     }
+    Ok(configs)
+}
+
+/// The peer with the highest median, if any peer measured anything.
+fn best_peer<'a>(configs: &'a [Config], peers: &[String]) -> Option<&'a Config> {
+    configs
+        .iter()
+        .filter(|c| peers.contains(&c.label) && !c.mops.is_empty())
+        .max_by(|a, b| median(&a.mops).total_cmp(&median(&b.mops)))
+}
+
+/// The comparison table: every label's median and interval, and for each
+/// label that is not a peer, its ratio to the best peer with a verdict;
+/// then the headline for `ours`.
+fn table(configs: &[Config], peers: &[String], ours: Option<&str>) -> String {
+    let best = best_peer(configs, peers);
+    let mut out = format!(
+        "{:<16} {:>9} {:>19} {:>6}   {}\n",
+        "label",
+        "Mop/s",
+        "95% interval",
+        "runs",
+        best.map_or("(no peer measured)".to_owned(), |b| format!(
+            "vs best peer ({}): ratio [95% interval] verdict",
+            b.label
+        ))
+    );
+    for c in configs {
+        let s = Sample::new(&c.mops);
+        let runs = format!("{}/{}", c.mops.len(), c.mops.len() + c.failures);
+        let vs = match best {
+            Some(b) if !peers.contains(&c.label) && !c.mops.is_empty() => {
+                let v = Comparison::new(&c.mops, &b.mops, true);
+                format!("{:.2}x [{:.2}-{:.2}] {}", v.ratio, v.low, v.high, v.verdict)
+            }
+            _ => "-".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<16} {:>9.2} {:>19} {:>6}   {vs}",
+            c.label,
+            s.median,
+            format!("{:.2}-{:.2}", s.low, s.high),
+            runs
+        );
+    }
+    if let (Some(ours), Some(b)) = (ours, best) {
+        if let Some(c) = configs
+            .iter()
+            .find(|c| c.label == ours && !c.mops.is_empty())
+        {
+            let v = Comparison::new(&c.mops, &b.mops, true);
+            let _ = writeln!(
+                out,
+                "\n{ours}: {:.2}x the best peer ({}), 95% interval {:.2}-{:.2}: {}",
+                v.ratio, b.label, v.low, v.high, v.verdict
+            );
+        }
+    }
+    out
 }
 
 fn main() -> ExitCode {
@@ -176,6 +264,29 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(path) = &args.from_csv {
+        let configs = match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| from_csv(&text))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("o2g-compare: {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        print!("{}", table(&configs, &args.peers, args.ours.as_deref()));
+        return ExitCode::SUCCESS;
+    }
+    let unknown = args
+        .ours
+        .iter()
+        .chain(&args.peers)
+        .find(|l| !configs.iter().any(|c| &&c.label == l));
+    if let Some(label) = unknown {
+        eprintln!("o2g-compare: --ours/--peer {label:?} names no --run label");
+        return ExitCode::FAILURE;
+    }
     let scratch = std::env::temp_dir().join(format!("o2g-compare-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&scratch) {
         eprintln!("o2g-compare: {}: {e}", scratch.display());
@@ -216,37 +327,7 @@ fn main() -> ExitCode {
         }
     }
     println!();
-    println!(
-        "{:<16} {:>12} {:>10} {:>10} {:>6} {:>14}",
-        "label", "median Mop/s", "min", "max", "runs", "vs best other"
-    );
-    let medians: Vec<Option<f64>> = configs.iter().map(|c| median(&c.mops)).collect();
-    for (i, c) in configs.iter().enumerate() {
-        let best_other = medians
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .filter_map(|(_, m)| *m)
-            .fold(None, |acc: Option<f64>, m| {
-                Some(acc.map_or(m, |a| a.max(m)))
-            });
-        let fmt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
-        let ratio = match (medians[i], best_other) {
-            (Some(m), Some(b)) if b > 0.0 => format!("{:.2}x", m / b),
-            _ => "-".to_owned(),
-        };
-        let min = c.mops.iter().copied().reduce(f64::min);
-        let max = c.mops.iter().copied().reduce(f64::max);
-        println!(
-            "{:<16} {:>12} {:>10} {:>10} {:>6} {:>14}",
-            c.label,
-            fmt(medians[i]),
-            fmt(min),
-            fmt(max),
-            format!("{}/{}", c.mops.len(), c.mops.len() + c.failures),
-            ratio
-        );
-    }
+    print!("{}", table(&configs, &args.peers, args.ours.as_deref()));
     for c in configs.iter().filter(|c| c.hung > 0) {
         println!(
             "{}: {} repetition(s) verified, then hung and were killed after {} s (counted)",
@@ -254,19 +335,6 @@ fn main() -> ExitCode {
         );
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    if let Some(ours) = &args.ours {
-        if let Some(i) = configs.iter().position(|c| &c.label == ours) {
-            let best = configs
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .filter_map(|(j, c)| medians[j].map(|m| (m, &c.label)))
-                .max_by(|a, b| a.0.total_cmp(&b.0));
-            if let (Some(m), Some((b, label))) = (medians[i], best) {
-                println!("\n{ours}: {:.2}x the best other ({label})", m / b);
-            }
-        }
-    }
     if let Some(path) = &args.csv {
         let body = format!("label,rep,mops\n{}\n", csv.join("\n"));
         if let Err(e) = std::fs::write(path, body) {
@@ -278,5 +346,71 @@ fn main() -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(label: &str, mops: &[f64]) -> Config {
+        let mut c = parse_run(&format!("{label}=true")).expect("spec");
+        c.mops = mops.to_vec();
+        c
+    }
+
+    #[test]
+    fn ours_is_judged_against_the_best_peer_only() {
+        let configs = [
+            config(
+                "o2g",
+                &[20.0, 21.0, 20.5, 19.5, 20.2, 20.8, 19.9, 20.1, 20.4, 20.6],
+            ),
+            // Our other transport beats every peer, but is not a peer.
+            config("sockets", &[40.0; 10]),
+            config(
+                "openmpi",
+                &[10.0, 10.5, 9.5, 10.2, 9.8, 10.1, 9.9, 10.3, 10.0, 10.4],
+            ),
+            config("mpich", &[5.0; 10]),
+        ];
+        let peers = ["openmpi".to_owned(), "mpich".to_owned()];
+        let t = table(&configs, &peers, Some("o2g"));
+        assert!(t.contains("vs best peer (openmpi)"), "{t}");
+        assert!(t.contains("o2g: 2.02x the best peer (openmpi)"), "{t}");
+        assert!(
+            t.lines().last().is_some_and(|l| l.ends_with("faster")),
+            "{t}"
+        );
+        // Peers get no verdict of their own.
+        let mpich = t.lines().find(|l| l.starts_with("mpich")).expect("row");
+        assert!(mpich.ends_with(" -"), "{mpich}");
+    }
+
+    #[test]
+    fn a_csv_is_read_back_by_label() {
+        let c = from_csv("label,rep,mops\no2g,1,3.5\nmpich,1,2\no2g,2,4\n").expect("csv");
+        assert_eq!(c.len(), 2);
+        assert_eq!(
+            (c[0].label.as_str(), &c[0].mops[..]),
+            ("o2g", &[3.5, 4.0][..])
+        );
+        assert!(from_csv("label,rep,mops\no2g,1,x\n").is_err());
+    }
+
+    #[test]
+    fn overlapping_runs_get_no_verdict() {
+        let configs = [
+            config(
+                "o2g",
+                &[10.0, 20.0, 10.5, 19.0, 11.0, 21.0, 10.2, 20.5, 9.8, 19.5],
+            ),
+            config(
+                "openmpi",
+                &[15.0, 14.0, 16.0, 15.5, 14.5, 15.2, 14.8, 15.1, 16.2, 13.9],
+            ),
+        ];
+        let t = table(&configs, &["openmpi".to_owned()], Some("o2g"));
+        assert!(t.trim_end().ends_with("cannot tell"), "{t}");
     }
 }
