@@ -104,6 +104,12 @@ CHARTS
 peers-latency --log-x,--log-y Ping-pong half round trip per MPI, 2 ranks
 peers-bandwidth --log-x Ping-pong bandwidth per MPI, 2 ranks
 CHARTS
+    log "windowed bandwidth on every MPI in one boot: o2g (Rust and C), sockets-epoll, Open MPI, MPICH"
+    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
+        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose bandwidth |
+        tee "$results/bandwidth.log" | grep --line-buffered -v '# node0: csv:'
+    sed -n 's/^# node0: csv:windowed-bandwidth-runs: //p' "$results/bandwidth.log" >"$results/windowed-bandwidth-runs.csv"
+    [[ -s "$results/windowed-bandwidth-runs.csv" ]] || die "no bandwidth measurements came back; see $results/bandwidth.log"
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
     O2G_GUEST_PEERS=1 O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
         "$O2G_ROOT/qemu/vm.sh" --flavour release --nodes 4 --timeout 7200 --verbose cluster-bench |
