@@ -105,6 +105,7 @@ if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
         cc="mpicc.$lib"
         [[ "$lib" == o2g ]] && cc="$O2G_ROOT/capi/mpicc"
         c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "bandwidth-$lib" bandwidth)"
+        c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "overlap-$lib" overlap)"
     done
 fi
 # perf for bench-profile (Debian's linux-perf), only when a test needs it: with
@@ -134,7 +135,7 @@ if [[ " ${tests[*]} " == *" bench-profile "* ]]; then
         log "no $libc_debug (libc6-dbg): profiles will not name glibc's internal functions"
     fi
 fi
-guest_bins="$c_bins $perf_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $(command -v strace || true) ${O2G_GUEST_BINS:-}"
+guest_bins="$c_bins $perf_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $(command -v strace || true) ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" O2G_GUEST_FILES="$guest_files ${O2G_GUEST_FILES:-}" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
 qemu_pids=()

@@ -110,6 +110,19 @@ CHARTS
         tee "$results/bandwidth.log" | grep --line-buffered -v '# node0: csv:'
     sed -n 's/^# node0: csv:windowed-bandwidth-runs: //p' "$results/bandwidth.log" >"$results/windowed-bandwidth-runs.csv"
     [[ -s "$results/windowed-bandwidth-runs.csv" ]] || die "no bandwidth measurements came back; see $results/bandwidth.log"
+    log "asynchronous progress: overlap of a transfer with compute on every MPI, with and without progress threads"
+    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
+        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose bench-overlap |
+        tee "$results/overlap.log" | grep --line-buffered -v '# node0: csv:'
+    chart "$results/overlap.log" "" <<'CHARTS'
+overlap-receiver --log-x Share of a receive done during compute without MPI calls, 2 ranks
+overlap-sender --log-x Share of a send done during compute without MPI calls, 2 ranks
+overlap-cpu --log-x CPU per wall time of the computing rank (1 = compute alone), receiver side
+CHARTS
+    # Every median and every repetition, as CSV only.
+    for name in overlap-runs overlap-reps; do
+        sed -n "s/^# node0: csv:$name: //p" "$results/overlap.log" >"$results/$name.csv"
+    done
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
     O2G_GUEST_PEERS=1 O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
         "$O2G_ROOT/qemu/vm.sh" --flavour release --nodes 4 --timeout 7200 --verbose cluster-bench |
