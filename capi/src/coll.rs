@@ -177,7 +177,9 @@ pub(crate) unsafe extern "C" fn MPI_Bcast(
 }
 
 /// The byte length of `count` elements of `dt`, and `opr` on them as the
-/// `mpi` crate's operation.
+/// `mpi` crate's operation over bytes. Its grain is the datatype's extent:
+/// a reduction that cuts long vectors into blocks (allreduce, reduce) cuts
+/// only between elements, so the operation always gets whole ones.
 fn reduction(
     count: c_int,
     dt: Handle,
@@ -185,7 +187,7 @@ fn reduction(
 ) -> Res<(usize, mpi::UserOperation<op::Reducer>)> {
     let (len, t) = buffer_len(count, dt)?;
     let f = op::reducer(opr, t, dt)?;
-    Ok((len, mpi::UserOperation::commutative(f)))
+    Ok((len, mpi::UserOperation::commutative(f).with_grain(t.extent)))
 }
 
 /// `MPI_Reduce` (§6.9.1); `MPI_IN_PLACE` as `sendbuf` at the root.

@@ -3,8 +3,10 @@
 //!
 //! A reduction reaches the `mpi` crate as a closure over byte slices
 //! (`inout = in op inout`, element by element, the buffers holding whole
-//! elements of the datatype); this file supplies that closure for each
-//! operation and datatype, and checks the pair is one §6.9.2 allows.
+//! elements of the datatype: `coll.rs` gives the operation the datatype's
+//! extent as its grain, so the collectives that cut long vectors into
+//! blocks cut only between elements); this file supplies that closure for
+//! each operation and datatype, and checks the pair is one §6.9.2 allows.
 //! User functions get 16-byte-aligned copies of both buffers, as C code
 //! may rely on natural alignment.
 

@@ -12,6 +12,18 @@ use crate::datatype::Equivalence;
 pub trait Operation<T> {
     /// Applies the operation; both slices have the same length.
     fn apply(&self, input: &[T], inout: &mut [T]);
+
+    /// How many consecutive items of `T` make one element of the
+    /// operation, which must stay together: a reduction that cuts its
+    /// vector into blocks (see [`crate::collective`]) cuts only at
+    /// multiples of this many items, so `apply` gets whole elements, and
+    /// never cuts a vector whose length is not such a multiple. 1, the
+    /// default, lets it cut anywhere; a binding that reduces the raw bytes
+    /// of its own datatype gives the datatype's extent in bytes. 0 counts
+    /// as 1.
+    fn grain(&self) -> usize {
+        1
+    }
 }
 
 /// The predefined operations `MPI_SUM`, `MPI_PROD`, `MPI_MAX`, `MPI_MIN`.
@@ -71,18 +83,33 @@ impl<T: Arithmetic> Operation<T> for SystemOperation {
 
 /// A user-defined operation (`MPI_Op_create`, §6.9.5) from a closure
 /// `f(input, inout)` that must be associative and commutative.
-pub struct UserOperation<F>(F);
+pub struct UserOperation<F> {
+    f: F,
+    grain: usize,
+}
 
 impl<F> UserOperation<F> {
     /// Wraps a commutative, associative element-wise combination.
     pub fn commutative(f: F) -> Self {
-        Self(f)
+        Self { f, grain: 1 }
+    }
+
+    /// The same operation on elements of `grain` consecutive items each
+    /// (see [`Operation::grain`]): `f` is only ever given whole elements
+    /// of a vector whose length is a multiple of `grain`.
+    #[must_use]
+    pub fn with_grain(self, grain: usize) -> Self {
+        Self { grain, ..self }
     }
 }
 
 impl<T, F: Fn(&[T], &mut [T])> Operation<T> for UserOperation<F> {
     fn apply(&self, input: &[T], inout: &mut [T]) {
-        (self.0)(input, inout)
+        (self.f)(input, inout)
+    }
+
+    fn grain(&self) -> usize {
+        self.grain
     }
 }
 
@@ -108,5 +135,8 @@ mod tests {
         let mut acc = [1u8];
         bor.apply(&[4], &mut acc);
         assert_eq!(acc, [5]);
+        assert_eq!(Operation::<u8>::grain(&bor), 1);
+        assert_eq!(Operation::<u8>::grain(&bor.with_grain(24)), 24);
+        assert_eq!(Operation::<f64>::grain(&SystemOperation::Sum), 1);
     }
 }

@@ -1,7 +1,7 @@
 /* Collectives, reductions and communicators (MPI 5.0 chapters 6 and 7):
  * every collective at every root, MPI_IN_PLACE, every predefined
- * operation on its type groups, a user operation, contiguous types, and
- * dup/split/compare/free. */
+ * operation on its type groups, a user operation, contiguous types, long
+ * reductions cut only between elements, and dup/split/compare/free. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -82,6 +82,110 @@ static void ops(void) {
     int s = rank;
     OK(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(s == size * (size - 1) / 2);
+}
+
+/* Long vectors, which o2g's allreduce and reduce cut into blocks (from
+ * 64 KiB): of doubles, and of a contiguous type of three doubles, with
+ * counts whose byte-wise blocks would end inside an element on 2, 3, 4
+ * and 8 ranks. Blocks must be cut between elements (the datatype's
+ * extent): a predefined operation would misread doubles cut in two, and
+ * the user operation compares whole triples. */
+static MPI_Datatype tri;
+
+static double dval(int r, int i) { return (double)((i * 7 + r * 13) % 101) + r * 0.5; }
+
+static bool tri_greater(const double *a, const double *b) {
+    return a[0] != b[0] ? a[0] > b[0] : a[1] != b[1] ? a[1] > b[1] : a[2] > b[2];
+}
+
+/* Lexicographic maximum of triples: no element of a triple is combined
+ * on its own. */
+static void trimax(void *in, void *inout, int *len, MPI_Datatype *t) {
+    CHECK(*t == tri);
+    double *a = in, *b = inout;
+    for (int i = 0; i < *len; i++, a += 3, b += 3)
+        if (tri_greater(a, b)) memcpy(b, a, 3 * sizeof(double));
+}
+
+static void triple(int r, int i, double *t) {
+    t[0] = (i * 5 + r * 3) % 7;
+    t[1] = (r * 5 + i) % size;
+    t[2] = r;
+}
+
+/* out[i] against the sum (or the maximum) of dval(r, i) over r. */
+static void check_doubles(const double *out, int n, MPI_Op op) {
+    for (int i = 0; i < n; i++) {
+        double want = dval(0, i);
+        for (int r = 1; r < size; r++) {
+            double x = dval(r, i);
+            want = op == MPI_SUM ? want + x : (x > want ? x : want);
+        }
+        CHECK(out[i] == want);
+    }
+}
+
+static void large_reductions(void) {
+    enum { N = 9001, T = 3001 };
+    double *v = malloc(sizeof(double) * N), *out = malloc(sizeof(double) * N),
+           *tv = malloc(sizeof(double) * 3 * T), *tout = malloc(sizeof(double) * 3 * T);
+    CHECK(v && out && tv && tout);
+    OK(MPI_Type_contiguous(3, MPI_DOUBLE, &tri));
+    OK(MPI_Type_commit(&tri));
+    for (int i = 0; i < N; i++) v[i] = dval(rank, i);
+    for (int i = 0; i < 3 * T; i++) tv[i] = dval(rank, i);
+    MPI_Op ops[2] = {MPI_SUM, MPI_MAX};
+    for (int k = 0; k < 2; k++) {
+        memset(out, 0, sizeof(double) * N);
+        OK(MPI_Allreduce(v, out, N, MPI_DOUBLE, ops[k], MPI_COMM_WORLD));
+        check_doubles(out, N, ops[k]);
+        memset(tout, 0, sizeof(double) * 3 * T);
+        OK(MPI_Allreduce(tv, tout, T, tri, ops[k], MPI_COMM_WORLD));
+        check_doubles(tout, 3 * T, ops[k]);
+        int roots[2] = {0, size - 1};
+        for (int j = 0; j < 2; j++) {
+            int root = roots[j];
+            memset(out, 0, sizeof(double) * N);
+            OK(MPI_Reduce(v, out, N, MPI_DOUBLE, ops[k], root, MPI_COMM_WORLD));
+            if (rank == root) check_doubles(out, N, ops[k]);
+            memset(tout, 0, sizeof(double) * 3 * T);
+            OK(MPI_Reduce(tv, tout, T, tri, ops[k], root, MPI_COMM_WORLD));
+            if (rank == root) check_doubles(tout, 3 * T, ops[k]);
+        }
+    }
+    memcpy(out, v, sizeof(double) * N);
+    OK(MPI_Allreduce(MPI_IN_PLACE, out, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    check_doubles(out, N, MPI_SUM);
+
+    /* A user operation on whole triples. */
+    MPI_Op op;
+    OK(MPI_Op_create(trimax, 1, &op));
+    for (int i = 0; i < T; i++) triple(rank, i, tv + 3 * i);
+    int to[3] = {-1, 0, size - 1}; /* -1: allreduce */
+    for (int j = 0; j < 3; j++) {
+        int root = to[j];
+        memset(tout, 0, sizeof(double) * 3 * T);
+        if (root < 0)
+            OK(MPI_Allreduce(tv, tout, T, tri, op, MPI_COMM_WORLD));
+        else
+            OK(MPI_Reduce(tv, tout, T, tri, op, root, MPI_COMM_WORLD));
+        if (root >= 0 && rank != root) continue;
+        for (int i = 0; i < T; i++) {
+            double want[3], t[3];
+            triple(0, i, want);
+            for (int r = 1; r < size; r++) {
+                triple(r, i, t);
+                if (tri_greater(t, want)) memcpy(want, t, sizeof want);
+            }
+            CHECK(memcmp(tout + 3 * i, want, sizeof want) == 0);
+        }
+    }
+    OK(MPI_Op_free(&op));
+    OK(MPI_Type_free(&tri));
+    free(v);
+    free(out);
+    free(tv);
+    free(tout);
 }
 
 static void rooted(void) {
@@ -231,6 +335,7 @@ int main(int argc, char **argv) {
     check_rank = rank;
     OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     ops();
+    large_reductions();
     rooted();
     everyone();
     communicators();

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::{bad, part, parts, REDUCE_LARGE, RING_MIN_BLOCK, TAG_ALLREDUCE};
+use super::{bad, parts, REDUCE_LARGE, RING_MIN_BLOCK, TAG_ALLREDUCE};
 use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
 use crate::error::Result;
@@ -17,27 +17,54 @@ pub(super) enum Split {
     /// Whole vectors travel and every process combines all of them.
     Whole,
     /// Recursive halving into p blocks (p a power of two).
-    Halving,
+    Halving(Cut),
     /// A ring of p blocks.
-    Ring,
+    Ring(Cut),
 }
 
 impl Split {
-    /// The split for `n` elements of `size` bytes over `p` processes:
-    /// the same on every member, which all pass `n` elements of one type.
-    pub(super) fn of(p: usize, n: usize, size: usize) -> Split {
+    /// The split for `n` items of `size` bytes over `p` processes, with an
+    /// operation whose elements are `grain` items each
+    /// ([`Operation::grain`]): the same on every member, which all pass
+    /// `n` items of one type and the same operation. A vector that is not
+    /// whole elements is never cut.
+    pub(super) fn of(p: usize, n: usize, size: usize, grain: usize) -> Split {
+        let grain = grain.max(1);
         let bytes = n.saturating_mul(size);
-        // One-byte elements are the C ABI's raw bytes (see the module
-        // documentation): the real elements are unknown, so never cut.
-        if p < 2 || size == 1 || n < p || bytes < REDUCE_LARGE {
+        let elements = n / grain;
+        let cut = Cut { elements, p, grain };
+        if p < 2 || n % grain != 0 || elements < p || bytes < REDUCE_LARGE {
             Split::Whole
         } else if p.is_power_of_two() {
-            Split::Halving
+            Split::Halving(cut)
         } else if bytes >= p.saturating_mul(RING_MIN_BLOCK) {
-            Split::Ring
+            Split::Ring(cut)
         } else {
             Split::Whole
         }
+    }
+}
+
+/// Where a split reduction cuts a vector of `elements` elements of
+/// `grain` items each into p blocks: as equal as can be in whole
+/// elements ([`parts`]), so no block boundary falls inside one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cut {
+    elements: usize,
+    p: usize,
+    grain: usize,
+}
+
+impl Cut {
+    /// The items of blocks `blocks`, one range: they are contiguous.
+    pub(super) fn blocks(self, blocks: Range<usize>) -> Range<usize> {
+        let e = parts(self.elements, self.p, blocks);
+        e.start * self.grain..e.end * self.grain
+    }
+
+    /// The items of block `i`.
+    pub(super) fn block(self, i: usize) -> Range<usize> {
+        self.blocks(i..i + 1)
     }
 }
 
@@ -63,17 +90,17 @@ impl Communicator {
             )));
         }
         let (p, _) = self.p_r();
-        match Split::of(p, n, size_of::<T>()) {
+        match Split::of(p, n, size_of::<T>(), op.grain()) {
             Split::Whole => self.allreduce_doubling(send, recv, op),
-            Split::Halving => {
+            Split::Halving(cut) => {
                 recv.copy_from_slice(send);
-                self.reduce_scatter_halving(recv, op, TAG_ALLREDUCE)?;
-                self.allgather_doubling(recv, TAG_ALLREDUCE)
+                self.reduce_scatter_halving(recv, cut, op, TAG_ALLREDUCE)?;
+                self.allgather_doubling(recv, cut, TAG_ALLREDUCE)
             }
-            Split::Ring => {
+            Split::Ring(cut) => {
                 recv.copy_from_slice(send);
-                self.reduce_scatter_ring(recv, op, TAG_ALLREDUCE)?;
-                let block = |i| part(n, p, i);
+                self.reduce_scatter_ring(recv, cut, op, TAG_ALLREDUCE)?;
+                let block = |i| cut.block(i);
                 self.ring_allgather(recv, block, 0, |_, _| false, TAG_ALLREDUCE)
             }
         }
@@ -148,7 +175,7 @@ impl Communicator {
     }
 
     /// Reduce-scatter by recursive halving, for p a power of two: `buf`
-    /// is this member's vector, cut into p blocks ([`part`]); afterwards
+    /// is this member's vector, cut into p blocks by `cut`; afterwards
     /// its block `rank` holds `op` over every member's block `rank`, and
     /// the rest of `buf` is scratch.
     ///
@@ -161,12 +188,12 @@ impl Communicator {
     pub(super) fn reduce_scatter_halving<T: Equivalence, O: Operation<T>>(
         &self,
         buf: &mut [T],
+        cut: Cut,
         op: &O,
         tag: u32,
     ) -> Result<()> {
         let (p, r) = self.p_r();
-        let n = buf.len();
-        let mut tmp: Vec<T> = zeroed_vec(parts(n, p, 0..p / 2).len());
+        let mut tmp: Vec<T> = zeroed_vec(cut.blocks(0..p / 2).len());
         let mut blocks = 0..p;
         let mut half = p / 2;
         while half > 0 {
@@ -177,10 +204,10 @@ impl Communicator {
             } else {
                 (mid..blocks.end, blocks.start..mid)
             };
-            let mine = parts(n, p, keep.clone());
+            let mine = cut.blocks(keep.clone());
             let theirs = &mut tmp[..mine.len()];
             self.cexchange(
-                as_bytes(&buf[parts(n, p, give)]),
+                as_bytes(&buf[cut.blocks(give)]),
                 partner,
                 as_bytes_mut(theirs),
                 partner,
@@ -198,12 +225,11 @@ impl Communicator {
     /// `rank` of `buf` and ends with all of them. In the step with
     /// distance d, partners `rank ^ d` swap the d blocks each has
     /// gathered.
-    fn allgather_doubling<T: Equivalence>(&self, buf: &mut [T], tag: u32) -> Result<()> {
+    fn allgather_doubling<T: Equivalence>(&self, buf: &mut [T], cut: Cut, tag: u32) -> Result<()> {
         let (p, r) = self.p_r();
-        let n = buf.len();
         let gathered = |who: usize, d: usize| -> Range<usize> {
             let first = who & !(d - 1);
-            parts(n, p, first..first + d)
+            cut.blocks(first..first + d)
         };
         let mut d = 1;
         while d < p {
@@ -216,7 +242,7 @@ impl Communicator {
     }
 
     /// Reduce-scatter around the ring, for any p: `buf` is this member's
-    /// vector, cut into p blocks ([`part`]); afterwards its block `rank`
+    /// vector, cut into p blocks by `cut`; afterwards its block `rank`
     /// holds `op` over every member's block `rank`, and the rest of `buf`
     /// is scratch.
     ///
@@ -229,20 +255,56 @@ impl Communicator {
     pub(super) fn reduce_scatter_ring<T: Equivalence, O: Operation<T>>(
         &self,
         buf: &mut [T],
+        cut: Cut,
         op: &O,
         tag: u32,
     ) -> Result<()> {
         let (p, r) = self.p_r();
-        let n = buf.len();
         let (right, left) = ((r + 1) % p, (r + p - 1) % p);
-        let mut tmp: Vec<T> = zeroed_vec(part(n, p, 0).len());
+        let mut tmp: Vec<T> = zeroed_vec(cut.block(0).len());
         for s in 0..p - 1 {
-            let out = part(n, p, (r + 2 * p - s - 1) % p);
-            let inn = part(n, p, (r + 2 * p - s - 2) % p);
+            let out = cut.block((r + 2 * p - s - 1) % p);
+            let inn = cut.block((r + 2 * p - s - 2) % p);
             let theirs = &mut tmp[..inn.len()];
             self.cexchange(as_bytes(&buf[out]), right, as_bytes_mut(theirs), left, tag)?;
             op.apply(theirs, &mut buf[inn]);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Split;
+
+    #[test]
+    fn splits_cut_only_between_whole_elements() {
+        // 9001 doubles as bytes (the C ABI's view): 72008 bytes, whose
+        // byte-wise thirds and quarters would fall inside doubles.
+        let n = 9001 * 8;
+        for p in [2, 3, 4, 7, 8, 16] {
+            let (Split::Halving(cut) | Split::Ring(cut)) = Split::of(p, n, 1, 8) else {
+                panic!("{n} bytes of doubles on {p} are not split");
+            };
+            assert_eq!(cut.blocks(0..p), 0..n);
+            assert!((0..p).all(|i| cut.block(i).start % 8 == 0), "p {p}");
+            assert!(matches!(
+                Split::of(p, n, 1, 1),
+                Split::Halving(_) | Split::Ring(_)
+            ));
+        }
+        assert!(matches!(Split::of(4, n, 1, 8), Split::Halving(_)));
+        assert!(matches!(Split::of(3, n, 1, 8), Split::Ring(_)));
+        // Three doubles (24 bytes) per element; 0 counts as 1.
+        let Split::Ring(cut) = Split::of(3, 3001 * 24, 1, 24) else {
+            panic!("not split");
+        };
+        assert!((0..3).all(|i| cut.block(i).start % 24 == 0));
+        assert_eq!(cut.blocks(0..3).end, 3001 * 24);
+        assert_eq!(Split::of(4, n, 1, 0), Split::of(4, n, 1, 1));
+        // Not whole elements, or fewer elements than processes: whole.
+        assert_eq!(Split::of(4, n + 1, 1, 8), Split::Whole);
+        assert_eq!(Split::of(4, 3 * (64 << 10), 1, 64 << 10), Split::Whole);
+        assert_eq!(Split::of(4, (64 << 10) - 8, 1, 8), Split::Whole);
     }
 }

@@ -62,9 +62,11 @@
 //!     with whole vectors, 2n more bytes on its critical path; the ring
 //!     needs no folding (the model's crossover against recursive doubling:
 //!     7 KiB for p = 3, 42 KiB for 7, 280 KiB for 63);
-//!   - vectors of one-byte elements are never split: the C ABI passes
-//!     every reduction as bytes with an operation that knows the real
-//!     datatype, whose elements a block boundary must not cut.
+//!   - blocks are cut only between whole elements of the operation
+//!     ([`Operation::grain`] items each, 1 unless it says otherwise), and
+//!     a vector that is not whole elements is never split: the C ABI
+//!     passes every reduction as bytes with an operation that knows the
+//!     real datatype, and gives the datatype's extent as the grain.
 //! - gather(v) (§6.5): the root posts every receive at once.
 //! - scatter(v) (§6.6): the root starts every send at once.
 //! - allgather(v) (§6.7): ring, p−1 steps of one send and one receive.

@@ -2,8 +2,8 @@
 //! ones, allreduce's reduce-scatter then a gather of the blocks to the
 //! root (the module documentation says why and from which size).
 
-use super::allreduce::Split;
-use super::{bad, part, TAG_REDUCE, TAG_REDUCE_GATHER};
+use super::allreduce::{Cut, Split};
+use super::{bad, TAG_REDUCE, TAG_REDUCE_GATHER};
 use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
 use crate::error::Result;
@@ -37,7 +37,7 @@ impl Communicator {
             }
         };
         let mut acc = send.to_vec();
-        match Split::of(p, n, size_of::<T>()) {
+        let cut = match Split::of(p, n, size_of::<T>(), op.grain()) {
             Split::Whole => {
                 self.reduce_binomial(&mut acc, op, root)?;
                 if let Some(out) = out {
@@ -45,10 +45,16 @@ impl Communicator {
                 }
                 return Ok(());
             }
-            Split::Halving => self.reduce_scatter_halving(&mut acc, op, TAG_REDUCE)?,
-            Split::Ring => self.reduce_scatter_ring(&mut acc, op, TAG_REDUCE)?,
-        }
-        self.gather_blocks(&acc, out, root)
+            Split::Halving(cut) => {
+                self.reduce_scatter_halving(&mut acc, cut, op, TAG_REDUCE)?;
+                cut
+            }
+            Split::Ring(cut) => {
+                self.reduce_scatter_ring(&mut acc, cut, op, TAG_REDUCE)?;
+                cut
+            }
+        };
+        self.gather_blocks(&acc, cut, out, root)
     }
 
     /// Reduces into `acc` of `root` along a binomial tree: in round k the
@@ -80,26 +86,26 @@ impl Communicator {
         Ok(())
     }
 
-    /// After a reduce-scatter, when block `rank` of `acc` (of p, [`part`])
-    /// is reduced on each member: the root receives every block into
-    /// `out` at once.
+    /// After a reduce-scatter, when block `rank` of `acc` (of p, cut by
+    /// `cut`) is reduced on each member: the root receives every block
+    /// into `out` at once.
     fn gather_blocks<T: Equivalence>(
         &self,
         acc: &[T],
+        cut: Cut,
         out: Option<&mut [T]>,
         root: usize,
     ) -> Result<()> {
         let (p, r) = self.p_r();
-        let n = acc.len();
         let Some(mut rest) = out else {
-            return self.csend(as_bytes(&acc[part(n, p, r)]), root, TAG_REDUCE_GATHER);
+            return self.csend(as_bytes(&acc[cut.block(r)]), root, TAG_REDUCE_GATHER);
         };
         let mut reqs = Vec::with_capacity(p - 1);
         for i in 0..p {
-            let (block, tail) = std::mem::take(&mut rest).split_at_mut(part(n, p, i).len());
+            let (block, tail) = std::mem::take(&mut rest).split_at_mut(cut.block(i).len());
             rest = tail;
             if i == r {
-                block.copy_from_slice(&acc[part(n, p, r)]);
+                block.copy_from_slice(&acc[cut.block(r)]);
             } else {
                 let bytes = as_bytes_mut(block);
                 reqs.push((

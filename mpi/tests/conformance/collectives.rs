@@ -271,6 +271,7 @@ fn check_all(c: &Communicator) -> Check {
 fn by_size(c: &Communicator) -> Check {
     allreduce_by_size(c)?;
     reduce_by_size(c)?;
+    grain_by_size(c)?;
     bcast_by_size(c)?;
     alltoall_by_size(c)?;
     c.barrier()?;
@@ -436,6 +437,77 @@ fn allreduce_by_size(c: &Communicator) -> Check {
             "allreduce xor of {} 16 KiB elements on {p}",
             p - 1
         );
+    }
+    Ok(())
+}
+
+/// Sums of `w`-byte little-endian integers, reduced as bytes (as the C
+/// ABI reduces its datatypes) with an operation of grain `w`: the carries
+/// cross bytes, so a block boundary inside an element would change the
+/// result. Element counts above the split threshold whose byte-wise
+/// blocks would not fall between elements.
+fn grain_cases(p: usize) -> [(usize, usize); 3] {
+    [
+        (8, (9000 / p + 1) * p + 1),
+        (3, (24_000 / p + 1) * p + p - 1),
+        (24, (3000 / p + 1) * p + 1),
+    ]
+}
+
+/// Member `r`'s bytes of `n` elements of `w` bytes.
+fn grain_bytes(r: usize, w: usize, n: usize) -> Vec<u8> {
+    (0..w * n)
+        .map(|k| (ival(r, k) as u64 >> 3) as u8 | 0x80)
+        .collect()
+}
+
+/// The sum over every member of [`grain_bytes`], element by element.
+fn grain_sum(p: usize, w: usize, n: usize) -> Vec<u8> {
+    let mut acc = vec![0u8; w * n];
+    for r in 0..p {
+        add_wide(w, &grain_bytes(r, w, n), &mut acc);
+    }
+    acc
+}
+
+/// `inout += input`, as little-endian integers of `w` bytes, wrapping.
+fn add_wide(w: usize, input: &[u8], inout: &mut [u8]) {
+    for (x, y) in input.chunks_exact(w).zip(inout.chunks_exact_mut(w)) {
+        let mut carry = 0u16;
+        for (x, y) in x.iter().zip(y.iter_mut()) {
+            let s = u16::from(*x) + u16::from(*y) + carry;
+            *y = s as u8;
+            carry = s >> 8;
+        }
+    }
+}
+
+fn grain_by_size(c: &Communicator) -> Check {
+    let (r, p) = (c.rank() as usize, c.size() as usize);
+    let mut roots = vec![0, p - 1];
+    roots.dedup();
+    for (w, n) in grain_cases(p) {
+        let op = UserOperation::commutative(move |a: &[u8], b: &mut [u8]| add_wide(w, a, b))
+            .with_grain(w);
+        let mine = grain_bytes(r, w, n);
+        let want = grain_sum(p, w, n);
+        let mut out = vec![0u8; w * n];
+        c.all_reduce_into(&mine, &mut out, &op)?;
+        let bad = (0..n).find(|&i| out[i * w..(i + 1) * w] != want[i * w..(i + 1) * w]);
+        ensure!(
+            bad.is_none(),
+            "allreduce of {n} {w}-byte elements as bytes on {p}: element {bad:?} differs"
+        );
+        for &root in &roots {
+            let mut out = vec![0u8; w * n];
+            let recv = (r == root).then_some(&mut out[..]);
+            c.reduce_into(&mine, recv, &op, root as i32)?;
+            let bad = (0..n).find(|&i| out[i * w..(i + 1) * w] != want[i * w..(i + 1) * w]);
+            ensure!(
+                r != root || bad.is_none(),
+                "reduce of {n} {w}-byte elements as bytes on {p} to {root}: element {bad:?} differs"
+            );
+        }
     }
     Ok(())
 }
