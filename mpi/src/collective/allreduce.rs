@@ -235,7 +235,7 @@ impl Communicator {
         while d < p {
             let partner = r ^ d;
             let (out, inn) = (gathered(r, d), gathered(partner, d));
-            self.cexchange_within(buf, out, partner, inn, partner, tag)?;
+            self.cexchange_within(buf, Some((out, partner)), Some((inn, partner)), tag)?;
             d <<= 1;
         }
         Ok(())

@@ -73,15 +73,20 @@ impl Communicator {
         let (p, r) = self.p_r();
         let mut reqs = Vec::with_capacity(2 * (p - 1));
         let mut lens = Vec::with_capacity(p - 1);
+        // Every request goes into `reqs`, which `wait_all` below takes and
+        // completes or drops every request of; on an early return (the
+        // `?`s) or unwinding, dropping `reqs` drops them all.
         for (i, view) in views.into_iter().enumerate().filter(|(i, _)| *i != r) {
             let bytes = as_bytes_mut(view);
             lens.push(bytes.len());
-            reqs.push(self.irecv_bytes(bytes, i as i32, TAG_ALLTOALL as i32, self.coll())?);
+            // SAFETY: In `reqs`, so never leaked (above).
+            reqs.push(unsafe { self.cirecv(bytes, i, TAG_ALLTOALL) }?);
         }
         for s in 1..p {
             let dst = (r + s) % p;
             let data = as_bytes(&send[sends[dst].clone()]);
-            reqs.push(self.isend_bytes(data, dst as i32, TAG_ALLTOALL, self.coll())?);
+            // SAFETY: In `reqs`, so never leaked (above).
+            reqs.push(unsafe { self.cisend(data, dst, TAG_ALLTOALL) }?);
         }
         let statuses = wait_all(reqs)?;
         if lens
@@ -107,7 +112,9 @@ impl Communicator {
         for s in 1..p {
             let (dst, src) = ((r + s) % p, (r + p - s) % p);
             let data = as_bytes(&send[sends[dst].clone()]);
-            let req = self.isend_bytes(data, dst as i32, TAG_ALLTOALL, self.coll())?;
+            // SAFETY: `req` is waited for below, or dropped when `crecv`
+            // fails (the `?`) or unwinds: never leaked.
+            let req = unsafe { self.cisend(data, dst, TAG_ALLTOALL) }?;
             self.crecv(
                 as_bytes_mut(&mut recv[recvs[src].clone()]),
                 src,

@@ -36,12 +36,11 @@ impl Communicator {
             .collect();
         let mut reqs = Vec::with_capacity(p);
         for (i, buf) in staging.iter_mut().enumerate().filter(|(i, _)| *i != r) {
-            reqs.push(self.irecv_bytes(
-                as_bytes_mut(buf),
-                i as i32,
-                TAG_GATHER as i32,
-                self.coll(),
-            )?);
+            // SAFETY: The request goes into `reqs`, which `wait_all` below
+            // takes and completes or drops every request of; on an early
+            // return (the `?`) or unwinding, dropping `reqs` drops them
+            // all. None is leaked.
+            reqs.push(unsafe { self.cirecv(as_bytes_mut(buf), i, TAG_GATHER) }?);
         }
         let statuses = wait_all(reqs)?;
         for (i, st) in (0..p).filter(|i| *i != r).zip(statuses) {
@@ -106,12 +105,11 @@ impl Communicator {
         let mut reqs = Vec::with_capacity(p);
         for i in (0..p).filter(|i| *i != r) {
             let range = block(send.len(), counts[i], displs[i], "scatter")?;
-            reqs.push(self.isend_bytes(
-                as_bytes(&send[range]),
-                i as i32,
-                TAG_SCATTER,
-                self.coll(),
-            )?);
+            // SAFETY: The request goes into `reqs`, which `wait_all` below
+            // takes and completes or drops every request of; on an early
+            // return (the `?`s) or unwinding, dropping `reqs` drops them
+            // all. None is leaked.
+            reqs.push(unsafe { self.cisend(as_bytes(&send[range]), i, TAG_SCATTER) }?);
         }
         let own = block(send.len(), counts[r], displs[r], "scatter")?;
         let done = wait_all(reqs);

@@ -88,6 +88,22 @@
 //!
 //! Counts and displacements of the `v` variants are in elements. Reduction
 //! operations are taken to be commutative (see [`crate::operation`]).
+//!
+//! # Buffers lent to the transport
+//!
+//! A collective's nonblocking sends lend their data to the transport
+//! (`Communicator::cisend`): the socket transports send what the kernel
+//! does not take at once straight from it as room frees up, rather than
+//! copying it. Its nonblocking receives into memory it holds for the
+//! whole call (the caller's buffer or its own scratch) let the transport
+//! write the message in place (`Communicator::cirecv`); blocking receives
+//! always do. Both are sound because a collective never leaks a request:
+//! each is waited for, or dropped (on every path, early returns and
+//! unwinding included), before the collective returns; and the requests
+//! borrow their buffers, so nothing writes what is being sent or touches
+//! what is being received meanwhile. Where a block to send and one to
+//! receive could overlap (an allgatherv's, erroneous in MPI), the send
+//! copies instead.
 
 mod allgather;
 mod allreduce;
@@ -104,6 +120,7 @@ use crate::datatype::{as_bytes, as_bytes_mut, Equivalence};
 use crate::error::{Error, Result};
 use crate::operation::Operation;
 use crate::point_to_point::Process;
+use crate::request::Request;
 
 const TAG_BARRIER: u32 = 1;
 const TAG_BCAST: u32 = 2;
@@ -161,6 +178,27 @@ fn part(n: usize, p: usize, i: usize) -> Range<usize> {
     parts(n, p, i..i + 1)
 }
 
+/// `buf[out]` to read and `buf[inn]` to write at the same time (each
+/// within `buf`); `None` if the two overlap. An empty range overlaps
+/// nothing.
+fn disjoint<T>(buf: &mut [T], out: Range<usize>, inn: Range<usize>) -> Option<(&[T], &mut [T])> {
+    if inn.is_empty() {
+        return Some((&buf[out], Default::default()));
+    }
+    if out.is_empty() {
+        return Some((&[], &mut buf[inn]));
+    }
+    if out.end <= inn.start {
+        let (low, high) = buf.split_at_mut(inn.start);
+        Some((&low[out], &mut high[..inn.len()]))
+    } else if inn.end <= out.start {
+        let (low, high) = buf.split_at_mut(out.start);
+        Some((&high[..out.len()], &mut low[inn]))
+    } else {
+        None
+    }
+}
+
 impl Communicator {
     fn coll(&self) -> u32 {
         self.context + 1
@@ -184,6 +222,54 @@ impl Communicator {
         Ok(())
     }
 
+    /// Starts sending `data` to `dest`, lending it to the transport: the
+    /// socket transports send what the kernel does not take at once
+    /// straight from `data` as room frees up, instead of copying it (see
+    /// `Communicator::isend_bytes_lent`). The request borrows `data`, so
+    /// the borrow checker keeps it allocated and unchanged while the
+    /// request lives.
+    ///
+    /// # Safety
+    ///
+    /// The request is waited for or dropped, never leaked (`mem::forget`,
+    /// a reference cycle): once it is gone, `data` may change.
+    unsafe fn cisend<'b>(&self, data: &'b [u8], dest: usize, tag: u32) -> Result<Request<'b>> {
+        // SAFETY: `isend_bytes_lent` needs `data` allocated and unchanged
+        // until the request completes or its drop returns, and the request
+        // not leaked. The request returned borrows `data` (shared) for
+        // 'b, so nothing can free or write it while the request lives; and
+        // it is not leaked, by this function's contract.
+        unsafe { self.isend_bytes_lent(data, dest as i32, tag, self.coll()) }
+    }
+
+    /// Posts a receive of `buf.len()` bytes from `src` that the transport
+    /// may write straight into `buf` as the message arrives (see
+    /// `Communicator::irecv_bytes_direct`) instead of copying it there at
+    /// completion. The request borrows `buf` exclusively, so nothing else
+    /// reads or writes it while the request lives.
+    ///
+    /// # Safety
+    ///
+    /// The request is waited for or dropped, never leaked (`mem::forget`,
+    /// a reference cycle).
+    unsafe fn cirecv<'b>(&self, buf: &'b mut [u8], src: usize, tag: u32) -> Result<Request<'b>> {
+        // SAFETY: `irecv_bytes_direct` needs the memory valid for writes,
+        // neither read nor written nor referenced elsewhere until the
+        // request completes or is dropped, and the request not leaked. The
+        // request returned holds the exclusive borrow of `buf` for 'b, and
+        // `buf` is not used here after its pointer is taken; it is not
+        // leaked, by this function's contract.
+        unsafe {
+            self.irecv_bytes_direct(
+                buf.as_mut_ptr(),
+                buf.len(),
+                src as i32,
+                tag as i32,
+                self.coll(),
+            )
+        }
+    }
+
     /// Sends to `dest` and receives from `src` at the same time.
     fn cexchange(
         &self,
@@ -193,7 +279,9 @@ impl Communicator {
         src: usize,
         tag: u32,
     ) -> Result<()> {
-        let s = self.isend_bytes(send, dest as i32, tag, self.coll())?;
+        // SAFETY: `s` is waited for below, or dropped when `crecv` fails
+        // (the `?`) or unwinds: never leaked.
+        let s = unsafe { self.cisend(send, dest, tag) }?;
         self.crecv(recv, src, tag)?;
         s.wait().map(drop)
     }
@@ -208,19 +296,41 @@ impl Communicator {
     }
 
     /// Sends `buf[out]` to `dest` while receiving `buf[inn]` (exactly)
-    /// from `src`.
+    /// from `src`, either of them left out when `None`.
     fn cexchange_within<T: Equivalence>(
         &self,
         buf: &mut [T],
-        out: Range<usize>,
-        dest: usize,
-        inn: Range<usize>,
-        src: usize,
+        out: Option<(Range<usize>, usize)>,
+        inn: Option<(Range<usize>, usize)>,
         tag: u32,
     ) -> Result<()> {
-        let s = self.isend_bytes(as_bytes(&buf[out]), dest as i32, tag, self.coll())?;
-        self.crecv(as_bytes_mut(&mut buf[inn]), src, tag)?;
-        s.wait().map(drop)
+        let range = |x: &Option<(Range<usize>, usize)>| x.as_ref().map_or(0..0, |x| x.0.clone());
+        let Some((data, room)) = disjoint(buf, range(&out), range(&inn)) else {
+            // Overlapping blocks (only an allgatherv's blocks can overlap,
+            // erroneous in MPI): the receive would change what is being
+            // sent, so the send copies it.
+            let send = match out {
+                Some((range, dest)) => {
+                    let data = as_bytes(&buf[range]);
+                    Some(self.isend_bytes(data, dest as i32, tag, self.coll())?)
+                }
+                None => None,
+            };
+            if let Some((range, src)) = inn {
+                self.crecv(as_bytes_mut(&mut buf[range]), src, tag)?;
+            }
+            return send.map_or(Ok(()), |s| s.wait().map(drop));
+        };
+        let send = match out {
+            // SAFETY: `send` is waited for below, or dropped when `crecv`
+            // fails (the `?`) or unwinds: never leaked.
+            Some((_, dest)) => Some(unsafe { self.cisend(as_bytes(data), dest, tag) }?),
+            None => None,
+        };
+        if let Some((_, src)) = inn {
+            self.crecv(as_bytes_mut(room), src, tag)?;
+        }
+        send.map_or(Ok(()), |s| s.wait().map(drop))
     }
 
     /// Ring allgather in place: the member at ring position `i` (rank
@@ -243,18 +353,9 @@ impl Communicator {
         let rank = |pos: usize| (pos + shift) % p;
         for s in 0..p.saturating_sub(1) {
             let (out, inn) = ((me + p - s) % p, (me + 2 * p - s - 1) % p);
-            let send = if held(right, out) {
-                None
-            } else {
-                let data = as_bytes(&buf[block(out)]);
-                Some(self.isend_bytes(data, rank(right) as i32, tag, self.coll())?)
-            };
-            if !held(me, inn) {
-                self.crecv(as_bytes_mut(&mut buf[block(inn)]), rank(left), tag)?;
-            }
-            if let Some(send) = send {
-                send.wait()?;
-            }
+            let out = (!held(right, out)).then(|| (block(out), rank(right)));
+            let inn = (!held(me, inn)).then(|| (block(inn), rank(left)));
+            self.cexchange_within(buf, out, inn, tag)?;
         }
         Ok(())
     }
@@ -338,7 +439,23 @@ impl Process<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{part, parts};
+    use super::{disjoint, part, parts};
+
+    #[test]
+    fn disjoint_blocks_or_none() {
+        let mut buf = [0u8, 1, 2, 3, 4, 5, 6, 7];
+        let (out, inn) = disjoint(&mut buf, 1..3, 3..6).unwrap();
+        assert_eq!((out, &*inn), (&[1, 2][..], &[3, 4, 5][..]));
+        let (out, inn) = disjoint(&mut buf, 6..8, 0..2).unwrap();
+        assert_eq!((out, &*inn), (&[6, 7][..], &[0, 1][..]));
+        let (out, inn) = disjoint(&mut buf, 2..6, 4..4).unwrap();
+        assert_eq!((out, inn.len()), (&[2, 3, 4, 5][..], 0));
+        let (out, inn) = disjoint(&mut buf, 3..3, 0..8).unwrap();
+        assert_eq!((out.len(), inn.len()), (0, 8));
+        assert!(disjoint(&mut buf, 0..3, 2..4).is_none());
+        assert!(disjoint(&mut buf, 2..4, 0..3).is_none());
+        assert!(disjoint(&mut buf, 1..2, 1..2).is_none());
+    }
 
     #[test]
     fn blocks_cover_every_item_once_and_differ_by_at_most_one() {

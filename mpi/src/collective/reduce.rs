@@ -88,7 +88,7 @@ impl Communicator {
 
     /// After a reduce-scatter, when block `rank` of `acc` (of p, cut by
     /// `cut`) is reduced on each member: the root receives every block
-    /// into `out` at once.
+    /// into `out` at once, each straight into its place.
     fn gather_blocks<T: Equivalence>(
         &self,
         acc: &[T],
@@ -108,10 +108,13 @@ impl Communicator {
                 block.copy_from_slice(&acc[cut.block(r)]);
             } else {
                 let bytes = as_bytes_mut(block);
-                reqs.push((
-                    bytes.len(),
-                    self.irecv_bytes(bytes, i as i32, TAG_REDUCE_GATHER as i32, self.coll())?,
-                ));
+                let len = bytes.len();
+                // SAFETY: The request goes into `reqs`, which `wait_all`
+                // below takes and completes or drops every request of; on
+                // an early return (the `?`s) or unwinding, dropping `reqs`
+                // drops them all. None is leaked.
+                let req = unsafe { self.cirecv(bytes, i, TAG_REDUCE_GATHER) }?;
+                reqs.push((len, req));
             }
         }
         let (lens, reqs): (Vec<usize>, Vec<_>) = reqs.into_iter().unzip();
