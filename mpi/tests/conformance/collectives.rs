@@ -216,6 +216,16 @@ fn check_all(c: &Communicator) -> Check {
     let mut allv = vec![-1; total];
     c.all_gather_varcount_into(&mine_v, &mut allv, &counts, &displs)?;
     ensure!(allv == srcv, "allgatherv {allv:?}");
+    // Every block in the same place (erroneous in MPI, possible from safe
+    // Rust): blocks to send and to receive overlap, which must neither
+    // fail nor hang, and leave one member's contribution.
+    let same = [r * 3 + 1, r * 3 + 2];
+    let mut one = [-1; 2];
+    c.all_gather_varcount_into(&same, &mut one, &vec![2; pu], &vec![0; pu])?;
+    ensure!(
+        (0..p).any(|i| one == [i * 3 + 1, i * 3 + 2]),
+        "allgatherv into one place: {one:?}"
+    );
 
     // Alltoall: block j of rank i is i*1000+j.
     let send: Vec<i32> = (0..p)
