@@ -565,6 +565,42 @@ impl Matcher {
         }
     }
 
+    /// For a message arriving into a receive posted in place: where its
+    /// next payload bytes go and how many more fit, so that a transport
+    /// can read them from its socket straight there (one copy, the
+    /// kernel's) and report them with [`Matcher::wrote`]. `None` for
+    /// anything else: those bytes go through [`Matcher::append`].
+    pub(crate) fn next_place(&mut self, dest: &Dest) -> Option<(*mut u8, usize)> {
+        let (Dest::Direct { handle } | Dest::Data { handle, .. }) = *dest else {
+            return None;
+        };
+        let e = self.entry(RecvToken::from_handle(handle))?;
+        let State::Filling { written, .. } = e.state else {
+            return None;
+        };
+        if e.dst.is_null() || written >= e.capacity {
+            return None;
+        }
+        // SAFETY: `written < capacity`, so the result is within the
+        // `capacity` bytes `post_in_place`'s caller lent.
+        Some((unsafe { e.dst.0.add(written) }, e.capacity - written))
+    }
+
+    /// `n` bytes went to where [`Matcher::next_place`] said.
+    pub(crate) fn wrote(&mut self, dest: &Dest, n: usize) {
+        let (Dest::Direct { handle } | Dest::Data { handle, .. }) = *dest else {
+            return;
+        };
+        if let Some(Entry {
+            state: State::Filling { written, .. },
+            capacity,
+            ..
+        }) = self.entry(RecvToken::from_handle(handle))
+        {
+            *written = (*written + n).min(*capacity);
+        }
+    }
+
     /// The message going to `sink` is complete.
     pub(crate) fn end(&mut self, sink: Sink) {
         let end = self.rx.on_end(sink.dest, sink.envelope, sink.len);

@@ -80,6 +80,11 @@ use super::{pool, ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
 
+/// The least payload left for which a receive in place is read from the
+/// socket straight into its memory: below it one read into the scratch
+/// buffer, which may take the next headers too, costs fewer system calls.
+const DIRECT_READ_MIN: u64 = 16 << 10;
+
 /// Size of the read scratch buffer.
 const SCRATCH: usize = 256 << 10;
 
@@ -392,15 +397,64 @@ impl<P: Poller> Sockets<P> {
         }
     }
 
+    /// Reads the rest of a payload that goes to a receive in place
+    /// straight from the socket into the receive's memory, skipping the
+    /// scratch buffer and its copy. `None`: not such a payload (or too
+    /// little of one to be worth a system call of its own); else what the
+    /// read gave.
+    fn read_in_place(&mut self, rank: usize) -> Option<std::io::Result<usize>> {
+        let Some(Some(c)) = self.conns.get_mut(rank) else {
+            return None;
+        };
+        let (header, off) = c.inbound.current()?;
+        let left = header.payload_len().checked_sub(off)?;
+        if left < DIRECT_READ_MIN || !c.unread.is_empty() {
+            return None;
+        }
+        let dest = c.inbound.dest()?;
+        let (ptr, room) = self.matcher.next_place(dest)?;
+        let want = room.min(usize::try_from(left).unwrap_or(usize::MAX));
+        // SAFETY: `next_place` points into memory lent by
+        // `post_recv_in_place`'s caller, valid for writes of `room` bytes
+        // and touched by nobody else until the receive completes or is
+        // released, neither of which can happen during this read.
+        let buf = unsafe { std::slice::from_raw_parts_mut(ptr, want) };
+        let got = c.stream.read(buf);
+        if let Ok(n @ 1..) = got {
+            // The reader counts the bytes as payload (every header before
+            // them was taken, so it expects just that); they are in place.
+            if !matches!(c.inbound.next(n), Next::Payload { len, .. } if len == n) {
+                return Some(Err(std::io::Error::other(format!(
+                    "internal error: {n} bytes read in place were not {left} bytes of payload"
+                ))));
+            }
+            if let Some(dest) = c.inbound.dest() {
+                self.matcher.wrote(dest, n);
+            }
+        }
+        Some(got)
+    }
+
     /// Reads until the socket is empty or the connection stalls, placing
     /// every message.
     fn read_conn(&mut self, rank: usize) {
         let mut scratch = std::mem::take(&mut self.scratch);
-        while let Some(Some(c)) = self.conns.get_mut(rank) {
-            if c.dead.is_some() || c.held_back() {
-                break;
+        loop {
+            match self.conns.get(rank) {
+                Some(Some(c)) if c.dead.is_none() && !c.held_back() => {}
+                _ => break,
             }
-            let n = match c.stream.read(&mut scratch) {
+            let (read, direct) = match self.read_in_place(rank) {
+                Some(got) => (got, true),
+                None => match self.conns.get_mut(rank) {
+                    Some(Some(c)) => (c.stream.read(&mut scratch), false),
+                    _ => break,
+                },
+            };
+            let Some(Some(c)) = self.conns.get_mut(rank) else {
+                break;
+            };
+            let n = match read {
                 Ok(0) => {
                     let why = if c.inbound.at_boundary() {
                         Failure::Closed
@@ -421,7 +475,12 @@ impl<P: Poller> Sockets<P> {
                     break;
                 }
             };
-            self.take_input(rank, &scratch[..n]);
+            if direct {
+                // The bytes are in place; their message may have ended.
+                self.take_input(rank, &[]);
+            } else {
+                self.take_input(rank, &scratch[..n]);
+            }
         }
         self.scratch = scratch;
         self.settle_credit(rank);
