@@ -15,11 +15,28 @@
  * size, every repetition's MB/s, for o2g-bandwidth's table:
  *
  *   csv,<direction>,c,<bytes>,<MB/s>;<MB/s>;...
+ *
+ * and what the timed repetitions cost both ranks together, from
+ * getrusage (all threads, progress threads included): CPU microseconds
+ * per MB moved, and context switches per message:
+ *
+ *   cost,<direction>,c,<bytes>,<CPU us per MB>,<switches per message>
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+
+/* This process's CPU time (user + system) in microseconds, and its
+ * context switches (voluntary + involuntary). */
+static void usage(double *cpu_us, double *switches) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    *cpu_us = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+              (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    *switches = (double)(ru.ru_nvcsw + ru.ru_nivcsw);
+}
 
 #define REPS 5
 #define WINDOW 64
@@ -54,8 +71,9 @@ int main(int argc, char **argv) {
         long windows = BUDGET / (window * n);
         if (windows > 1000) windows = 1000;
         if (windows < 2) windows = 2;
-        double rates[REPS];
+        double rates[REPS], cpu0 = 0, sw0 = 0;
         for (int rep = 0; rep <= REPS; rep++) {
+            if (rep == 1) usage(&cpu0, &sw0);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             for (long w = 0; w < windows; w++) {
@@ -75,10 +93,18 @@ int main(int argc, char **argv) {
             double secs = MPI_Wtime() - t0;
             if (rep > 0) rates[rep - 1] = (double)(windows * window * n) * (bi ? 2 : 1) / secs / 1e6;
         }
+        double mine[2], both[2];
+        usage(&mine[0], &mine[1]);
+        mine[0] -= cpu0;
+        mine[1] -= sw0;
+        MPI_Reduce(mine, both, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rank == 0) {
-            printf("csv,%s,c,%ld,", bi ? "bidirectional" : "unidirectional", n);
+            const char *dir = bi ? "bidirectional" : "unidirectional";
+            printf("csv,%s,c,%ld,", dir, n);
             for (int i = 0; i < REPS; i++) printf("%s%.1f", i ? ";" : "", rates[i]);
             printf("\n");
+            double msgs = (double)REPS * (double)(windows * window) * (bi ? 2 : 1);
+            printf("cost,%s,c,%ld,%.1f,%.3f\n", dir, n, both[0] / (msgs * (double)n / 1e6), both[1] / msgs);
             fflush(stdout);
         }
     }

@@ -3,7 +3,9 @@
 # sockets-epoll, and the same C program (bench/c/bandwidth.c) on our
 # libmpi_abi over o2g, on Open MPI and on MPICH, both forced onto TCP by
 # /etc/o2g/peers.sh; one direction, then both. Every repetition goes home
-# as CSV (windowed-bandwidth-runs: series,bytes,rep,MB/s), and o2g-judge
+# as CSV (windowed-bandwidth-runs: series,bytes,rep,MB/s), with what the
+# timed repetitions cost both ranks (windowed-bandwidth-costs: CPU
+# microseconds per MB moved, context switches per message), and o2g-judge
 # prints each size's medians, intervals and verdicts against the best peer.
 # Figures only, no assertions.
 set -e
@@ -11,13 +13,15 @@ set -e
 peers_setup
 # The C twin always runs 5 repetitions (bench/c/bandwidth.c).
 min="${O2G_BW_MIN:-65536}" max="${O2G_BW_MAX:-16777216}" reps=5
-runs=/tmp/windowed-bandwidth-runs.csv
+runs=/tmp/windowed-bandwidth-runs.csv costs=/tmp/windowed-bandwidth-costs.csv
 echo "series,bytes,rep,MB/s" >"$runs"
+echo "series,bytes,CPU us per MB,switches per message" >"$costs"
 # record SERIES: the "csv,<direction>,<label>,<bytes>,<r1;r2;...>" lines
 # on stdin, one CSV line per repetition.
 record() {
-    tee /dev/console | awk -F, -v s="$1" -v out="$runs" '
+    tee /dev/console | awk -F, -v s="$1" -v out="$runs" -v costs="$costs" '
         $1 == "csv" { n = split($5, r, ";"); for (i = 1; i <= n; i++) print s "," $4 "," i "," r[i] >>out; k++ }
+        $1 == "cost" { print s "," $4 "," $5 "," $6 >>costs }
         END { if (!k) { print s ": no results" >"/dev/stderr"; exit 1 } }'
 }
 # The sizes, MIN to MAX doubling, comma-separated.
@@ -41,4 +45,4 @@ o2g-judge --csv "$runs" --ours o2g --ours o2g-C --ours sockets-epoll --peer open
     sed 's/^/# /' >/dev/console
 o2g-judge --csv "$runs" --ours o2g-bi --ours o2g-C-bi --ours sockets-epoll-bi \
     --peer openmpi-bi --peer mpich-bi | sed 's/^/# /' >/dev/console
-emit-csv "$runs"
+emit-csv "$runs" "$costs"

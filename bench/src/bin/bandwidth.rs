@@ -12,9 +12,14 @@
 //! receive twice into one), so the window shrinks for large messages to
 //! keep it within `--window-bytes`; `bench/c/bandwidth.c` does the same,
 //! so both languages and every library move the same messages.
+//!
+//! Besides the rates, a `cost,...` line per size gives what the timed
+//! repetitions cost both ranks together (getrusage): CPU microseconds per
+//! MB moved and context switches per message.
 
 use clap::Parser;
 use mpi::request::wait_all;
+use mpi::SystemOperation;
 use o2g_bench::stats::Sample;
 use o2g_bench::{parse_size, power_of_two_sizes, SizeList};
 
@@ -50,6 +55,38 @@ fn plan(args: &Args, size: usize) -> (usize, usize) {
     let window = (args.window_bytes / size.max(1)).clamp(1, args.window.max(1));
     let windows = (args.budget / (window * size.max(1))).clamp(2, 1000);
     (window, windows)
+}
+
+/// This process's CPU time and context switches so far (getrusage: all
+/// its threads).
+#[derive(Default)]
+struct Usage {
+    cpu_us: f64,
+    switches: f64,
+}
+
+impl Usage {
+    fn now() -> Self {
+        // SAFETY: getrusage writes one `rusage`, which is plain data and
+        // valid zeroed.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+            ru
+        };
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        Self {
+            cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
+            switches: (ru.ru_nvcsw + ru.ru_nivcsw) as f64,
+        }
+    }
+
+    fn since(&self, earlier: &Self) -> Self {
+        Self {
+            cpu_us: self.cpu_us - earlier.cpu_us,
+            switches: self.switches - earlier.switches,
+        }
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -92,7 +129,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for &size in &sizes {
         let (window, windows) = plan(&args, size);
         let mut rates = Vec::with_capacity(args.reps);
+        let mut before = Usage::default();
         for rep in 0..=args.reps {
+            if rep == 1 {
+                before = Usage::now();
+            }
             world.barrier()?;
             let t0 = mpi::time();
             for _ in 0..windows {
@@ -127,6 +168,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 rates.push(moved / secs / 1e6);
             }
         }
+        // What the timed repetitions cost both ranks together.
+        let mine = Usage::now().since(&before);
+        let mut both = [0.0; 2];
+        world.all_reduce_into(
+            &[mine.cpu_us, mine.switches],
+            &mut both,
+            &SystemOperation::Sum,
+        )?;
         if rank == 0 {
             let s = Sample::new(&rates);
             println!(
@@ -141,6 +190,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .map(|r| format!("{r:.1}"))
                     .collect::<Vec<_>>()
                     .join(";")
+            );
+            let msgs =
+                (args.reps * windows * window) as f64 * if args.bidirectional { 2.0 } else { 1.0 };
+            println!(
+                "cost,{what},{},{size},{:.1},{:.3}",
+                universe.transport_name(),
+                both[0] / (msgs * size as f64 / 1e6),
+                both[1] / msgs
             );
         }
     }

@@ -62,8 +62,10 @@ fn judge(runs: &Runs, args: &Args) -> String {
     let higher = !args.lower_is_better;
     let mut out = String::new();
     for (x, series) in runs {
-        let peers: Vec<&(String, Vec<f64>)> =
-            series.iter().filter(|(s, _)| args.peers.contains(s)).collect();
+        let peers: Vec<&(String, Vec<f64>)> = series
+            .iter()
+            .filter(|(s, _)| args.peers.contains(s))
+            .collect();
         let best = peers.iter().copied().max_by(|a, b| {
             let (ma, mb) = (median(&a.1), median(&b.1));
             if higher {
@@ -132,13 +134,27 @@ mod tests {
         }
         let runs = parse(&csv).expect("csv");
         let args = Args::parse_from([
-            "o2g-judge", "--csv", "-", "--ours", "o2g", "--peer", "openmpi", "--peer", "mpich",
+            "o2g-judge",
+            "--csv",
+            "-",
+            "--ours",
+            "o2g",
+            "--peer",
+            "openmpi",
+            "--peer",
+            "mpich",
         ]);
         let t = judge(&runs, &args);
         let small = t.split("x = 1048576").next().expect("small part");
-        assert!(small.contains("openmpi [") && small.contains("slower"), "{t}");
+        assert!(
+            small.contains("openmpi [") && small.contains("slower"),
+            "{t}"
+        );
         let large = t.split("x = 1048576").nth(1).expect("large part");
-        assert!(large.contains("1.02x mpich") && large.contains("faster"), "{t}");
+        assert!(
+            large.contains("1.02x mpich") && large.contains("faster"),
+            "{t}"
+        );
         assert!(parse("h\no2g,x,1,2\n").is_err());
     }
 }
