@@ -105,6 +105,7 @@ if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
         cc="mpicc.$lib"
         [[ "$lib" == o2g ]] && cc="$O2G_ROOT/capi/mpicc"
         c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "bandwidth-$lib" bandwidth)"
+        c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "collectives-$lib" collectives)"
         c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "overlap-$lib" overlap)"
     done
 fi

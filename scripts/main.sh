@@ -109,6 +109,7 @@ CHARTS
         "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose bandwidth |
         tee "$results/bandwidth.log" | grep --line-buffered -v '# node0: csv:'
     sed -n 's/^# node0: csv:windowed-bandwidth-runs: //p' "$results/bandwidth.log" >"$results/windowed-bandwidth-runs.csv"
+    sed -n 's/^# node0: csv:windowed-bandwidth-costs: //p' "$results/bandwidth.log" >"$results/windowed-bandwidth-costs.csv"
     [[ -s "$results/windowed-bandwidth-runs.csv" ]] || die "no bandwidth measurements came back; see $results/bandwidth.log"
     log "asynchronous progress: overlap of a transfer with compute on every MPI, with and without progress threads"
     O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
@@ -122,6 +123,14 @@ CHARTS
     # Every median and every repetition, as CSV only.
     for name in overlap-runs overlap-reps; do
         sed -n "s/^# node0: csv:$name: //p" "$results/overlap.log" >"$results/$name.csv"
+    done
+    log "collectives on every MPI in one boot: allreduce, bcast, alltoall, 8 B to 4 MiB, 2 ranks"
+    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
+        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose collectives |
+        tee "$results/collectives.log" | grep --line-buffered -v '# node0: csv:'
+    for name in allreduce bcast alltoall; do
+        sed -n "s/^# node0: csv:collective-$name-runs: //p" "$results/collectives.log" >"$results/collective-$name-runs.csv"
+        [[ -s "$results/collective-$name-runs.csv" ]] || die "no $name measurements came back; see $results/collectives.log"
     done
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
     O2G_GUEST_PEERS=1 O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
