@@ -44,9 +44,15 @@
 //!   the most delicate, because the kernel module writes a blocking
 //!   receive's payload straight into the caller's buffer and reads a large
 //!   send from it, so the transport must not let go of either before the
-//!   module has (the contracts of `post_recv_in_place` and
-//!   `isend_in_place` in `transport/mod.rs`);
-//! - [`raw`]: receives into caller-owned memory, for the C ABI;
+//!   module has (the contracts of `post_recv_in_place`, `isend_in_place`
+//!   and `isend_lent` in `transport/mod.rs`);
+//! - the socket transports' `transport/matcher.rs` (receives written in
+//!   place), `transport/outbox.rs` and `transport/sockets.rs` (sends
+//!   from lent memory), under the same contracts, and the collectives
+//!   (`collective/`), which lend their own buffers that way; [`scope`]
+//!   is what makes lending safe from the Rust API;
+//! - [`raw`]: sends from and receives into caller-owned memory, for the
+//!   C ABI;
 //! - `datatype.rs`: byte views of [`Equivalence`] slices;
 //! - `pmi.rs`: adopting the inherited `PMI_FD`;
 //! - `transport/hyphenlink.rs`: registering an `atexit` hook;
