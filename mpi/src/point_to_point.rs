@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::request::{RecvBuf, Request, Watch};
 use crate::scope::Scope;
 use crate::synchronous;
+use crate::transport::{SendToken, Transport};
 
 /// `MPI_ANY_SOURCE` (§3.2.4): receive from any rank.
 pub const ANY_SOURCE: i32 = -2;
@@ -163,15 +164,27 @@ impl Communicator {
         tag: u32,
         context: u32,
     ) -> Result<Request<'b>> {
-        let world = self.world_rank(dest)?;
-        let env = self.envelope(tag, context);
         // SAFETY: The request borrows `data` for 'b, and it ends the token
         // by testing it to completion or releasing it in `Drop`, so `data`
         // stays allocated and unchanged (it is shared) until then.
-        let token = self
-            .rt
-            .with(|t| unsafe { t.isend_in_place(world, env, data.as_ptr(), data.len()) })?;
-        let token = match token {
+        self.isend_lending(data, dest, tag, context, |t, world, env| unsafe {
+            t.isend_in_place(world, env, data.as_ptr(), data.len())
+        })
+    }
+
+    /// A nonblocking send that `start` may begin from `data` itself; if
+    /// it declines (`None`), the transport's copying `isend`.
+    fn isend_lending<'b>(
+        &self,
+        data: &[u8],
+        dest: i32,
+        tag: u32,
+        context: u32,
+        start: impl FnOnce(&mut dyn Transport, u32, Envelope) -> Result<Option<SendToken>>,
+    ) -> Result<Request<'b>> {
+        let world = self.world_rank(dest)?;
+        let env = self.envelope(tag, context);
+        let token = match self.rt.with(|t| start(t, world, env))? {
             Some(token) => token,
             None => self.rt.with(|t| t.isend(world, env, data))?,
         };
@@ -196,18 +209,11 @@ impl Communicator {
         tag: u32,
         context: u32,
     ) -> Result<Request<'static>> {
-        let world = self.world_rank(dest)?;
-        let env = self.envelope(tag, context);
         // SAFETY: This function's contract, which the request's drop (never
         // skipped) completes by releasing the token.
-        let token = self
-            .rt
-            .with(|t| unsafe { t.isend_lent(world, env, data.as_ptr(), data.len()) })?;
-        let token = match token {
-            Some(token) => token,
-            None => self.rt.with(|t| t.isend(world, env, data))?,
-        };
-        Ok(Request::send(self.rt.clone(), token))
+        self.isend_lending(data, dest, tag, context, |t, world, env| unsafe {
+            t.isend_lent(world, env, data.as_ptr(), data.len())
+        })
     }
 
     /// Nonblocking receive of raw bytes on `context`.
