@@ -21,6 +21,7 @@ use clap::Parser;
 use mpi::request::wait_all;
 use mpi::SystemOperation;
 use o2g_bench::stats::Sample;
+use o2g_bench::usage::Usage;
 use o2g_bench::{parse_size, power_of_two_sizes, SizeList};
 
 #[derive(Parser)]
@@ -55,38 +56,6 @@ fn plan(args: &Args, size: usize) -> (usize, usize) {
     let window = (args.window_bytes / size.max(1)).clamp(1, args.window.max(1));
     let windows = (args.budget / (window * size.max(1))).clamp(2, 1000);
     (window, windows)
-}
-
-/// This process's CPU time and context switches so far (getrusage: all
-/// its threads).
-#[derive(Default)]
-struct Usage {
-    cpu_us: f64,
-    switches: f64,
-}
-
-impl Usage {
-    fn now() -> Self {
-        // SAFETY: getrusage writes one `rusage`, which is plain data and
-        // valid zeroed.
-        let ru = unsafe {
-            let mut ru: libc::rusage = std::mem::zeroed();
-            libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-            ru
-        };
-        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
-        Self {
-            cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
-            switches: (ru.ru_nvcsw + ru.ru_nivcsw) as f64,
-        }
-    }
-
-    fn since(&self, earlier: &Self) -> Self {
-        Self {
-            cpu_us: self.cpu_us - earlier.cpu_us,
-            switches: self.switches - earlier.switches,
-        }
-    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -171,11 +140,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // What the timed repetitions cost both ranks together.
         let mine = Usage::now().since(&before);
         let mut both = [0.0; 2];
-        world.all_reduce_into(
-            &[mine.cpu_us, mine.switches],
-            &mut both,
-            &SystemOperation::Sum,
-        )?;
+        let mine = [mine.cpu.as_secs_f64() * 1e6, mine.switches as f64];
+        world.all_reduce_into(&mine, &mut both, &SystemOperation::Sum)?;
         if rank == 0 {
             let s = Sample::new(&rates);
             println!(

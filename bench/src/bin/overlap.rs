@@ -49,6 +49,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 use mpi::Communicator;
 use o2g_bench::stats::Sample;
+use o2g_bench::usage::Usage;
 use o2g_bench::{parse_size, SizeList};
 
 /// Tag of the measured messages.
@@ -121,15 +122,7 @@ fn powers_of_four(min: usize, max: usize) -> Vec<usize> {
 
 /// User plus system CPU time of this process, all its threads.
 fn cpu_time() -> Duration {
-    // SAFETY: `rusage` is plain integers, for which all zeroes is a value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable `rusage` for the call to fill.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    assert_eq!(rc, 0, "getrusage(RUSAGE_SELF) cannot fail");
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    Usage::now().cpu
 }
 
 /// The compute: spins on the clock until `time` has passed, calling no
