@@ -62,19 +62,37 @@ for class in $classes; do
         --out "$results/is-$class.svg"
 done
 
-# chart LOG PREFIX: for each "NAME AXES TITLE" line on stdin, collects the
-# "# node0: csv:NAME: " lines of LOG into results/PREFIXNAME.csv and draws
-# it (AXES: "-", or o2g-chart's --log-x and --log-y joined by commas).
+# collect LOG PREFIX NAME...: for each NAME, the "# node0: csv:NAME: "
+# lines of LOG as results/PREFIXNAME.csv; a NAME without any ends the job.
+collect() {
+    local log="$1" prefix="$2" name
+    shift 2
+    for name in "$@"; do
+        sed -n "s/^# node0: csv:$name: //p" "$log" >"$results/$prefix$name.csv"
+        [[ -s "$results/$prefix$name.csv" ]] || die "no $name measurements came back; see $log"
+    done
+}
+
+# chart LOG PREFIX: for each "NAME AXES TITLE" line on stdin, collects
+# NAME (as `collect` does) and draws it (AXES: "-", or o2g-chart's --log-x
+# and --log-y joined by commas).
 chart() {
     local log="$1" prefix="$2" name axes title
     while read -r name axes title; do
-        sed -n "s/^# node0: csv:$name: //p" "$log" >"$results/$prefix$name.csv"
-        [[ -s "$results/$prefix$name.csv" ]] || die "no $name measurements came back; see $log"
+        collect "$log" "$prefix" "$name"
         [[ "$axes" == - ]] && axes=""
         # shellcheck disable=SC2046 # one word per option
         "$O2G_ROOT/target/release/o2g-chart" --csv "$results/$prefix$name.csv" $(tr , ' ' <<<"$axes") \
             --title "$title (QEMU TCG, release kernel)" --out "$results/$prefix$name.svg"
     done
+}
+
+# peers_boot SUITE: one release boot of SUITE with Open MPI and MPICH in
+# the guest; its console goes to results/SUITE.log, shown without the CSV.
+peers_boot() {
+    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
+        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose "$1" |
+        tee "$results/$1.log" | grep --line-buffered -v '# node0: csv:'
 }
 
 if ((full)); then
@@ -93,45 +111,30 @@ CHARTS
     # bench-profile's perf profiles: one CSV per profiled run, no chart.
     profiles="$(sed -n 's/^# node0: csv:\(profile-[A-Za-z0-9_-]*\): .*/\1/p' "$results/bench.log" | sort -u)"
     [[ -n "$profiles" ]] || die "no profiles came back; see $results/bench.log"
-    for name in $profiles; do
-        sed -n "s/^# node0: csv:$name: //p" "$results/bench.log" >"$results/$name.csv"
-    done
+    # shellcheck disable=SC2086 # one name per word
+    collect "$results/bench.log" "" $profiles
     log "ping-pong on every MPI in one boot: raw TCP, o2g (Rust and C), Open MPI, MPICH"
-    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
-        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose peers |
-        tee "$results/peers.log" | grep --line-buffered -v '# node0: csv:'
+    peers_boot peers
     chart "$results/peers.log" "" <<'CHARTS'
 peers-latency --log-x,--log-y Ping-pong half round trip per MPI, 2 ranks
 peers-bandwidth --log-x Ping-pong bandwidth per MPI, 2 ranks
 CHARTS
     log "windowed bandwidth on every MPI in one boot: o2g (Rust and C), sockets-epoll, Open MPI, MPICH"
-    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
-        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose bandwidth |
-        tee "$results/bandwidth.log" | grep --line-buffered -v '# node0: csv:'
-    sed -n 's/^# node0: csv:windowed-bandwidth-runs: //p' "$results/bandwidth.log" >"$results/windowed-bandwidth-runs.csv"
-    sed -n 's/^# node0: csv:windowed-bandwidth-costs: //p' "$results/bandwidth.log" >"$results/windowed-bandwidth-costs.csv"
-    [[ -s "$results/windowed-bandwidth-runs.csv" ]] || die "no bandwidth measurements came back; see $results/bandwidth.log"
+    peers_boot bandwidth
+    collect "$results/bandwidth.log" "" windowed-bandwidth-runs windowed-bandwidth-costs
     log "asynchronous progress: overlap of a transfer with compute on every MPI, with and without progress threads"
-    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
-        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose bench-overlap |
-        tee "$results/overlap.log" | grep --line-buffered -v '# node0: csv:'
-    chart "$results/overlap.log" "" <<'CHARTS'
+    peers_boot bench-overlap
+    chart "$results/bench-overlap.log" "" <<'CHARTS'
 overlap-receiver --log-x Share of a receive done during compute without MPI calls, 2 ranks
 overlap-sender --log-x Share of a send done during compute without MPI calls, 2 ranks
 overlap-cpu --log-x CPU per wall time of the computing rank (1 = compute alone), receiver side
 CHARTS
     # Every median and every repetition, as CSV only.
-    for name in overlap-runs overlap-reps; do
-        sed -n "s/^# node0: csv:$name: //p" "$results/overlap.log" >"$results/$name.csv"
-    done
+    collect "$results/bench-overlap.log" "" overlap-runs overlap-reps
     log "collectives on every MPI in one boot: allreduce, bcast, alltoall, 8 B to 4 MiB, 2 ranks"
-    O2G_VM_MEM="${O2G_VM_MEM:-4096}" O2G_GUEST_PEERS=1 \
-        "$O2G_ROOT/qemu/vm.sh" --flavour release --timeout 3600 --verbose collectives |
-        tee "$results/collectives.log" | grep --line-buffered -v '# node0: csv:'
-    for name in allreduce bcast alltoall; do
-        sed -n "s/^# node0: csv:collective-$name-runs: //p" "$results/collectives.log" >"$results/collective-$name-runs.csv"
-        [[ -s "$results/collective-$name-runs.csv" ]] || die "no $name measurements came back; see $results/collectives.log"
-    done
+    peers_boot collectives
+    collect "$results/collectives.log" "" collective-allreduce-runs collective-bcast-runs \
+        collective-alltoall-runs
     log "the 4-VM cluster: IS class A and ping-pong, one rank per VM"
     O2G_GUEST_PEERS=1 O2G_GUEST_ENV="O2G_MAIN_CLASS=A O2G_MAIN_REPS=$reps" \
         "$O2G_ROOT/qemu/vm.sh" --flavour release --nodes 4 --timeout 7200 --verbose cluster-bench |
