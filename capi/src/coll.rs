@@ -5,6 +5,7 @@
 //! (§6.2.1) is honoured where the standard allows it, by taking the
 //! contribution from the receive buffer.
 
+use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
 
 use crate::datatype::{self, buffer_len};
@@ -147,7 +148,7 @@ unsafe fn rooted(
 }
 
 /// `MPI_Barrier` (§6.3).
-#[no_mangle]
+#[export]
 pub(crate) extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
     boundary("MPI_Barrier", comm, || {
         Ok(handles::comm(comm)?.comm.barrier()?)
@@ -159,7 +160,7 @@ pub(crate) extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
 /// # Safety
 ///
 /// `buf` must be valid for `count` elements of `dt`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Bcast(
     buf: *mut c_void,
     count: c_int,
@@ -196,7 +197,7 @@ fn reduction(
 ///
 /// `sendbuf` (unless `MPI_IN_PLACE`) and, at the root, `recvbuf` must be
 /// valid for `count` elements of `dt`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Reduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -237,7 +238,7 @@ pub(crate) unsafe extern "C" fn MPI_Reduce(
 ///
 /// `sendbuf` (unless `MPI_IN_PLACE`) and `recvbuf` must be valid for
 /// `count` elements of `dt`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Allreduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -310,7 +311,7 @@ unsafe fn gather_common(
 ///
 /// `sendbuf` valid for `sendcount` elements of `sendtype`; at the root,
 /// `recvbuf` valid for `size × recvcount` elements of `recvtype`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Gather(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -334,7 +335,7 @@ pub(crate) unsafe extern "C" fn MPI_Gather(
 /// `sendbuf` valid for `sendcount` elements of `sendtype`; at the root,
 /// `recvcounts` and `displs` valid for `size` `int`s and `recvbuf` for
 /// every block they describe.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Gatherv(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -398,7 +399,7 @@ unsafe fn scatter_common(
 ///
 /// At the root `sendbuf` valid for `size × sendcount` elements of
 /// `sendtype`; `recvbuf` valid for `recvcount` elements of `recvtype`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Scatter(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -421,7 +422,7 @@ pub(crate) unsafe extern "C" fn MPI_Scatter(
 ///
 /// At the root `sendcounts` and `displs` valid for `size` `int`s and
 /// `sendbuf` for every block; `recvbuf` valid for `recvcount` elements.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Scatterv(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
@@ -478,7 +479,7 @@ unsafe fn allgather_common(
 ///
 /// `sendbuf` valid for `sendcount` elements of `sendtype`, `recvbuf` for
 /// `size × recvcount` elements of `recvtype`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Allgather(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -500,7 +501,7 @@ pub(crate) unsafe extern "C" fn MPI_Allgather(
 ///
 /// `sendbuf` valid for `sendcount` elements; `recvcounts` and `displs`
 /// for `size` `int`s and `recvbuf` for every block they describe.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Allgatherv(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -559,7 +560,7 @@ unsafe fn alltoall_common(
 ///
 /// `sendbuf` valid for `size × sendcount` elements of `sendtype`,
 /// `recvbuf` for `size × recvcount` elements of `recvtype`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Alltoall(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -581,7 +582,7 @@ pub(crate) unsafe extern "C" fn MPI_Alltoall(
 ///
 /// The count and displacement arrays valid for `size` `int`s each, and
 /// the buffers for every block they describe.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Alltoallv(
     sendbuf: *const c_void,
     sendcounts: *const c_int,

@@ -1,6 +1,7 @@
 //! Communicators (MPI 5.0 chapter 7): size, rank, dup, split, free and
 //! compare, on the `mpi` crate's `Communicator`.
 
+use o2g_mpi_abi_macros::export;
 use std::collections::HashSet;
 use std::ffi::c_int;
 
@@ -20,7 +21,7 @@ const UNEQUAL: c_int = 204;
 /// # Safety
 ///
 /// `size` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int {
     boundary("MPI_Comm_size", comm, || {
         let n = handles::comm(comm)?.comm.size();
@@ -34,7 +35,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) ->
 /// # Safety
 ///
 /// `rank` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int {
     boundary("MPI_Comm_rank", comm, || {
         let r = handles::comm(comm)?.comm.rank();
@@ -49,7 +50,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) ->
 /// # Safety
 ///
 /// `newcomm` must be valid for a write of one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
     boundary("MPI_Comm_dup", comm, || {
         let c = handles::comm(comm)?;
@@ -65,7 +66,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle)
 /// # Safety
 ///
 /// `newcomm` must be valid for a write of one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_split(
     comm: Handle,
     color: c_int,
@@ -93,7 +94,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_split(
 /// # Safety
 ///
 /// `comm` must be valid for reading and writing one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
     // SAFETY: read for the error handler only; null is allowed here.
     let target = unsafe { comm.as_ref() }
@@ -115,7 +116,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
 /// # Safety
 ///
 /// `result` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_compare(
     a: Handle,
     b: Handle,

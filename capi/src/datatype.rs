@@ -7,6 +7,7 @@
 //! them. Pair types (`MPI_DOUBLE_INT`, …) travel with their padding; their
 //! `MPI_Type_size` is their data size as the standard defines.
 
+use o2g_mpi_abi_macros::export;
 use std::ffi::c_int;
 
 use crate::error::{boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_TYPE};
@@ -145,7 +146,7 @@ pub(crate) fn buffer_len(n: c_int, h: Handle) -> Res<(usize, TypeInfo)> {
 /// # Safety
 ///
 /// `size` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
     boundary("MPI_Type_size", std::ptr::null_mut(), || {
         let s = c_int::try_from(lookup(dt)?.size).map_err(|_| Code(MPI_ERR_ARG))?;
@@ -159,7 +160,7 @@ pub(crate) unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c
 /// # Safety
 ///
 /// `lb` and `extent` must be valid for a write of one `MPI_Aint` each.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Type_get_extent(
     dt: Handle,
     lb: *mut isize,
@@ -181,7 +182,7 @@ pub(crate) unsafe extern "C" fn MPI_Type_get_extent(
 /// # Safety
 ///
 /// `newtype` must be valid for a write of one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Type_contiguous(
     n: c_int,
     oldtype: Handle,
@@ -214,7 +215,7 @@ pub(crate) unsafe extern "C" fn MPI_Type_contiguous(
 /// # Safety
 ///
 /// `dt` must be valid for reading one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
     boundary("MPI_Type_commit", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid in-out pointer.
@@ -233,7 +234,7 @@ pub(crate) unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
 /// # Safety
 ///
 /// `dt` must be valid for reading and writing one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
     boundary("MPI_Type_free", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid in-out pointer.

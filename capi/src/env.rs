@@ -2,6 +2,7 @@
 //! inquiries, §9.6 timers, §11.6 thread support; `MPI_Abi_get_version`
 //! of §20.2).
 
+use o2g_mpi_abi_macros::export;
 use std::cell::Cell;
 use std::ffi::{c_char, c_double, c_int};
 
@@ -61,7 +62,7 @@ pub(crate) fn abort_job(code: c_int) -> ! {
 /// `MPI_Init` (§11.2.1). The arguments are not used (the process manager
 /// passes everything through the environment). A failure is fatal
 /// (`error::boundary_init`).
-#[no_mangle]
+#[export]
 pub(crate) extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
     boundary_init("MPI_Init", init)
 }
@@ -73,7 +74,7 @@ pub(crate) extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_cha
 /// # Safety
 ///
 /// `provided` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Init_thread(
     _argc: *mut c_int,
     _argv: *mut *mut *mut c_char,
@@ -92,7 +93,7 @@ pub(crate) unsafe extern "C" fn MPI_Init_thread(
 /// # Safety
 ///
 /// `provided` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     boundary_any_thread("MPI_Query_thread", || {
         // SAFETY: the caller passes a valid output pointer.
@@ -106,7 +107,7 @@ pub(crate) unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int 
 /// # Safety
 ///
 /// `flag` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
     boundary_any_thread("MPI_Initialized", || {
         let f = thread::is_initialized();
@@ -121,7 +122,7 @@ pub(crate) unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 /// # Safety
 ///
 /// `flag` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     boundary_any_thread("MPI_Finalized", || {
         let f = thread::is_finalized();
@@ -132,7 +133,7 @@ pub(crate) unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 
 /// `MPI_Finalize` (§11.2.2): releases every handle, delivers what is
 /// queued and synchronises with the other processes.
-#[no_mangle]
+#[export]
 pub(crate) extern "C" fn MPI_Finalize() -> c_int {
     boundary("MPI_Finalize", none(), || {
         handles::running()?;
@@ -151,7 +152,7 @@ pub(crate) extern "C" fn MPI_Finalize() -> c_int {
 }
 
 /// `MPI_Abort` (§9.5): ends every process of the job with `errorcode`.
-#[no_mangle]
+#[export]
 pub(crate) extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
     match handles::comm(comm).or_else(|_| handles::comm(handles::handle(handles::COMM_WORLD))) {
         Ok(c) => c.comm.abort(errorcode),
@@ -164,7 +165,7 @@ pub(crate) extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
 /// # Safety
 ///
 /// Both pointers must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Get_version(
     version: *mut c_int,
     subversion: *mut c_int,
@@ -183,7 +184,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_version(
 /// # Safety
 ///
 /// Both pointers must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Abi_get_version(major: *mut c_int, minor: *mut c_int) -> c_int {
     boundary_any_thread("MPI_Abi_get_version", || {
         // SAFETY: the caller passes valid output pointers.
@@ -200,7 +201,7 @@ pub(crate) unsafe extern "C" fn MPI_Abi_get_version(major: *mut c_int, minor: *m
 /// # Safety
 ///
 /// `version` must be valid for 8192 bytes of writes, `len` for one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Get_library_version(
     version: *mut c_char,
     len: *mut c_int,
@@ -222,7 +223,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_library_version(
 /// # Safety
 ///
 /// `name` must be valid for 256 bytes of writes, `len` for one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Get_processor_name(
     name: *mut c_char,
     len: *mut c_int,
@@ -234,13 +235,13 @@ pub(crate) unsafe extern "C" fn MPI_Get_processor_name(
 }
 
 /// `MPI_Wtime` (§9.6.1): seconds since a fixed point in this process.
-#[no_mangle]
+#[export]
 pub(crate) extern "C" fn MPI_Wtime() -> c_double {
     mpi::wtime()
 }
 
 /// `MPI_Wtick` (§9.6.1): the resolution of `MPI_Wtime`.
-#[no_mangle]
+#[export]
 pub(crate) extern "C" fn MPI_Wtick() -> c_double {
     mpi::wtick()
 }

@@ -7,6 +7,7 @@
 //! `MPI_COMM_WORLD` and `MPI_COMM_SELF`, as the standard says; a program
 //! that wants codes back sets `MPI_ERRORS_RETURN`.
 
+use o2g_mpi_abi_macros::export;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -192,7 +193,7 @@ fn mode_of(errh: Handle) -> Res<ErrMode> {
 
 /// `MPI_Comm_set_errhandler` (§9.3.1): `MPI_ERRORS_ARE_FATAL`,
 /// `MPI_ERRORS_ABORT` or `MPI_ERRORS_RETURN`.
-#[no_mangle]
+#[export]
 pub(crate) extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errh: Handle) -> c_int {
     boundary("MPI_Comm_set_errhandler", comm, || {
         let c = handles::comm(comm)?;
@@ -206,7 +207,7 @@ pub(crate) extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errh: Handle) -> 
 /// # Safety
 ///
 /// `errh` must be valid for a write of one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errh: *mut Handle) -> c_int {
     boundary("MPI_Comm_get_errhandler", comm, || {
         let v = match handles::comm(comm)?.errh.get() {
@@ -225,7 +226,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errh: *mut
 /// # Safety
 ///
 /// `errh` must be valid for reading and writing one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Errhandler_free(errh: *mut Handle) -> c_int {
     boundary("MPI_Errhandler_free", std::ptr::null_mut(), || {
         // SAFETY: as the caller guarantees.
@@ -241,7 +242,7 @@ pub(crate) unsafe extern "C" fn MPI_Errhandler_free(errh: *mut Handle) -> c_int 
 /// # Safety
 ///
 /// `class` must be valid for a write of one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) -> c_int {
     boundary_any_thread("MPI_Error_class", || {
         if !(0..=MPI_ERR_LASTCODE).contains(&code) {
@@ -263,7 +264,7 @@ pub(crate) unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) 
 /// # Safety
 ///
 /// `string` must be valid for 512 bytes of writes, `len` for one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Error_string(
     code: c_int,
     string: *mut c_char,

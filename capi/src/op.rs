@@ -10,6 +10,7 @@
 //! User functions get 16-byte-aligned copies of both buffers, as C code
 //! may rely on natural alignment.
 
+use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
 
 use crate::datatype::{Kind, TypeInfo};
@@ -225,7 +226,7 @@ pub(crate) fn reducer(op: Handle, t: TypeInfo, dt: Handle) -> Res<Reducer> {
 ///
 /// `user_fn` must be a valid `MPI_User_function` (or null, rejected);
 /// `op` must be valid for a write of one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Op_create(
     user_fn: Option<UserFn>,
     commute: c_int,
@@ -248,7 +249,7 @@ pub(crate) unsafe extern "C" fn MPI_Op_create(
 /// # Safety
 ///
 /// `op` must be valid for reading and writing one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
     boundary("MPI_Op_free", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid in-out pointer.

@@ -7,6 +7,7 @@
 //! are translated to the `mpi` crate's here. Operations with
 //! `MPI_PROC_NULL` complete at once with the empty status of §3.11.
 
+use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
@@ -174,7 +175,7 @@ unsafe fn blocking_send(
 /// # Safety
 ///
 /// `buf` must be valid for reading `count` elements of `dt`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Send(
     buf: *const c_void,
     count: c_int,
@@ -193,7 +194,7 @@ pub(crate) unsafe extern "C" fn MPI_Send(
 /// # Safety
 ///
 /// As for `MPI_Send`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Ssend(
     buf: *const c_void,
     count: c_int,
@@ -212,7 +213,7 @@ pub(crate) unsafe extern "C" fn MPI_Ssend(
 ///
 /// `buf` must be valid for writing `count` elements of `dt`; `st` is
 /// `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Recv(
     buf: *mut c_void,
     count: c_int,
@@ -241,7 +242,7 @@ pub(crate) unsafe extern "C" fn MPI_Recv(
 ///
 /// As for `MPI_Send` on the send side and `MPI_Recv` on the receive side;
 /// the two buffers do not overlap.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Sendrecv(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -289,7 +290,7 @@ pub(crate) unsafe extern "C" fn MPI_Sendrecv(
 ///
 /// `buf` must be valid for reading `count` elements of `dt`; `req` valid
 /// for a write of one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Isend(
     buf: *const c_void,
     count: c_int,
@@ -324,7 +325,7 @@ pub(crate) unsafe extern "C" fn MPI_Isend(
 ///
 /// `buf` must be valid for writing `count` elements of `dt` until the
 /// request completes or is freed; `req` valid for a write of one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Irecv(
     buf: *mut c_void,
     count: c_int,
@@ -358,7 +359,7 @@ pub(crate) unsafe extern "C" fn MPI_Irecv(
 /// # Safety
 ///
 /// `st` is `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Probe(
     src: c_int,
     tag: c_int,
@@ -384,7 +385,7 @@ pub(crate) unsafe extern "C" fn MPI_Probe(
 ///
 /// `flag` must be valid for one `int`; `st` is `MPI_STATUS_IGNORE` or
 /// valid for one `MPI_Status`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Iprobe(
     src: c_int,
     tag: c_int,
@@ -416,7 +417,7 @@ pub(crate) unsafe extern "C" fn MPI_Iprobe(
 ///
 /// `st` must be valid for reading one `MPI_Status`, `count` for writing
 /// one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Get_count(
     st: *const Status,
     dt: Handle,
@@ -443,7 +444,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_count(
 ///
 /// `st` must be valid for reading one `MPI_Status`, `flag` for writing
 /// one `int`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Test_cancelled(st: *const Status, flag: *mut c_int) -> c_int {
     boundary("MPI_Test_cancelled", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid status.

@@ -9,6 +9,7 @@
 //! completed cancels it (the `mpi` crate holds no pointer into a buffer
 //! it no longer owns); on a send the data still go out.
 
+use o2g_mpi_abi_macros::export;
 use std::ffi::c_int;
 
 use crate::error::{boundary_req, Code, Res, MPI_ERR_IN_STATUS, MPI_ERR_REQUEST, MPI_SUCCESS};
@@ -40,7 +41,7 @@ fn finish(entry: Option<ReqEntry>, mode: &mut ErrMode) -> (Status, Res<()>) {
 ///
 /// `req` must be valid for reading and writing one handle; `st` is
 /// `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Wait(req: *mut Handle, st: *mut Status) -> c_int {
     boundary_req("MPI_Wait", |mode| {
         // SAFETY: the caller passes a valid in-out pointer.
@@ -61,7 +62,7 @@ pub(crate) unsafe extern "C" fn MPI_Wait(req: *mut Handle, st: *mut Status) -> c
 ///
 /// `reqs` must be valid for `count` handles; `sts` is
 /// `MPI_STATUSES_IGNORE` or valid for `count` statuses.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Waitall(
     count: c_int,
     reqs: *mut Handle,
@@ -137,7 +138,7 @@ pub(crate) unsafe extern "C" fn MPI_Waitall(
 ///
 /// `reqs` must be valid for `count` handles, `index` for one `int`; `st`
 /// is `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Waitany(
     count: c_int,
     reqs: *mut Handle,
@@ -231,7 +232,7 @@ pub(crate) unsafe extern "C" fn MPI_Waitany(
 ///
 /// `req` must be valid for reading and writing one handle, `flag` for one
 /// `int`; `st` is `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Test(
     req: *mut Handle,
     flag: *mut c_int,
@@ -271,7 +272,7 @@ pub(crate) unsafe extern "C" fn MPI_Test(
 ///
 /// `reqs` must be valid for `count` handles, `flag` for one `int`; `sts`
 /// is `MPI_STATUSES_IGNORE` or valid for `count` statuses.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Testall(
     count: c_int,
     reqs: *mut Handle,
@@ -340,7 +341,7 @@ pub(crate) unsafe extern "C" fn MPI_Testall(
 /// # Safety
 ///
 /// `req` must be valid for reading one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Cancel(req: *mut Handle) -> c_int {
     boundary_req("MPI_Cancel", |mode| {
         // SAFETY: the caller passes a valid pointer.
@@ -364,7 +365,7 @@ pub(crate) unsafe extern "C" fn MPI_Cancel(req: *mut Handle) -> c_int {
 /// # Safety
 ///
 /// `req` must be valid for reading and writing one handle.
-#[no_mangle]
+#[export]
 pub(crate) unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
     boundary_req("MPI_Request_free", |_| {
         // SAFETY: the caller passes a valid in-out pointer.
