@@ -13,6 +13,10 @@ use std::ffi::c_int;
 use crate::error::{boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_TYPE};
 use crate::ffi;
 use crate::handles::{self, Handle};
+use crate::table::Table;
+
+/// The derived datatypes.
+static TYPES: Table<TypeInfo> = Table::new();
 
 /// What reductions may do with an element (§6.9.2's type groups).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,7 +117,7 @@ pub(crate) fn lookup(h: Handle) -> Res<TypeInfo> {
     if let Some(t) = predefined(v) {
         return Ok(t);
     }
-    handles::with(|s| s.types.get(&v).copied())?.ok_or(Code(MPI_ERR_TYPE))
+    TYPES.get(h).map(|t| *t).ok_or(Code(MPI_ERR_TYPE))
 }
 
 /// A datatype usable for communication: it must be committed (§5.1.9).
@@ -203,7 +207,7 @@ pub(crate) unsafe extern "C" fn MPI_Type_contiguous(
             kind: old.kind,
             committed: false,
         };
-        let h = handles::new_type(info)?;
+        let h = TYPES.insert(info);
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(newtype, h) }
     })
@@ -223,7 +227,15 @@ pub(crate) unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
         if predefined(v).is_some() {
             return Ok(());
         }
-        handles::with(|s| s.types.get_mut(&v).map(|t| t.committed = true))?
+        let h = handles::handle(v);
+        let t = TYPES.get(h).ok_or(Code(MPI_ERR_TYPE))?;
+        let done = TypeInfo {
+            committed: true,
+            ..*t
+        };
+        TYPES
+            .replace(h, done)
+            .then_some(())
             .ok_or(Code(MPI_ERR_TYPE))
     })
 }
@@ -239,8 +251,7 @@ pub(crate) unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
     boundary("MPI_Type_free", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid in-out pointer.
         let h = unsafe { ffi::inout(dt) }?;
-        let v = handles::value(*h);
-        handles::with(|s| s.types.remove(&v))?.ok_or(Code(MPI_ERR_TYPE))?;
+        TYPES.remove(*h).ok_or(Code(MPI_ERR_TYPE))?;
         *h = handles::handle(0x200);
         Ok(())
     })

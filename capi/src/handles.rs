@@ -8,8 +8,10 @@
 //! [`FIRST_DYNAMIC`] up, never dereferenced, so C sees opaque pointers and
 //! Rust only compares values.
 //!
-//! The tables live in one thread-local [`State`]: the library provides
-//! `MPI_THREAD_SINGLE`, and the `mpi` crate's objects are `!Send`. The
+//! Communicators and requests hold the `mpi` crate's objects, which are
+//! `!Send`, so their tables live in one thread-local [`State`]; every
+//! plain-data object (datatypes, operations, ...) lives in a concurrent
+//! [`crate::table::Table`] instead, ready for threads. The
 //! state is never borrowed while control is in the `mpi` crate or in user
 //! code (callers clone an `Rc` out first), so a user reduction function
 //! may itself call MPI.
@@ -19,9 +21,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::rc::Rc;
 
-use crate::datatype::TypeInfo;
 use crate::error::{Code, Res, MPI_ERR_COMM, MPI_ERR_INTERN, MPI_ERR_OTHER, MPI_ERR_REQUEST};
-use crate::op::UserOp;
 
 /// Every handle type of the standard ABI, as Rust sees it.
 pub(crate) type Handle = *mut c_void;
@@ -93,9 +93,6 @@ pub(crate) struct State {
     pub(crate) universe: Option<mpi::Universe>,
     comms: HashMap<usize, Rc<CommEntry>>,
     requests: HashMap<usize, ReqEntry>,
-    pub(crate) types: HashMap<usize, TypeInfo>,
-    pub(crate) ops: HashMap<usize, Rc<UserOp>>,
-    next: usize,
 }
 
 thread_local! {
@@ -104,9 +101,6 @@ thread_local! {
         universe: None,
         comms: HashMap::new(),
         requests: HashMap::new(),
-        types: HashMap::new(),
-        ops: HashMap::new(),
-        next: FIRST_DYNAMIC,
     });
 }
 
@@ -120,11 +114,9 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> Res<R> {
 }
 
 impl State {
-    /// A fresh handle value.
+    /// A fresh handle value (from the process-wide counter).
     pub(crate) fn fresh(&mut self) -> usize {
-        let v = self.next;
-        self.next += 16;
-        v
+        crate::table::fresh_handle()
     }
 
     /// Registers a communicator and returns its handle value.
@@ -180,16 +172,6 @@ fn register<T>(table: impl FnOnce(&mut State) -> &mut HashMap<usize, T>, entry: 
 pub(crate) fn new_comm(comm: mpi::Communicator, errh: ErrMode) -> Res<Handle> {
     let errh = Cell::new(errh);
     register(|s| &mut s.comms, Rc::new(CommEntry { comm, errh }))
-}
-
-/// Registers a new datatype; returns its handle.
-pub(crate) fn new_type(info: TypeInfo) -> Res<Handle> {
-    register(|s| &mut s.types, info)
-}
-
-/// Registers a user operation; returns its handle.
-pub(crate) fn new_op(op: UserOp) -> Res<Handle> {
-    register(|s| &mut s.ops, Rc::new(op))
 }
 
 /// Removes a communicator this library created (`MPI_ERR_COMM` for the

@@ -11,6 +11,7 @@
 //!   (`catch_unwind`: no panic crosses into C);
 //! - `ffi.rs` turns raw pointers from C into references and slices (with
 //!   `op.rs`'s call of user functions, the only `unsafe` dereferences);
+//! - `table.rs` is the concurrent handle table of plain-data objects;
 //! - `status.rs` is `MPI_Status`;
 //! - `thread.rs` knows which thread may call MPI, and the little state
 //!   any thread may ask about;
@@ -35,4 +36,5 @@ mod op;
 mod p2p;
 mod request;
 mod status;
+mod table;
 mod thread;

@@ -17,6 +17,10 @@ use crate::datatype::{Kind, TypeInfo};
 use crate::error::{boundary, Code, Res, MPI_ERR_OP, MPI_ERR_UNSUPPORTED_OPERATION};
 use crate::ffi;
 use crate::handles::{self, Handle};
+use crate::table::Table;
+
+/// The user operations.
+static OPS: Table<UserOp> = Table::new();
 
 /// `MPI_User_function` (§6.9.5).
 pub(crate) type UserFn = unsafe extern "C" fn(
@@ -214,7 +218,7 @@ pub(crate) fn reducer(op: Handle, t: TypeInfo, dt: Handle) -> Res<Reducer> {
         }
         return Ok(builtin_reducer(b, t.kind));
     }
-    let user = handles::with(|s| s.ops.get(&v).cloned())?.ok_or(Code(MPI_ERR_OP))?;
+    let user = OPS.get(op).ok_or(Code(MPI_ERR_OP))?;
     Ok(user_reducer(user.f, t, dt))
 }
 
@@ -237,7 +241,7 @@ pub(crate) unsafe extern "C" fn MPI_Op_create(
         if commute == 0 {
             return Err(Code(MPI_ERR_UNSUPPORTED_OPERATION));
         }
-        let h = handles::new_op(UserOp { f })?;
+        let h = OPS.insert(UserOp { f });
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(op, h) }
     })
@@ -254,8 +258,7 @@ pub(crate) unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
     boundary("MPI_Op_free", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid in-out pointer.
         let h = unsafe { ffi::inout(op) }?;
-        let v = handles::value(*h);
-        handles::with(|s| s.ops.remove(&v))?.ok_or(Code(MPI_ERR_OP))?;
+        OPS.remove(*h).ok_or(Code(MPI_ERR_OP))?;
         *h = handles::handle(0x20);
         Ok(())
     })
