@@ -22,6 +22,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
+#[path = "c_programs/function_table.rs"]
+mod function_table;
+#[path = "c_programs/profiling.rs"]
+mod profiling;
+
 /// Where everything is.
 struct Env {
     manifest: PathBuf,
@@ -297,6 +302,8 @@ fn main() {
     };
     let env = &env;
     let mut tests: Vec<(String, TestFn)> = Vec::new();
+    tests.extend(function_table::tests(env));
+    tests.extend(profiling::tests(env));
     let programs = ["env", "p2p", "coll", "is"];
 
     tests.push((
