@@ -18,6 +18,9 @@ DEB_PACKAGES=(
     # under it (PMI-1 interoperability); Open MPI and MPICH with their
     # compilers are the peers the main job compares against
     mpich libmpich-dev openmpi-bin libopenmpi-dev
+    # the C ABI's tests: C++ programs on mpi.h (mpicxx), and pkg-config
+    # on o2g-mpi.pc
+    g++ pkg-config
     # system calls per received message, counted in the guest (bench suite)
     strace
     # perf profiles in the guest (bench-profile; qemu/vm.sh copies perf in,
