@@ -151,6 +151,21 @@ pub(crate) unsafe fn write_str(buf: *mut c_char, cap: usize, s: &str, len: *mut 
     unsafe { out(len, n as c_int) }
 }
 
+/// A NUL-terminated C string argument (names, info keys and values),
+/// as text (bytes that are not UTF-8 replaced); `MPI_ERR_ARG` if null.
+///
+/// # Safety
+///
+/// A non-null `p` points to a NUL-terminated string valid for reads.
+pub(crate) unsafe fn c_str(p: *const c_char) -> Res<String> {
+    if p.is_null() {
+        return Err(Code(MPI_ERR_ARG));
+    }
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) };
+    Ok(String::from_utf8_lossy(s.to_bytes()).into_owned())
+}
+
 /// This host's name (`gethostname(2)`), for `MPI_Get_processor_name`.
 pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
@@ -162,4 +177,41 @@ pub(crate) fn hostname() -> String {
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The address `off` bytes from `base`. From `MPI_BOTTOM` (null) it is
+/// the absolute address `off` (an `MPI_Get_address` result, whose
+/// provenance that call exposed).
+pub(crate) fn offset(base: *const c_void, off: isize) -> *const u8 {
+    if base.is_null() {
+        std::ptr::with_exposed_provenance(off as usize)
+    } else {
+        base.cast::<u8>().wrapping_offset(off)
+    }
+}
+
+/// Copies `dst.len()` bytes from `off` bytes past `base` (a run of a
+/// datatype's data, packed) without making a reference to the user's
+/// memory around it, which another request may be using.
+///
+/// # Safety
+///
+/// The bytes at `offset(base, off)` are valid for reads of `dst.len()`
+/// bytes (the caller's buffer holds the datatype's data there).
+pub(crate) unsafe fn read_at(base: *const c_void, off: isize, dst: &mut [u8]) {
+    // SAFETY: valid for the read by the caller's contract; `dst` is ours.
+    unsafe { std::ptr::copy_nonoverlapping(offset(base, off), dst.as_mut_ptr(), dst.len()) }
+}
+
+/// Copies `src` to `off` bytes past `base` (unpacking a run of a
+/// datatype's data), touching no other byte.
+///
+/// # Safety
+///
+/// The bytes at `offset(base, off)` are valid for writes of `src.len()`
+/// bytes and not otherwise accessed during the call.
+pub(crate) unsafe fn write_at(base: *mut c_void, off: isize, src: &[u8]) {
+    let dst = offset(base, off).cast_mut();
+    // SAFETY: valid for the write by the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
 }
