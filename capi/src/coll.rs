@@ -15,10 +15,10 @@ use crate::handles::{self, CommEntry, Handle};
 use crate::op;
 
 /// Per-rank byte counts, byte offsets, and the buffer length they need.
-type Layout = (Vec<usize>, Vec<usize>, usize);
+pub(crate) type Layout = (Vec<usize>, Vec<usize>, usize);
 
 /// The root argument, checked against the communicator (`MPI_ERR_ROOT`).
-fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
+pub(crate) fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
     if (0..c.comm.size()).contains(&root) {
         Ok(root)
     } else {
@@ -52,7 +52,7 @@ fn blocks(counts: &[c_int], displs: &[c_int], extent: usize) -> Res<Layout> {
 /// `MPI_Scatter`, …), or a count and a displacement per rank in two
 /// arrays (`MPI_Gatherv`, `MPI_Scatterv`, …).
 #[derive(Clone, Copy)]
-enum Blocks {
+pub(crate) enum Blocks {
     /// `count` elements of the datatype each, one after the other.
     Uniform(c_int, Handle),
     /// The counts and the displacements arrays, and the datatype.
@@ -65,7 +65,7 @@ impl Blocks {
     /// # Safety
     ///
     /// The non-null pointers of a `Vector` are valid for `p` `int`s each.
-    unsafe fn layout(self, p: usize) -> Res<Layout> {
+    pub(crate) unsafe fn layout(self, p: usize) -> Res<Layout> {
         match self {
             Blocks::Uniform(count, dt) => {
                 let (n, _) = buffer_len(count, dt)?;
@@ -85,13 +85,13 @@ impl Blocks {
 /// A buffer argument of so many elements of a datatype: what a process
 /// sends (`P` = `*const c_void`) or receives (`*mut c_void`) itself.
 #[derive(Clone, Copy)]
-struct Buf<P>(
+pub(crate) struct Buf<P>(
     /// Where the elements are.
-    P,
+    pub(crate) P,
     /// How many there are.
-    c_int,
+    pub(crate) c_int,
     /// Their datatype.
-    Handle,
+    pub(crate) Handle,
 );
 
 impl Buf<*const c_void> {
@@ -100,7 +100,7 @@ impl Buf<*const c_void> {
     /// # Safety
     ///
     /// As for [`ffi::bytes`], for the buffer's elements.
-    unsafe fn bytes<'a>(self) -> Res<&'a [u8]> {
+    pub(crate) unsafe fn bytes<'a>(self) -> Res<&'a [u8]> {
         let (len, _) = buffer_len(self.1, self.2)?;
         // SAFETY: by the caller's contract.
         unsafe { ffi::bytes(self.0, len) }
@@ -113,7 +113,7 @@ impl Buf<*mut c_void> {
     /// # Safety
     ///
     /// As for [`ffi::bytes_mut`], for the buffer's elements.
-    unsafe fn bytes_mut<'a>(self) -> Res<&'a mut [u8]> {
+    pub(crate) unsafe fn bytes_mut<'a>(self) -> Res<&'a mut [u8]> {
         let (len, _) = buffer_len(self.1, self.2)?;
         // SAFETY: by the caller's contract.
         unsafe { ffi::bytes_mut(self.0, len) }
@@ -128,7 +128,7 @@ impl Buf<*mut c_void> {
 /// # Safety
 ///
 /// As for [`Blocks::layout`].
-unsafe fn rooted(
+pub(crate) unsafe fn rooted(
     c: &CommEntry,
     root: c_int,
     in_place: bool,
@@ -171,24 +171,35 @@ pub(crate) unsafe extern "C" fn MPI_Bcast(
     boundary("MPI_Bcast", comm, || {
         let c = handles::comm(comm)?;
         let root = root_of(&c, root)?;
-        // SAFETY: the caller's buffer holds `count` elements.
-        let data = unsafe { Buf(buf, count, dt).bytes_mut() }?;
-        Ok(c.comm.broadcast_into(data, root)?)
+        // SAFETY: the caller's buffer holds `count` elements; a staged
+        // buffer is packed at the root and unpacked elsewhere.
+        let mut data = unsafe { crate::buffer::recv(buf, count, dt) }?;
+        if c.comm.rank() == root {
+            if let crate::buffer::Recv::Staged(v, _) = &mut data {
+                // SAFETY: the root's buffer holds `count` elements.
+                *v = unsafe { crate::buffer::send(buf, count, dt) }?.into_owned();
+            }
+        }
+        c.comm.broadcast_into(data.bytes(), root)?;
+        let n = data.bytes().len();
+        if c.comm.rank() != root {
+            data.finish(n);
+        }
+        Ok(())
     })
 }
 
 /// The byte length of `count` elements of `dt`, and `opr` on them as the
-/// `mpi` crate's operation over bytes. Its grain is the datatype's extent:
-/// a reduction that cuts long vectors into blocks (allreduce, reduce) cuts
-/// only between elements, so the operation always gets whole ones.
-fn reduction(
+/// `mpi` crate's operation over bytes (`op::operation`: its grain is the
+/// datatype's extent, so a reduction that cuts long vectors into blocks
+/// cuts only between elements; a non-commutative operation is applied in
+/// rank order).
+pub(crate) fn reduction(
     count: c_int,
     dt: Handle,
     opr: Handle,
 ) -> Res<(usize, mpi::UserOperation<op::Reducer>)> {
-    let (len, t) = buffer_len(count, dt)?;
-    let f = op::reducer(opr, t, dt)?;
-    Ok((len, mpi::UserOperation::commutative(f).with_grain(t.extent)))
+    op::operation(count, dt, opr)
 }
 
 /// `MPI_Reduce` (§6.9.1); `MPI_IN_PLACE` as `sendbuf` at the root.
@@ -598,4 +609,78 @@ pub(crate) unsafe extern "C" fn MPI_Alltoallv(
     let recv = Blocks::Vector(recvcounts, rdispls, recvtype);
     // SAFETY: the caller's contract is the one alltoall_common needs.
     unsafe { alltoall_common("MPI_Alltoallv", comm, sendbuf, send, recvbuf, recv) }
+}
+
+/// The per-rank blocks of an alltoallw buffer: `counts[i]` elements of
+/// `types[i]` at byte displacement `displs[i]` (§6.8).
+///
+/// # Safety
+///
+/// The non-null arrays are valid for `p` elements each.
+pub(crate) unsafe fn w_layout(
+    counts: *const c_int,
+    displs: *const c_int,
+    types: *const Handle,
+    p: usize,
+) -> Res<Layout> {
+    // SAFETY: by the caller's contract.
+    let (c, d, t) = unsafe {
+        (
+            ffi::array(counts, p)?,
+            ffi::array(displs, p)?,
+            ffi::array(types, p)?,
+        )
+    };
+    let mut bytes = Vec::with_capacity(p);
+    let mut offsets = Vec::with_capacity(p);
+    let mut end = 0usize;
+    for i in 0..p {
+        let (n, _) = buffer_len(c[i], t[i])?;
+        let o = usize::try_from(d[i]).map_err(|_| Code(MPI_ERR_ARG))?;
+        end = end.max(o.checked_add(n).ok_or(Code(MPI_ERR_ARG))?);
+        bytes.push(n);
+        offsets.push(o);
+    }
+    Ok((bytes, offsets, end))
+}
+
+/// `MPI_Alltoallw` (§6.8): blocks of a datatype each, at byte
+/// displacements; `MPI_IN_PLACE` as `sendbuf` sends from a copy of the
+/// receive buffer with its layout.
+///
+/// # Safety
+///
+/// The count, displacement and type arrays valid for `size` elements
+/// each, and the buffers for every block they describe.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const Handle,
+    comm: Handle,
+) -> c_int {
+    boundary("MPI_Alltoallw", comm, || {
+        let c = handles::comm(comm)?;
+        let p = c.comm.size() as usize;
+        // SAFETY: the arrays hold `size` elements each.
+        let (rc, rd, rneed) = unsafe { w_layout(recvcounts, rdispls, recvtypes, p) }?;
+        // SAFETY: the caller's receive buffer covers every block.
+        let recv = unsafe { ffi::bytes_mut(recvbuf, rneed) }?;
+        let copy;
+        let (send, sc, sd): (&[u8], Vec<usize>, Vec<usize>) = if is_in_place(sendbuf) {
+            copy = recv.to_vec();
+            (&copy, rc.clone(), rd.clone())
+        } else {
+            // SAFETY: the arrays hold `size` elements each.
+            let (sc, sd, sneed) = unsafe { w_layout(sendcounts, sdispls, sendtypes, p) }?;
+            // SAFETY: the caller's send buffer covers every block.
+            (unsafe { ffi::bytes(sendbuf, sneed) }?, sc, sd)
+        };
+        Ok(c.comm.all_to_all_w_into(send, &sc, &sd, recv, &rc, &rd)?)
+    })
 }

@@ -14,9 +14,10 @@ use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
 
 use crate::datatype::{Kind, TypeInfo};
-use crate::error::{boundary, Code, Res, MPI_ERR_OP, MPI_ERR_UNSUPPORTED_OPERATION};
+use crate::error::{boundary, Code, Res, MPI_ERR_OP};
 use crate::ffi;
 use crate::handles::{self, Handle};
+use crate::op_types;
 use crate::table::Table;
 
 /// The user operations.
@@ -33,11 +34,14 @@ pub(crate) type UserFn = unsafe extern "C" fn(
 /// A user-defined operation.
 pub(crate) struct UserOp {
     f: UserFn,
+    /// `commute` of `MPI_Op_create`: non-commutative operations are
+    /// applied in rank order (the `mpi` crate's `Operation::commutes`).
+    commute: bool,
 }
 
 /// The predefined operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Builtin {
+pub(crate) enum Builtin {
     Sum,
     Min,
     Max,
@@ -48,6 +52,8 @@ enum Builtin {
     Land,
     Lor,
     Lxor,
+    Minloc,
+    Maxloc,
 }
 
 fn builtin(v: usize) -> Option<Builtin> {
@@ -63,6 +69,8 @@ fn builtin(v: usize) -> Option<Builtin> {
         0x30 => Land,
         0x31 => Lor,
         0x32 => Lxor,
+        0x38 => Minloc,
+        0x39 => Maxloc,
         _ => return None,
     })
 }
@@ -151,6 +159,8 @@ fn allowed(op: Builtin, kind: Kind) -> bool {
         Sum | Prod | Max | Min => int || matches!(kind, F32 | F64),
         Land | Lor | Lxor => int || kind == Bool,
         Band | Bor | Bxor => int || kind == Byte,
+        // Only on the pair types (`op_types.rs`).
+        Minloc | Maxloc => false,
     }
 }
 
@@ -209,10 +219,15 @@ fn user_reducer(f: UserFn, t: TypeInfo, dt: Handle) -> Reducer {
 }
 
 /// The reduction `op` over elements of datatype `t` (handle `dt`):
-/// `MPI_ERR_OP` for an unknown operation or a pair §6.9.2 forbids.
+/// `MPI_ERR_OP` for an unknown operation or a pair §6.9.2 forbids
+/// (`MPI_REPLACE` and `MPI_NO_OP` are for one-sided accumulates only,
+/// §12.3.4).
 pub(crate) fn reducer(op: Handle, t: TypeInfo, dt: Handle) -> Res<Reducer> {
     let v = handles::value(op);
     if let Some(b) = builtin(v) {
+        if let Some(special) = op_types::special(handles::value(dt)) {
+            return op_types::reducer(b, special).ok_or(Code(MPI_ERR_OP));
+        }
         if !allowed(b, t.kind) {
             return Err(Code(MPI_ERR_OP));
         }
@@ -222,9 +237,37 @@ pub(crate) fn reducer(op: Handle, t: TypeInfo, dt: Handle) -> Res<Reducer> {
     Ok(user_reducer(user.f, t, dt))
 }
 
-/// `MPI_Op_create` (§6.9.5). Only commutative operations: the `mpi`
-/// crate's reductions combine in tree order, so a non-commutative
-/// operation gets `MPI_ERR_UNSUPPORTED_OPERATION`.
+/// Whether `op` commutes: every predefined operation of a reduction
+/// does; a user operation as `MPI_Op_create` said (`MPI_ERR_OP` for a
+/// handle that is neither).
+pub(crate) fn commutes(op: Handle) -> Res<bool> {
+    if builtin(handles::value(op)).is_some() {
+        return Ok(true);
+    }
+    Ok(OPS.get(op).ok_or(Code(MPI_ERR_OP))?.commute)
+}
+
+/// `op` over `count` elements of `dt` as the `mpi` crate's operation on
+/// bytes, with its commutativity and the datatype's extent as its grain
+/// (a reduction that cuts long vectors into blocks cuts only between
+/// elements); also the byte length of the elements.
+pub(crate) fn operation(
+    count: c_int,
+    dt: Handle,
+    opr: Handle,
+) -> Res<(usize, mpi::UserOperation<Reducer>)> {
+    let (len, t) = crate::datatype::buffer_len(count, dt)?;
+    let f = reducer(opr, t, dt)?;
+    let op = if commutes(opr)? {
+        mpi::UserOperation::commutative(f)
+    } else {
+        mpi::UserOperation::non_commutative(f)
+    };
+    Ok((len, op.with_grain(t.extent)))
+}
+
+/// `MPI_Op_create` (§6.9.5): `commute = 0` makes an operation the
+/// collectives apply in rank order.
 ///
 /// # Safety
 ///
@@ -238,10 +281,10 @@ pub(crate) unsafe extern "C" fn MPI_Op_create(
 ) -> c_int {
     boundary("MPI_Op_create", std::ptr::null_mut(), || {
         let f = user_fn.ok_or(Code(crate::error::MPI_ERR_ARG))?;
-        if commute == 0 {
-            return Err(Code(MPI_ERR_UNSUPPORTED_OPERATION));
-        }
-        let h = OPS.insert(UserOp { f });
+        let h = OPS.insert(UserOp {
+            f,
+            commute: commute != 0,
+        });
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(op, h) }
     })
@@ -260,6 +303,50 @@ pub(crate) unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
         let h = unsafe { ffi::inout(op) }?;
         OPS.remove(*h).ok_or(Code(MPI_ERR_OP))?;
         *h = handles::handle(0x20);
+        Ok(())
+    })
+}
+
+/// `MPI_Op_commutative` (§6.9.5): whether `op` commutes. Every
+/// predefined operation does but `MPI_REPLACE` and `MPI_NO_OP`.
+///
+/// # Safety
+///
+/// `commute` must be valid for a write of one `int`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Op_commutative(op: Handle, commute: *mut c_int) -> c_int {
+    boundary("MPI_Op_commutative", std::ptr::null_mut(), || {
+        let c = match handles::value(op) {
+            // MPI_REPLACE, MPI_NO_OP.
+            0x3c | 0x3d => false,
+            _ => commutes(op)?,
+        };
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(commute, c_int::from(c)) }
+    })
+}
+
+/// `MPI_Reduce_local` (§6.9.7): `inoutbuf = inbuf op inoutbuf`, element
+/// by element, with no communication.
+///
+/// # Safety
+///
+/// `inbuf` valid for reading and `inoutbuf` for reading and writing
+/// `count` elements of `dt`; the two do not overlap.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    opr: Handle,
+) -> c_int {
+    boundary("MPI_Reduce_local", std::ptr::null_mut(), || {
+        let (len, t) = crate::datatype::buffer_len(count, dt)?;
+        let f = reducer(opr, t, dt)?;
+        // SAFETY: the caller's buffers hold `count` elements each.
+        let (a, b) = unsafe { (ffi::bytes(inbuf, len)?, ffi::bytes_mut(inoutbuf, len)?) };
+        f(a, b);
         Ok(())
     })
 }

@@ -2,17 +2,19 @@
 //! clock (§9.6 "Timers and Synchronization").
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::collective::schedule::Advance;
 use crate::communicator::Communicator;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 use crate::synchronous;
-use crate::transport::{self, Transport};
+use crate::transport::{self, RecvToken, Transport};
 
 /// MPI may be initialised once per process (§11.2.1).
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -31,6 +33,15 @@ pub(crate) struct Runtime {
     rank: u32,
     /// Processes in the world.
     pub(crate) size: u32,
+    /// Receives nobody waits for any more that must still take their
+    /// message: the acknowledgements of synchronous sends whose request
+    /// was dropped early (see `synchronous.rs`).
+    orphans: RefCell<Vec<RecvToken>>,
+    /// Nonblocking collectives started so far, by communicator context.
+    collectives: RefCell<HashMap<u32, u32>>,
+    /// The schedules of nonblocking collectives that have not finished
+    /// (see `collective/schedule.rs`).
+    schedules: RefCell<Vec<Rc<RefCell<dyn Advance>>>>,
 }
 
 impl Runtime {
@@ -41,7 +52,62 @@ impl Runtime {
         let t = t.as_mut().ok_or(Error::Finalized)?;
         let r = f(t.as_mut());
         synchronous::acknowledge(t.as_mut(), self.rank);
+        if let Ok(mut orphans) = self.orphans.try_borrow_mut() {
+            orphans.retain(|&token| t.test_recv(token).is_none());
+        }
         r
+    }
+
+    /// Leaves the posted receive `token` to take its message, whose
+    /// outcome nobody wants (see `synchronous.rs`).
+    pub(crate) fn orphan(&self, token: RecvToken) {
+        self.orphans.borrow_mut().push(token);
+    }
+
+    /// The sequence number of the next nonblocking collective on the
+    /// communicator with context `context` (0, 1, 2, …).
+    pub(crate) fn next_collective(&self, context: u32) -> u32 {
+        let mut m = self.collectives.borrow_mut();
+        let n = m.entry(context).or_default();
+        let seq = *n;
+        *n = n.wrapping_add(1);
+        seq
+    }
+
+    /// Keeps a nonblocking collective's schedule going until it finishes.
+    pub(crate) fn add_schedule(&self, s: Rc<RefCell<dyn Advance>>) {
+        self.schedules.borrow_mut().push(s);
+    }
+
+    /// Advances every unfinished schedule (without waiting) and forgets
+    /// those that finished: the wait loops call it before they wait, so
+    /// that a nonblocking collective progresses whatever the process
+    /// waits for. A schedule in use further up the stack is skipped.
+    pub(crate) fn advance_schedules(&self) {
+        let list: Vec<_> = self.schedules.borrow().clone();
+        if list.is_empty() {
+            return;
+        }
+        let mut finished = Vec::new();
+        for s in &list {
+            if let Ok(mut s2) = s.try_borrow_mut() {
+                if s2.advance() {
+                    finished.push(s.clone());
+                }
+            }
+        }
+        if !finished.is_empty() {
+            self.schedules
+                .borrow_mut()
+                .retain(|s| !finished.iter().any(|f| Rc::ptr_eq(s, f)));
+        }
+    }
+
+    /// The transport's progress (waiting at most `timeout`, forever for
+    /// `None`), after advancing every nonblocking collective's schedule.
+    pub(crate) fn progress(&self, timeout: Option<Duration>) -> Result<()> {
+        self.advance_schedules();
+        self.with(|t| t.progress(timeout))
     }
 
     pub(crate) fn abort(&self, code: i32, msg: &str) -> ! {
@@ -96,6 +162,9 @@ pub fn initialize() -> Result<Universe> {
         transport_name: config.transport_name,
         rank,
         size,
+        orphans: RefCell::new(Vec::new()),
+        collectives: RefCell::new(HashMap::new()),
+        schedules: RefCell::new(Vec::new()),
     });
     let world = Communicator::new(rt.clone(), 0, (0..size).collect(), rank);
     Ok(Universe { rt, world })
@@ -132,6 +201,8 @@ impl Universe {
                 .and_then(|()| self.world.barrier())
                 .and_then(|()| self.rt.with(|t| t.flush(FLUSH_TIMEOUT)));
         }
+        // Unfinished schedules hold communicators, and so the runtime.
+        drop(std::mem::take(&mut *self.rt.schedules.borrow_mut()));
         drop(self.rt.transport.borrow_mut().take());
         let pmi = self.rt.pmi.borrow_mut().finalize();
         net.and(pmi)

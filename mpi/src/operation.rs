@@ -1,14 +1,22 @@
 //! Reduction operations (MPI 4.1 §6.9.2 predefined, §6.9.5 user-defined).
 //!
-//! Every operation here is treated as associative and commutative, which
-//! lets reduce and allreduce combine partial results in whatever order the
-//! algorithm meets them. Integer sums and products wrap on overflow (C
+//! Every operation is taken to be associative. An operation that says it
+//! is commutative ([`Operation::commutes`], the default) lets the
+//! collectives combine partial results in whatever order their algorithm
+//! meets them; one that is not (a user operation made with
+//! [`UserOperation::non_commutative`], `MPI_Op_create` with `commute =
+//! 0`) is applied in rank order, `x0 ∘ x1 ∘ … ∘ x(p−1)`, as §6.9.5
+//! requires: the collectives then only ever combine the result of a
+//! contiguous range of ranks with that of the range just above it (see
+//! [`crate::collective`]). Integer sums and products wrap on overflow (C
 //! MPI leaves signed overflow undefined; Rust must not panic on it).
 
 use crate::datatype::Equivalence;
 
 /// Combines an incoming vector into an accumulator, element-wise:
-/// `inout[i] = op(input[i], inout[i])`.
+/// `inout[i] = op(input[i], inout[i])`. For an operation that does not
+/// commute, `input` is always the left operand: the result of lower ranks
+/// than `inout`'s.
 pub trait Operation<T> {
     /// Applies the operation; both slices have the same length.
     fn apply(&self, input: &[T], inout: &mut [T]);
@@ -23,6 +31,13 @@ pub trait Operation<T> {
     /// as 1.
     fn grain(&self) -> usize {
         1
+    }
+
+    /// Whether `op(a, b) = op(b, a)`: `true` (the default) lets the
+    /// collectives combine in any order; `false` makes them combine in
+    /// rank order (§6.9.5).
+    fn commutes(&self) -> bool {
+        true
     }
 }
 
@@ -82,16 +97,34 @@ impl<T: Arithmetic> Operation<T> for SystemOperation {
 }
 
 /// A user-defined operation (`MPI_Op_create`, §6.9.5) from a closure
-/// `f(input, inout)` that must be associative and commutative.
+/// `f(input, inout)` that must be associative, and commutative unless
+/// made with [`UserOperation::non_commutative`].
 pub struct UserOperation<F> {
     f: F,
     grain: usize,
+    commutes: bool,
 }
 
 impl<F> UserOperation<F> {
     /// Wraps a commutative, associative element-wise combination.
     pub fn commutative(f: F) -> Self {
-        Self { f, grain: 1 }
+        Self {
+            f,
+            grain: 1,
+            commutes: true,
+        }
+    }
+
+    /// Wraps an associative element-wise combination that need not
+    /// commute: `f(input, inout)` sets `inout = input ∘ inout`, and the
+    /// collectives apply it in rank order (`MPI_Op_create` with
+    /// `commute = 0`, §6.9.5).
+    pub fn non_commutative(f: F) -> Self {
+        Self {
+            f,
+            grain: 1,
+            commutes: false,
+        }
     }
 
     /// The same operation on elements of `grain` consecutive items each
@@ -110,6 +143,24 @@ impl<T, F: Fn(&[T], &mut [T])> Operation<T> for UserOperation<F> {
 
     fn grain(&self) -> usize {
         self.grain
+    }
+
+    fn commutes(&self) -> bool {
+        self.commutes
+    }
+}
+
+impl<T, O: Operation<T> + ?Sized> Operation<T> for Box<O> {
+    fn apply(&self, input: &[T], inout: &mut [T]) {
+        (**self).apply(input, inout)
+    }
+
+    fn grain(&self) -> usize {
+        (**self).grain()
+    }
+
+    fn commutes(&self) -> bool {
+        (**self).commutes()
     }
 }
 
@@ -138,5 +189,8 @@ mod tests {
         assert_eq!(Operation::<u8>::grain(&bor), 1);
         assert_eq!(Operation::<u8>::grain(&bor.with_grain(24)), 24);
         assert_eq!(Operation::<f64>::grain(&SystemOperation::Sum), 1);
+        assert!(Operation::<f64>::commutes(&SystemOperation::Sum));
+        let left = UserOperation::non_commutative(|a: &[u8], b: &mut [u8]| b[0] = a[0]);
+        assert!(!Operation::<u8>::commutes(&left));
     }
 }

@@ -43,6 +43,17 @@ impl Split {
             Split::Whole
         }
     }
+
+    /// [`Split::of`] for `n` items of `T` reduced with `op`: an operation
+    /// that does not commute is never split (the split algorithms combine
+    /// blocks in ring or bit order, not rank order).
+    pub(super) fn for_op<T, O: Operation<T> + ?Sized>(p: usize, n: usize, op: &O) -> Split {
+        if op.commutes() {
+            Split::of(p, n, size_of::<T>(), op.grain())
+        } else {
+            Split::Whole
+        }
+    }
 }
 
 /// Where a split reduction cuts a vector of `elements` elements of
@@ -90,7 +101,7 @@ impl Communicator {
             )));
         }
         let (p, _) = self.p_r();
-        match Split::of(p, n, size_of::<T>(), op.grain()) {
+        match Split::for_op::<T, O>(p, n, op) {
             Split::Whole => self.allreduce_doubling(send, recv, op),
             Split::Halving(cut) => {
                 recv.copy_from_slice(send);
@@ -111,11 +122,15 @@ impl Communicator {
     /// hands its vector to the odd one above it, which stands for both in
     /// the doubling and sends the result back at the end.
     ///
-    /// In each exchange both partners compute op(upper, lower), `upper`
-    /// being the vector of the partner with the higher doubling rank, so
+    /// In each exchange both partners compute op(lower, upper), `lower`
+    /// being the vector of the partner with the lower doubling rank, so
     /// they end with the same bits whatever `op` does with its operands'
     /// order (floating-point `Max` keeps the zero it holds of +0.0 and
-    /// −0.0).
+    /// −0.0). Each vector is the result of a contiguous range of ranks
+    /// (a pair folded in stands for two neighbours, and doubling ranks
+    /// keep the order of ranks), the lower partner's just below the
+    /// upper's: the combination is in rank order, as an operation that
+    /// does not commute needs.
     fn allreduce_doubling<T: Equivalence, O: Operation<T>>(
         &self,
         send: &[T],
@@ -156,10 +171,10 @@ impl Communicator {
                     TAG_ALLREDUCE,
                 )?;
                 if nr < partner {
-                    op.apply(&tmp, &mut acc);
-                } else {
                     op.apply(&acc, &mut tmp);
                     std::mem::swap(&mut acc, &mut tmp);
+                } else {
+                    op.apply(&tmp, &mut acc);
                 }
                 mask <<= 1;
             }

@@ -125,6 +125,28 @@ impl Communicator {
         Ok(())
     }
 
+    /// `MPI_Alltoallw` (§6.8): [`Communicator::all_to_all_varcount_into`]
+    /// over bytes, counts and displacements in bytes. Each block may be of
+    /// its own datatype; a binding passes the bytes of each block (count
+    /// times the type's extent) and the displacement in bytes that
+    /// alltoallw takes.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::all_to_all_varcount_into`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn all_to_all_w_into(
+        &self,
+        send: &[u8],
+        send_bytes: &[usize],
+        send_displs: &[usize],
+        recv: &mut [u8],
+        recv_bytes: &[usize],
+        recv_displs: &[usize],
+    ) -> Result<()> {
+        self.all_to_all_varcount_into(send, send_bytes, send_displs, recv, recv_bytes, recv_displs)
+    }
+
     /// `MPI_Alltoall` (§6.8): equal blocks, block `j` of member `i` to
     /// block `i` of member `j`.
     ///

@@ -86,8 +86,26 @@
 //!   one posting everything sends before it waits), so each process
 //!   chooses by its own counts, which alltoallv allows to differ.
 //!
-//! Counts and displacements of the `v` variants are in elements. Reduction
-//! operations are taken to be commutative (see [`crate::operation`]).
+//! - scan and exscan (§6.11): recursive doubling, ⌈log2 p⌉ exchanges of
+//!   the whole vector.
+//! - reduce_scatter(_block) (§6.10): reduce to rank 0, then scatterv.
+//! - alltoallw (§6.8) is alltoallv over bytes, with byte displacements.
+//! - the nonblocking collectives (§6.12, `nonblocking.rs`): each is a
+//!   [`schedule`](self) of rounds of sends and receives with local steps
+//!   between them, which a request runs as it is tested or waited for
+//!   (and any other wait of the process advances); simple algorithms,
+//!   each message tagged with the collective's sequence number on the
+//!   communicator, so that several may be outstanding at once.
+//!
+//! Counts and displacements of the `v` variants are in elements.
+//!
+//! Operations that do not commute ([`Operation::commutes`]) are applied in
+//! rank order: reductions never split the vector for them, allreduce's
+//! recursive doubling always puts the lower partner's vector on the left
+//! (for every operation, so that both partners get the same bits), reduce
+//! uses a binomial tree rooted at rank 0 whose members append the result
+//! of the ranks above them on the right, and then hands the result to the
+//! root; scan's doubling keeps ranges of ranks in order too.
 //!
 //! # Buffers lent to the transport
 //!
@@ -111,7 +129,11 @@ mod alltoall;
 mod barrier;
 mod bcast;
 mod gather;
+mod nonblocking;
 mod reduce;
+mod reduce_scatter;
+mod scan;
+pub(crate) mod schedule;
 
 use std::ops::Range;
 
@@ -132,6 +154,7 @@ const TAG_ALLGATHER: u32 = 7;
 const TAG_ALLTOALL: u32 = 8;
 const TAG_BCAST_SCATTER: u32 = 9;
 const TAG_REDUCE_GATHER: u32 = 10;
+const TAG_SCAN: u32 = 11;
 
 /// Bytes from which a broadcast scatters and allgathers.
 const BCAST_LARGE: usize = 128 << 10;

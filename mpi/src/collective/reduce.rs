@@ -37,7 +37,14 @@ impl Communicator {
             }
         };
         let mut acc = send.to_vec();
-        let cut = match Split::of(p, n, size_of::<T>(), op.grain()) {
+        let cut = match Split::for_op::<T, O>(p, n, op) {
+            Split::Whole if !op.commutes() => {
+                self.reduce_in_order(&mut acc, op, root)?;
+                if let Some(out) = out {
+                    out.copy_from_slice(&acc);
+                }
+                return Ok(());
+            }
             Split::Whole => {
                 self.reduce_binomial(&mut acc, op, root)?;
                 if let Some(out) = out {
@@ -84,6 +91,41 @@ impl Communicator {
             mask <<= 1;
         }
         Ok(())
+    }
+
+    /// Reduces into `acc` of `root` in rank order, for an operation that
+    /// does not commute: a binomial tree rooted at rank 0 over the ranks
+    /// themselves, in which rank r, holding the result of ranks
+    /// `r .. r + 2^k`, appends that of `r + 2^k .. r + 2^(k+1)` on its
+    /// right; rank 0 then sends the result to `root` if it is another.
+    fn reduce_in_order<T: Equivalence, O: Operation<T>>(
+        &self,
+        acc: &mut [T],
+        op: &O,
+        root: usize,
+    ) -> Result<()> {
+        let (p, r) = self.p_r();
+        let mut tmp: Vec<T> = zeroed_vec(acc.len());
+        let mut mask = 1;
+        while mask < p {
+            if r & mask == 0 {
+                if r | mask < p {
+                    self.crecv(as_bytes_mut(&mut tmp), r | mask, TAG_REDUCE)?;
+                    op.apply(acc, &mut tmp);
+                    acc.copy_from_slice(&tmp);
+                }
+            } else {
+                self.csend(as_bytes(acc), r & !mask, TAG_REDUCE)?;
+                break;
+            }
+            mask <<= 1;
+        }
+        match (r, root) {
+            (_, 0) => Ok(()),
+            (0, _) => self.csend(as_bytes(acc), root, TAG_REDUCE),
+            (r, root) if r == root => self.crecv(as_bytes_mut(acc), 0, TAG_REDUCE),
+            _ => Ok(()),
+        }
     }
 
     /// After a reduce-scatter, when block `rank` of `acc` (of p, cut by
