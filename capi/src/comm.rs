@@ -1,20 +1,92 @@
-//! Communicators (MPI 5.0 chapter 7): size, rank, dup, split, free and
-//! compare, on the `mpi` crate's `Communicator`.
+//! Communicators (MPI 5.0 chapter 7): size, rank, dup (also with info
+//! and nonblocking), split, split by type, create from a group (also
+//! collectively over the group only), free, compare, names and info
+//! hints, on the `mpi` crate's `Communicator`. Groups are `group.rs`,
+//! attributes `attr.rs`, topologies `topo.rs`.
 
 use o2g_mpi_abi_macros::export;
 use std::collections::HashSet;
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::error::{boundary, Code, MPI_ERR_ARG};
+use crate::attr::{self, Attr};
+use crate::error::{boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_COMM};
 use crate::ffi;
-use crate::handles::{self, Handle};
+use crate::handles::{self, Handle, ReqEntry};
+use crate::info::{self, Pairs};
 use crate::status::UNDEFINED;
 
 /// `MPI_IDENT`, `MPI_CONGRUENT`, `MPI_SIMILAR`, `MPI_UNEQUAL` (§7.4.1).
-const IDENT: c_int = 201;
+pub(crate) const IDENT: c_int = 201;
 const CONGRUENT: c_int = 202;
-const SIMILAR: c_int = 203;
-const UNEQUAL: c_int = 204;
+pub(crate) const SIMILAR: c_int = 203;
+pub(crate) const UNEQUAL: c_int = 204;
+
+/// `MPI_COMM_TYPE_SHARED`, `_HW_UNGUIDED`, `_HW_GUIDED` (§7.4.2).
+const COMM_TYPE_SHARED: c_int = 221;
+const COMM_TYPE_HW_UNGUIDED: c_int = 222;
+const COMM_TYPE_HW_GUIDED: c_int = 223;
+
+/// `MPI_MAX_OBJECT_NAME`, with the NUL.
+const MAX_OBJECT_NAME: usize = 128;
+
+/// The plain data of a communicator, `Send + Sync` (the `mpi` crate's
+/// communicator is not): what a later thread-safe library shares as is.
+#[derive(Default)]
+pub(crate) struct CommMeta {
+    /// `MPI_Comm_set_name` (§7.8).
+    pub(crate) name: Mutex<String>,
+    /// Cached attributes, in the order they were first set (§7.7).
+    pub(crate) attrs: Mutex<Vec<Attr>>,
+    /// Info hints (§7.4.4).
+    pub(crate) info: Mutex<Pairs>,
+    /// The virtual topology (chapter 8), if any.
+    pub(crate) topo: Mutex<Option<Arc<mpi::topology::Topology>>>,
+}
+
+impl CommMeta {
+    /// The data of a predefined communicator named `name`.
+    pub(crate) fn named(name: &str) -> Arc<Self> {
+        let m = Self::default();
+        *lock(&m.name) = name.to_owned();
+        Arc::new(m)
+    }
+}
+
+/// Locks `m`, taking over a lock poisoned by a panic elsewhere (the data
+/// behind these locks holds no invariant a panic could break).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Registers `comm`, made from the communicator `parent` (whose error
+/// handler it inherits), with the info hints `hints`.
+pub(crate) fn adopt(
+    parent: &handles::CommEntry,
+    comm: mpi::Communicator,
+    hints: Pairs,
+) -> Res<Handle> {
+    let h = handles::new_comm(comm, parent.errh.get())?;
+    *lock(&handles::comm(h)?.meta.info) = hints;
+    Ok(h)
+}
+
+/// `MPI_Comm_dup(_with_info)`: a new communicator with the attributes
+/// (by their copy callbacks), topology and error handler of `comm`, and
+/// `hints` or else those of `comm`.
+fn dup(comm: Handle, hints: Option<Pairs>) -> Res<Handle> {
+    let c = handles::comm(comm)?;
+    let hints = hints.unwrap_or_else(|| lock(&c.meta.info).clone());
+    let h = adopt(&c, c.comm.dup()?, hints)?;
+    let n = handles::comm(h)?;
+    *lock(&n.meta.topo) = lock(&c.meta.topo).clone();
+    if let Err(e) = attr::copy_all(comm, &c.meta, &n.meta) {
+        drop(n);
+        handles::free_comm(h)?;
+        return Err(e);
+    }
+    Ok(h)
+}
 
 /// `MPI_Comm_size` (§7.4.1).
 ///
@@ -44,8 +116,9 @@ pub(crate) unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) ->
     })
 }
 
-/// `MPI_Comm_dup` (§7.4.2): same group, new context, same error handler.
-/// Collective.
+/// `MPI_Comm_dup` (§7.4.2): same group, new context, same error
+/// handler, topology and info hints; attributes copied by their keyvals'
+/// copy callbacks. Collective.
 ///
 /// # Safety
 ///
@@ -53,10 +126,76 @@ pub(crate) unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) ->
 #[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
     boundary("MPI_Comm_dup", comm, || {
-        let c = handles::comm(comm)?;
-        let h = handles::new_comm(c.comm.dup()?, c.errh.get())?;
+        let h = dup(comm, None)?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(newcomm, h) }
+    })
+}
+
+/// `MPI_Comm_dup_with_info` (§7.4.2): as `MPI_Comm_dup`, with the hints
+/// of `info` instead of those of `comm`.
+///
+/// # Safety
+///
+/// `newcomm` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_dup_with_info(
+    comm: Handle,
+    info: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    boundary("MPI_Comm_dup_with_info", comm, || {
+        let h = dup(comm, Some(info::pairs(info, true)?))?;
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(newcomm, h) }
+    })
+}
+
+/// `MPI_Comm_idup` (§7.4.2): the duplication is done before the call
+/// returns (it is collective inside: every member must call it before
+/// any returns), and the request is complete at once.
+///
+/// # Safety
+///
+/// `newcomm` and `request` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_idup(
+    comm: Handle,
+    newcomm: *mut Handle,
+    request: *mut Handle,
+) -> c_int {
+    boundary("MPI_Comm_idup", comm, || {
+        let h = dup(comm, None)?;
+        let r = handles::new_request(ReqEntry::ProcNull)?;
+        // SAFETY: the caller passes valid output pointers.
+        unsafe {
+            ffi::out(newcomm, h)?;
+            ffi::out(request, r)
+        }
+    })
+}
+
+/// `MPI_Comm_idup_with_info` (§7.4.2): as `MPI_Comm_idup` (complete at
+/// once), with the hints of `info`.
+///
+/// # Safety
+///
+/// `newcomm` and `request` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: Handle,
+    info: Handle,
+    newcomm: *mut Handle,
+    request: *mut Handle,
+) -> c_int {
+    boundary("MPI_Comm_idup_with_info", comm, || {
+        let h = dup(comm, Some(info::pairs(info, true)?))?;
+        let r = handles::new_request(ReqEntry::ProcNull)?;
+        // SAFETY: the caller passes valid output pointers.
+        unsafe {
+            ffi::out(newcomm, h)?;
+            ffi::out(request, r)
+        }
     })
 }
 
@@ -80,7 +219,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_split(
             c => mpi::Color::With(u32::try_from(c).map_err(|_| Code(MPI_ERR_ARG))?),
         };
         let h = match c.comm.split(color, key)? {
-            Some(n) => handles::new_comm(n, c.errh.get())?,
+            Some(n) => adopt(&c, n, Vec::new())?,
             None => handles::handle(handles::COMM_NULL),
         };
         // SAFETY: the caller passes a valid output pointer.
@@ -88,8 +227,11 @@ pub(crate) unsafe extern "C" fn MPI_Comm_split(
     })
 }
 
-/// `MPI_Comm_free` (§7.4.3): sets the handle to `MPI_COMM_NULL`. Pending
-/// operations on the communicator complete normally.
+/// `MPI_Comm_free` (§7.4.3): calls the delete callbacks of its
+/// attributes (last set first), then sets the handle to
+/// `MPI_COMM_NULL`; a callback's error is returned after the
+/// communicator is freed. Pending operations on the communicator
+/// complete normally.
 ///
 /// # Safety
 ///
@@ -103,9 +245,14 @@ pub(crate) unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
     boundary("MPI_Comm_free", target, || {
         // SAFETY: the caller passes a valid in-out pointer.
         let h = unsafe { ffi::inout(comm) }?;
+        if handles::value(*h) < handles::FIRST_DYNAMIC {
+            return Err(Code(MPI_ERR_COMM));
+        }
+        let meta = handles::comm(*h)?.meta.clone();
+        let deleted = attr::delete_all(*h, &meta);
         handles::free_comm(*h)?;
         *h = handles::handle(handles::COMM_NULL);
-        Ok(())
+        deleted
     })
 }
 
@@ -141,5 +288,192 @@ pub(crate) unsafe extern "C" fn MPI_Comm_compare(
         };
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(result, r) }
+    })
+}
+
+/// `MPI_Comm_create` (§7.4.2): a communicator of the processes of
+/// `group` (which must belong to `comm`); `MPI_COMM_NULL` for the
+/// others. Collective over `comm`; processes may pass different groups if
+/// those are the same or disjoint.
+///
+/// # Safety
+///
+/// `newcomm` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_create(
+    comm: Handle,
+    group: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    boundary("MPI_Comm_create", comm, || {
+        let c = handles::comm(comm)?;
+        let g = crate::group::lookup(group)?;
+        let h = match c.comm.create(&g)? {
+            Some(n) => adopt(&c, n, Vec::new())?,
+            None => handles::handle(handles::COMM_NULL),
+        };
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(newcomm, h) }
+    })
+}
+
+/// `MPI_Comm_create_group` (§7.4.2): as `MPI_Comm_create`, but
+/// collective only over the members of `group`, told apart from other
+/// such calls by `tag`.
+///
+/// # Safety
+///
+/// `newcomm` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_create_group(
+    comm: Handle,
+    group: Handle,
+    tag: c_int,
+    newcomm: *mut Handle,
+) -> c_int {
+    boundary("MPI_Comm_create_group", comm, || {
+        let c = handles::comm(comm)?;
+        let g = crate::group::lookup(group)?;
+        let h = match c.comm.create_group(&g, tag)? {
+            Some(n) => adopt(&c, n, Vec::new())?,
+            None => handles::handle(handles::COMM_NULL),
+        };
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(newcomm, h) }
+    })
+}
+
+/// `MPI_Comm_split_type` (§7.4.2): `MPI_COMM_TYPE_SHARED` groups the
+/// processes of one host (same host name); `MPI_COMM_TYPE_HW_GUIDED`
+/// does so for the `mpi_hw_resource_type` `mpi_shared_memory` and gives
+/// `MPI_COMM_NULL` for any other; `MPI_COMM_TYPE_HW_UNGUIDED` does so
+/// when that makes a strictly smaller group, `MPI_COMM_NULL` otherwise;
+/// `MPI_UNDEFINED` gives `MPI_COMM_NULL`. Ordered by `key`, then rank.
+/// The new communicator keeps the hints of `info`. Collective.
+///
+/// # Safety
+///
+/// `newcomm` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_split_type(
+    comm: Handle,
+    split_type: c_int,
+    key: c_int,
+    info: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    boundary("MPI_Comm_split_type", comm, || {
+        let c = handles::comm(comm)?;
+        let hints = info::pairs(info, true)?;
+        let host = ffi::hostname();
+        let by_host = match split_type {
+            UNDEFINED => None,
+            COMM_TYPE_SHARED | COMM_TYPE_HW_UNGUIDED => Some(host.as_str()),
+            COMM_TYPE_HW_GUIDED => hints
+                .iter()
+                .any(|(k, v)| k == "mpi_hw_resource_type" && v == "mpi_shared_memory")
+                .then_some(host.as_str()),
+            _ => return Err(Code(MPI_ERR_ARG)),
+        };
+        let made = c.comm.split_by_host(by_host, key)?;
+        let made = made.filter(|n| split_type != COMM_TYPE_HW_UNGUIDED || n.size() < c.comm.size());
+        let h = match made {
+            Some(n) => adopt(&c, n, hints)?,
+            None => handles::handle(handles::COMM_NULL),
+        };
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(newcomm, h) }
+    })
+}
+
+/// `MPI_Comm_set_name` (§7.8): at most `MPI_MAX_OBJECT_NAME - 1` bytes
+/// are kept.
+///
+/// # Safety
+///
+/// `name` is a C string.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, name: *const c_char) -> c_int {
+    boundary("MPI_Comm_set_name", comm, || {
+        let c = handles::comm(comm)?;
+        // SAFETY: the caller passes a C string.
+        let mut n = unsafe { ffi::c_str(name) }?;
+        let mut cut = n.len().min(MAX_OBJECT_NAME - 1);
+        while !n.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        n.truncate(cut);
+        *lock(&c.meta.name) = n;
+        Ok(())
+    })
+}
+
+/// `MPI_Comm_get_name` (§7.8): `MPI_COMM_WORLD` and `MPI_COMM_SELF`
+/// until renamed, empty for a communicator never named.
+///
+/// # Safety
+///
+/// `name` must be valid for `MPI_MAX_OBJECT_NAME` bytes of writes,
+/// `resultlen` for one `int`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_get_name(
+    comm: Handle,
+    name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    boundary("MPI_Comm_get_name", comm, || {
+        let n = lock(&handles::comm(comm)?.meta.name).clone();
+        // SAFETY: the caller passes the buffer and length pointers.
+        unsafe { ffi::write_str(name, MAX_OBJECT_NAME, &n, resultlen) }
+    })
+}
+
+/// `MPI_Comm_set_info` (§7.4.4): the hints of `info` replace those of
+/// the same keys; no hint changes what this library does.
+#[export]
+pub(crate) extern "C" fn MPI_Comm_set_info(comm: Handle, info: Handle) -> c_int {
+    boundary("MPI_Comm_set_info", comm, || {
+        let c = handles::comm(comm)?;
+        let new = info::pairs(info, false)?;
+        let mut hints = lock(&c.meta.info);
+        for (k, v) in new {
+            match hints.iter_mut().find(|(hk, _)| *hk == k) {
+                Some(slot) => slot.1 = v,
+                None => hints.push((k, v)),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `MPI_Comm_get_info` (§7.4.4): a new info object with the hints set on
+/// the communicator (by `MPI_Comm_set_info`, `MPI_Comm_dup_with_info`,
+/// `MPI_Comm_split_type`, or inherited by `MPI_Comm_dup`).
+///
+/// # Safety
+///
+/// `info_used` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info_used: *mut Handle) -> c_int {
+    boundary("MPI_Comm_get_info", comm, || {
+        let hints = lock(&handles::comm(comm)?.meta.info).clone();
+        let h = info::new_info(hints);
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(info_used, h) }
+    })
+}
+
+/// `MPI_Comm_test_inter` (§7.6.1): false, every communicator here being
+/// an intra-communicator.
+///
+/// # Safety
+///
+/// `flag` must be valid for a write of one `int`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
+    boundary("MPI_Comm_test_inter", comm, || {
+        handles::comm(comm)?;
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(flag, 0) }
     })
 }

@@ -6,6 +6,7 @@ use o2g_mpi_abi_macros::export;
 use std::cell::Cell;
 use std::ffi::{c_char, c_double, c_int};
 
+use crate::comm::CommMeta;
 use crate::error::{boundary, boundary_any_thread, boundary_init, Code, Res, MPI_ERR_OTHER};
 use crate::ffi;
 use crate::handles::{self, CommEntry, ErrMode, Handle, Phase};
@@ -29,6 +30,8 @@ fn init() -> Res<()> {
     let own = world
         .split(mpi::Color::With(me), 0)?
         .ok_or(Code(MPI_ERR_OTHER))?;
+    crate::group::set_world_rank(me);
+    crate::attr::set_universe_size(world.size());
     handles::with(|s| {
         let fatal = || Cell::new(ErrMode::Fatal);
         s.add_comm(
@@ -36,6 +39,7 @@ fn init() -> Res<()> {
             CommEntry {
                 comm: world,
                 errh: fatal(),
+                meta: CommMeta::named("MPI_COMM_WORLD"),
             },
         );
         s.add_comm(
@@ -43,6 +47,7 @@ fn init() -> Res<()> {
             CommEntry {
                 comm: own,
                 errh: fatal(),
+                meta: CommMeta::named("MPI_COMM_SELF"),
             },
         );
         thread::initialized_here(universe.transport_name());
@@ -131,12 +136,16 @@ pub(crate) unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     })
 }
 
-/// `MPI_Finalize` (§11.2.2): releases every handle, delivers what is
-/// queued and synchronises with the other processes.
+/// `MPI_Finalize` (§11.2.2): first deletes the attributes of
+/// `MPI_COMM_SELF` (last set first, calling their delete callbacks, as
+/// if the communicator were freed), then releases every handle, delivers
+/// what is queued and synchronises with the other processes.
 #[export]
 pub(crate) extern "C" fn MPI_Finalize() -> c_int {
     boundary("MPI_Finalize", none(), || {
-        handles::running()?;
+        let own = handles::handle(handles::COMM_SELF);
+        let meta = handles::comm(own)?.meta.clone();
+        crate::attr::delete_all(own, &meta)?;
         let universe = handles::with(|s| {
             s.clear();
             s.phase = Phase::After;
@@ -244,4 +253,76 @@ pub(crate) extern "C" fn MPI_Wtime() -> c_double {
 #[export]
 pub(crate) extern "C" fn MPI_Wtick() -> c_double {
     mpi::wtick()
+}
+
+/// `MPI_Is_thread_main` (§11.6.1): whether the caller is the thread that
+/// initialised MPI; any thread may ask.
+///
+/// # Safety
+///
+/// `flag` must be valid for a write of one `int`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    boundary_any_thread("MPI_Is_thread_main", || {
+        let main = thread::is_initialized() && !thread::is_foreign();
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(flag, c_int::from(main)) }
+    })
+}
+
+/// `MPI_Pcontrol` (§15.2.4): profiling control, which this library
+/// leaves to profiling tools: it does nothing. The C prototype is
+/// variadic; this definition reads only `level`, which the C calling
+/// conventions of the supported targets (x86-64 and AArch64 Linux) pass
+/// where a variadic callee finds it, and ignores the rest.
+#[export]
+pub(crate) extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
+    let _ = level;
+    crate::error::MPI_SUCCESS
+}
+
+/// `MPI_Alloc_mem` (§9.2): `size` bytes from `malloc` (at least one, so
+/// that every call has its own address); `info` is not used but must be
+/// an info object or `MPI_INFO_NULL`. `baseptr` is a `void **`.
+///
+/// # Safety
+///
+/// `baseptr` must be valid for a write of one pointer.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Alloc_mem(
+    size: isize,
+    info: Handle,
+    baseptr: *mut std::ffi::c_void,
+) -> c_int {
+    boundary("MPI_Alloc_mem", none(), || {
+        handles::running()?;
+        crate::info::pairs(info, true)?;
+        let n = usize::try_from(size).map_err(|_| Code(crate::error::MPI_ERR_SIZE))?;
+        // SAFETY: malloc of any size is sound; the result is checked.
+        let p = unsafe { libc::malloc(n.max(1)) };
+        if p.is_null() {
+            return Err(Code(crate::error::MPI_ERR_NO_MEM));
+        }
+        // SAFETY: the caller passes a valid `void **`.
+        unsafe { ffi::out(baseptr.cast::<*mut std::ffi::c_void>(), p) }.inspect_err(|_| {
+            // SAFETY: `p` came from malloc just above and is not used again.
+            unsafe { libc::free(p) }
+        })
+    })
+}
+
+/// `MPI_Free_mem` (§9.2): frees memory from `MPI_Alloc_mem`.
+///
+/// # Safety
+///
+/// `base` is null or a pointer `MPI_Alloc_mem` returned and not yet
+/// freed.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Free_mem(base: *mut std::ffi::c_void) -> c_int {
+    boundary("MPI_Free_mem", none(), || {
+        // SAFETY: by this function's contract, `base` came from malloc
+        // (in MPI_Alloc_mem) or is null.
+        unsafe { libc::free(base) };
+        Ok(())
+    })
 }

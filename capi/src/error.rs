@@ -54,15 +54,54 @@ classes! {
     MPI_ERR_INTERN = 17, "internal MPI (implementation) error";
     MPI_ERR_PENDING = 18, "pending request";
     MPI_ERR_IN_STATUS = 19, "error code is in status";
+    MPI_ERR_ACCESS = 20, "permission denied";
+    MPI_ERR_AMODE = 21, "invalid file access mode";
+    MPI_ERR_ASSERT = 22, "invalid assert argument";
+    MPI_ERR_BAD_FILE = 23, "invalid file name";
+    MPI_ERR_BASE = 24, "invalid base argument";
+    MPI_ERR_CONVERSION = 25, "data conversion failed";
+    MPI_ERR_DISP = 26, "invalid displacement argument";
+    MPI_ERR_DUP_DATAREP = 27, "data representation already defined";
+    MPI_ERR_FILE_EXISTS = 28, "file exists";
+    MPI_ERR_FILE_IN_USE = 29, "file in use";
+    MPI_ERR_FILE = 30, "invalid file handle";
+    MPI_ERR_INFO_KEY = 31, "invalid info key";
+    MPI_ERR_INFO_NOKEY = 32, "info key not set";
+    MPI_ERR_INFO_VALUE = 33, "invalid info value";
+    MPI_ERR_INFO = 34, "invalid info object";
+    MPI_ERR_IO = 35, "I/O error";
+    MPI_ERR_KEYVAL = 36, "invalid keyval";
+    MPI_ERR_LOCKTYPE = 37, "invalid lock type";
+    MPI_ERR_NAME = 38, "invalid service name";
     MPI_ERR_NO_MEM = 39, "memory exhausted";
+    MPI_ERR_NOT_SAME = 40, "collective argument not the same on all processes";
+    MPI_ERR_NO_SPACE = 41, "not enough space";
+    MPI_ERR_NO_SUCH_FILE = 42, "file does not exist";
+    MPI_ERR_PORT = 43, "invalid port name";
+    MPI_ERR_QUOTA = 44, "quota exceeded";
+    MPI_ERR_READ_ONLY = 45, "read-only file or file system";
+    MPI_ERR_RMA_ATTACH = 46, "memory cannot be attached";
+    MPI_ERR_RMA_CONFLICT = 47, "conflicting accesses to a window";
+    MPI_ERR_RMA_RANGE = 48, "target memory outside the window";
+    MPI_ERR_RMA_SHARED = 49, "memory cannot be shared";
+    MPI_ERR_RMA_SYNC = 50, "wrong synchronization of RMA calls";
+    MPI_ERR_SERVICE = 51, "invalid service name to unpublish";
+    MPI_ERR_SIZE = 52, "invalid size argument";
+    MPI_ERR_SPAWN = 53, "error in spawning processes";
+    MPI_ERR_UNSUPPORTED_DATAREP = 54, "unsupported data representation";
     MPI_ERR_UNSUPPORTED_OPERATION = 55, "unsupported operation";
+    MPI_ERR_WIN = 56, "invalid window";
+    MPI_ERR_RMA_FLAVOR = 57, "wrong kind of window";
     MPI_ERR_PROC_ABORTED = 58, "operation failed because a peer process has aborted";
+    MPI_ERR_VALUE_TOO_LARGE = 59, "value too large to store";
+    MPI_ERR_SESSION = 60, "invalid session";
     MPI_ERR_ERRHANDLER = 61, "invalid error handler";
     MPI_ERR_ABI = 62, "ABI mismatch";
 }
 
-/// `MPI_ERR_LASTCODE`: the largest valid error code (§9.4).
-const MPI_ERR_LASTCODE: c_int = 16383;
+/// `MPI_ERR_LASTCODE`: the largest predefined error code (§9.4); codes
+/// the user adds come after it (`errhandler.rs`).
+pub(crate) const MPI_ERR_LASTCODE: c_int = 16383;
 
 /// An MPI error code, as an error type so that `?` works.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,6 +209,11 @@ pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
     if mode == ErrMode::Return || code == MPI_SUCCESS {
         return code;
     }
+    if let ErrMode::User { errh, comm } = mode {
+        LAST.with(|l| l.borrow_mut().clear());
+        crate::errhandler::invoke(errh, comm, code);
+        return code;
+    }
     let detail = LAST.with(|l| std::mem::take(&mut *l.borrow_mut()));
     let text = class_text(code).unwrap_or("unknown error");
     // One write, so that the lines of several ranks do not interleave.
@@ -182,22 +226,24 @@ pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
     crate::env::abort_job(code)
 }
 
-/// The error mode an error-handler handle stands for.
-fn mode_of(errh: Handle) -> Res<ErrMode> {
+/// The error mode an error-handler handle stands for, set on the
+/// communicator `comm`.
+fn mode_of(errh: Handle, comm: Handle) -> Res<ErrMode> {
     match handles::value(errh) {
         handles::ERRORS_ARE_FATAL | handles::ERRORS_ABORT => Ok(ErrMode::Fatal),
         handles::ERRORS_RETURN => Ok(ErrMode::Return),
-        _ => Err(Code(MPI_ERR_ERRHANDLER)),
+        _ => crate::errhandler::mode(errh, comm).ok_or(Code(MPI_ERR_ERRHANDLER)),
     }
 }
 
 /// `MPI_Comm_set_errhandler` (§9.3.1): `MPI_ERRORS_ARE_FATAL`,
-/// `MPI_ERRORS_ABORT` or `MPI_ERRORS_RETURN`.
+/// `MPI_ERRORS_ABORT`, `MPI_ERRORS_RETURN` or one from
+/// `MPI_Comm_create_errhandler`.
 #[export]
 pub(crate) extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errh: Handle) -> c_int {
     boundary("MPI_Comm_set_errhandler", comm, || {
         let c = handles::comm(comm)?;
-        c.errh.set(mode_of(errh)?);
+        c.errh.set(mode_of(errh, comm)?);
         Ok(())
     })
 }
@@ -213,6 +259,10 @@ pub(crate) unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errh: *mut
         let v = match handles::comm(comm)?.errh.get() {
             ErrMode::Fatal => handles::ERRORS_ARE_FATAL,
             ErrMode::Return => handles::ERRORS_RETURN,
+            ErrMode::User { errh, .. } => {
+                crate::errhandler::retain(errh);
+                errh
+            }
         };
         // SAFETY: the caller passes a valid output pointer (or null, which
         // `out` rejects).
@@ -220,8 +270,9 @@ pub(crate) unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errh: *mut
     })
 }
 
-/// `MPI_Errhandler_free` (§9.3.4): only predefined handlers exist here,
-/// so this just sets the handle to `MPI_ERRHANDLER_NULL`.
+/// `MPI_Errhandler_free` (§9.3.4): sets the handle to
+/// `MPI_ERRHANDLER_NULL`; a user handler stays in force on the
+/// communicators it is set on.
 ///
 /// # Safety
 ///
@@ -231,13 +282,18 @@ pub(crate) unsafe extern "C" fn MPI_Errhandler_free(errh: *mut Handle) -> c_int 
     boundary("MPI_Errhandler_free", std::ptr::null_mut(), || {
         // SAFETY: as the caller guarantees.
         let h = unsafe { ffi::inout(errh) }?;
-        mode_of(*h)?;
+        if handles::value(*h) >= handles::FIRST_DYNAMIC {
+            crate::errhandler::release(*h)?;
+        } else {
+            mode_of(*h, std::ptr::null_mut())?;
+        }
         *h = handles::handle(handles::ERRHANDLER_NULL);
         Ok(())
     })
 }
 
-/// `MPI_Error_class` (§9.4): every code of this library is a class.
+/// `MPI_Error_class` (§9.4): every predefined code of this library is a
+/// class; a code the user added has the class it was added to.
 ///
 /// # Safety
 ///
@@ -245,6 +301,10 @@ pub(crate) unsafe extern "C" fn MPI_Errhandler_free(errh: *mut Handle) -> c_int 
 #[export]
 pub(crate) unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) -> c_int {
     boundary_any_thread("MPI_Error_class", || {
+        if let Some(c) = crate::errhandler::class_of(code) {
+            // SAFETY: the caller passes a valid output pointer.
+            return unsafe { ffi::out(class, c) };
+        }
         if !(0..=MPI_ERR_LASTCODE).contains(&code) {
             return Err(Code(MPI_ERR_ARG));
         }
@@ -273,6 +333,9 @@ pub(crate) unsafe extern "C" fn MPI_Error_string(
     boundary_any_thread("MPI_Error_string", || {
         let text = match class_text(code) {
             Some(t) => t.to_string(),
+            None if crate::errhandler::class_of(code).is_some() => {
+                crate::errhandler::string_of(code).unwrap_or_default()
+            }
             None if (0..=MPI_ERR_LASTCODE).contains(&code) => format!("MPI error code {code}"),
             None => return Err(Code(MPI_ERR_ARG)),
         };

@@ -9,13 +9,15 @@
 //! different groups of one `split` share the new id, which is safe because
 //! a group only ever talks to itself.
 
-use o2g_core::proto::envelope::SYNC_FLAG;
+use o2g_core::proto::envelope::{Selector, SourceSel, TagSel, SYNC_FLAG};
 use std::rc::Rc;
 
 use crate::environment::Runtime;
 use crate::error::{Error, Result};
+use crate::group::Group;
 use crate::operation::SystemOperation;
 use crate::point_to_point::{AnyProcess, Process};
+use crate::request::{RecvBuf, Request, Watch};
 
 /// A communicator: `MPI_COMM_WORLD` from [`crate::Universe::world`], or one
 /// derived from it with [`Communicator::dup`] / [`Communicator::split`].
@@ -165,6 +167,189 @@ impl Communicator {
             .position(|&(_, r)| r == self.rank as usize)
             .unwrap_or_default() as u32;
         Ok(Some(Communicator::new(self.rt.clone(), ctx, members, rank)))
+    }
+
+    /// `MPI_Comm_group` (§7.3.1): this communicator's group.
+    pub fn group(&self) -> Group {
+        Group::new(self.members.to_vec(), self.members[self.rank as usize])
+            .unwrap_or_else(|_| Group::empty(self.members[self.rank as usize]))
+    }
+
+    /// The members of `group`, checked to be members of this communicator.
+    fn subgroup(&self, group: &Group) -> Result<()> {
+        match group
+            .world_ranks()
+            .iter()
+            .find(|w| !self.members.contains(w))
+        {
+            Some(w) => Err(Error::InvalidArgument(format!(
+                "world rank {w} of the group is not in the communicator"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// A communicator of `members` (world ranks) with context `ctx`, if
+    /// this process is one of them.
+    fn of_members(&self, ctx: u32, members: &[u32]) -> Option<Communicator> {
+        let me = self.members[self.rank as usize];
+        let rank = members.iter().position(|&m| m == me)? as u32;
+        Some(Communicator::new(
+            self.rt.clone(),
+            ctx,
+            members.to_vec(),
+            rank,
+        ))
+    }
+
+    /// `MPI_Comm_create` (§7.4.2): a communicator of the processes of
+    /// `group`, which must be members of this one; `None` for the other
+    /// processes. Collective over this communicator; each process may pass
+    /// a different group, as long as the groups of different processes
+    /// are the same or disjoint (MPI 2.2's rule).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a group with a process outside this
+    /// communicator; those of the allreduce that agrees on the context.
+    pub fn create(&self, group: &Group) -> Result<Option<Communicator>> {
+        self.subgroup(group)?;
+        let ctx = self.new_context()?;
+        Ok(self.of_members(ctx, group.world_ranks()))
+    }
+
+    /// `MPI_Comm_create_group` (§7.4.2): as [`Communicator::create`], but
+    /// collective only over the members of `group`: the others do not
+    /// call it. Calls of overlapping groups that may run at the same time
+    /// are told apart by `tag` (`0..=TAG_UB`). A process outside `group`
+    /// gets `None` without communicating.
+    ///
+    /// The members agree on a context id by a reduction (maximum) to the
+    /// group's first member and a broadcast back, both binomial trees, on
+    /// this communicator's collective context with tags no collective
+    /// uses (`0x8000_0001 + tag`; `0x7fff_ffff` for `TAG_UB`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::create`]; [`Error::InvalidTag`].
+    pub fn create_group(&self, group: &Group, tag: i32) -> Result<Option<Communicator>> {
+        self.subgroup(group)?;
+        let wire = match tag {
+            crate::TAG_UB => 0x7fff_ffff,
+            t if t >= 0 => 0x8000_0001 + t as u32,
+            t => return Err(Error::InvalidTag(t)),
+        };
+        let Some(sub) = self.of_members(self.context, group.world_ranks()) else {
+            return Ok(None);
+        };
+        let (p, r) = (sub.members.len(), sub.rank as usize);
+        let coll = self.context + 1;
+        let mut best = self.rt.next_context.get();
+        // Binomial reduce (max) to group rank 0.
+        let mut mask = 1;
+        while mask < p {
+            if r & mask != 0 {
+                sub.send_bytes(&best.to_le_bytes(), (r - mask) as i32, wire, coll)?;
+                break;
+            }
+            if r + mask < p {
+                best = best.max(sub.recv_word(r + mask, wire, coll)?);
+            }
+            mask <<= 1;
+        }
+        // Binomial broadcast back from group rank 0.
+        let mut mask = p.next_power_of_two();
+        if r != 0 {
+            let low = 1 << r.trailing_zeros();
+            best = sub.recv_word(r - low, wire, coll)?;
+            mask = low;
+        }
+        while mask > 1 {
+            mask >>= 1;
+            if r + mask < p {
+                sub.send_bytes(&best.to_le_bytes(), (r + mask) as i32, wire, coll)?;
+            }
+        }
+        let next = best
+            .checked_add(2)
+            .filter(|n| n & SYNC_FLAG == 0)
+            .ok_or(Error::ResourceExhausted("communicator context ids"))?;
+        self.rt.next_context.set(next);
+        Ok(self.of_members(best, group.world_ranks()))
+    }
+
+    /// Receives one `u32` from `rank` with a wire tag `tag` (any `u32`,
+    /// also those above `TAG_UB`, which the user-level receives refuse)
+    /// on `context`.
+    fn recv_word(&self, rank: usize, tag: u32, context: u32) -> Result<u32> {
+        let world = self.world_rank(rank as i32)?;
+        let sel = Selector {
+            source: SourceSel::Rank(world),
+            tag: TagSel::Tag(tag),
+            context,
+        };
+        let watch = Watch {
+            members: self.members.clone(),
+            me: self.members[self.rank as usize],
+            source: Some(world),
+        };
+        let mut b = [0u8; 4];
+        let token = self.rt.with(|t| t.post_recv(sel, b.len()))?;
+        let st = Request::recv(self.rt.clone(), token, RecvBuf::Copy(&mut b), watch).wait()?;
+        if st.count_bytes() != b.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a {}-byte message where a context id was expected",
+                st.count_bytes()
+            )));
+        }
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// The first `n` members, in order, as a new communicator (`None` on
+    /// the others): what `MPI_Cart_create` and `MPI_Graph_create` make
+    /// (§8.5.1, §8.5.3) when they do not reorder. Collective.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] if `n` is above the size; those of the
+    /// allreduce that agrees on the context.
+    pub fn create_first(&self, n: usize) -> Result<Option<Communicator>> {
+        if n > self.members.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{n} processes asked of a communicator of {}",
+                self.members.len()
+            )));
+        }
+        let ctx = self.new_context()?;
+        Ok(self.of_members(ctx, &self.members[..n]))
+    }
+
+    /// `MPI_Comm_split_type` with `MPI_COMM_TYPE_SHARED` (§7.4.2): one
+    /// communicator per host, the processes whose `host` (the host name)
+    /// is the same, ordered by `key` then rank; `None` for a process that
+    /// passes no host (`MPI_UNDEFINED`). Collective.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a host name of 256 bytes or more;
+    /// those of the collectives.
+    pub fn split_by_host(&self, host: Option<&str>, key: i32) -> Result<Option<Communicator>> {
+        const LEN: usize = 256;
+        let mut mine = [0u8; LEN + 1];
+        if let Some(h) = host {
+            if h.len() >= LEN {
+                return Err(Error::InvalidArgument(format!("host name {h:?} too long")));
+            }
+            mine[0] = 1;
+            mine[1..=h.len()].copy_from_slice(h.as_bytes());
+        }
+        let mut all = vec![[0u8; LEN + 1]; self.members.len()];
+        self.all_gather_into(&[mine], &mut all)?;
+        let color = match host {
+            None => Color::Undefined,
+            Some(_) => Color::With(all.iter().position(|h| *h == mine).unwrap_or(0) as u32),
+        };
+        self.split(color, key)
     }
 
     /// `MPI_Abort` (§9.5): ends every process of the job with `code`.
