@@ -11,7 +11,10 @@ use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
-use crate::datatype::{self, buffer_len};
+use std::borrow::Cow;
+
+use crate::buffer;
+use crate::datatype;
 use crate::error::{boundary, Code, Res, MPI_ERR_RANK, MPI_ERR_TAG, MPI_ERR_TRUNCATE};
 use crate::ffi;
 use crate::handles::{self, CommEntry, Handle, ReqEntry};
@@ -20,7 +23,7 @@ use crate::status::{self, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED};
 /// A peer argument: a rank (possibly the `mpi` crate's wildcard) or
 /// `MPI_PROC_NULL`.
 #[derive(Clone, Copy)]
-enum Peer {
+pub(crate) enum Peer {
     Rank(i32),
     Null,
 }
@@ -33,7 +36,7 @@ fn dest(rank: c_int) -> Res<Peer> {
     }
 }
 
-fn source(rank: c_int) -> Res<Peer> {
+pub(crate) fn source(rank: c_int) -> Res<Peer> {
     match rank {
         ANY_SOURCE => Ok(Peer::Rank(mpi::ANY_SOURCE)),
         r => dest(r),
@@ -48,7 +51,7 @@ fn send_tag(tag: c_int) -> Res<i32> {
     }
 }
 
-fn recv_tag(tag: c_int) -> Res<i32> {
+pub(crate) fn recv_tag(tag: c_int) -> Res<i32> {
     match tag {
         ANY_TAG => Ok(mpi::ANY_TAG),
         t => send_tag(t),
@@ -56,7 +59,7 @@ fn recv_tag(tag: c_int) -> Res<i32> {
 }
 
 /// The status of `MPI_PROC_NULL` operations (§3.11).
-fn null_status() -> Status {
+pub(crate) fn null_status() -> Status {
     Status::new(PROC_NULL, ANY_TAG, 0, false)
 }
 
@@ -78,25 +81,29 @@ pub(crate) fn recv_outcome(r: mpi::Result<mpi::Status>) -> (Status, Res<()>) {
     }
 }
 
+/// A checked send: the communicator, the message (packed if its type is
+/// not contiguous), the tag and the destination.
+pub(crate) type Outgoing<'a> = (Rc<CommEntry>, Cow<'a, [u8]>, i32, Peer);
+
 /// The checked arguments of a send: the communicator, the message, the
 /// tag and the destination. Every send checks them in this order.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for reading `count` elements of `dt`.
-unsafe fn outgoing<'a>(
+pub(crate) unsafe fn outgoing<'a>(
     comm: Handle,
     buf: *const c_void,
     count: c_int,
     dt: Handle,
     dst: c_int,
     tag: c_int,
-) -> Res<(Rc<CommEntry>, &'a [u8], i32, Peer)> {
+) -> Res<Outgoing<'a>> {
     let c = handles::comm(comm)?;
-    let (len, _) = buffer_len(count, dt)?;
+    buffer::check(count, dt)?;
     let tag = send_tag(tag)?;
     // SAFETY: the caller's buffer holds `count` elements of `dt`.
-    let data = unsafe { ffi::bytes(buf, len) }?;
+    let data = unsafe { buffer::send(buf, count, dt) }?;
     Ok((c, data, tag, dest(dst)?))
 }
 
@@ -107,19 +114,19 @@ unsafe fn outgoing<'a>(
 /// # Safety
 ///
 /// `buf` must be valid for writing `count` elements of `dt`.
-unsafe fn incoming<'a>(
+pub(crate) unsafe fn incoming<'a>(
     comm: Handle,
     buf: *mut c_void,
     count: c_int,
     dt: Handle,
     src: c_int,
     tag: c_int,
-) -> Res<(Rc<CommEntry>, &'a mut [u8], i32, Peer)> {
+) -> Res<(Rc<CommEntry>, buffer::Recv<'a>, i32, Peer)> {
     let c = handles::comm(comm)?;
-    let (len, _) = buffer_len(count, dt)?;
+    buffer::check(count, dt)?;
     let tag = recv_tag(tag)?;
     // SAFETY: the caller's buffer has room for `count` elements.
-    let data = unsafe { ffi::bytes_mut(buf, len) }?;
+    let data = unsafe { buffer::recv(buf, count, dt) }?;
     Ok((c, data, tag, source(src)?))
 }
 
@@ -134,20 +141,23 @@ unsafe fn new_request(entry: ReqEntry, req: *mut Handle) -> Res<()> {
     unsafe { ffi::out(req, h) }
 }
 
-/// The blocking sends: standard mode, or synchronous mode.
+/// The send modes (§3.4). Ready mode is sent as standard mode, which the
+/// standard allows (a correct ready-mode program has its receive posted).
 #[derive(Clone, Copy)]
-enum Mode {
+pub(crate) enum SendMode {
     Standard,
     Synchronous,
+    Ready,
+    Buffered,
 }
 
-/// `MPI_Send` and `MPI_Ssend`.
+/// `MPI_Send`, `MPI_Ssend`, `MPI_Rsend` and `MPI_Bsend`.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for reading `count` elements of `dt`.
 unsafe fn blocking_send(
-    mode: Mode,
+    mode: SendMode,
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -156,16 +166,21 @@ unsafe fn blocking_send(
     comm: Handle,
 ) -> c_int {
     let name = match mode {
-        Mode::Standard => "MPI_Send",
-        Mode::Synchronous => "MPI_Ssend",
+        SendMode::Standard => "MPI_Send",
+        SendMode::Synchronous => "MPI_Ssend",
+        SendMode::Ready => "MPI_Rsend",
+        SendMode::Buffered => "MPI_Bsend",
     };
     boundary(name, comm, || {
         // SAFETY: the caller's buffer holds `count` elements of `dt`.
         let (c, data, tag, to) = unsafe { outgoing(comm, buf, count, dt, dst, tag) }?;
         match (to, mode) {
             (Peer::Null, _) => Ok(()),
-            (Peer::Rank(r), Mode::Standard) => Ok(c.comm.send(data, r, tag)?),
-            (Peer::Rank(r), Mode::Synchronous) => Ok(c.comm.ssend(data, r, tag)?),
+            (Peer::Rank(r), SendMode::Standard | SendMode::Ready) => {
+                Ok(c.comm.send(&data, r, tag)?)
+            }
+            (Peer::Rank(r), SendMode::Synchronous) => Ok(c.comm.ssend(&data, r, tag)?),
+            (Peer::Rank(r), SendMode::Buffered) => crate::bsend::send(&c, &data, r, tag),
         }
     })
 }
@@ -185,7 +200,7 @@ pub(crate) unsafe extern "C" fn MPI_Send(
     comm: Handle,
 ) -> c_int {
     // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
-    unsafe { blocking_send(Mode::Standard, buf, count, dt, dst, tag, comm) }
+    unsafe { blocking_send(SendMode::Standard, buf, count, dt, dst, tag, comm) }
 }
 
 /// `MPI_Ssend` (§3.4): synchronous-mode blocking send; returns once the
@@ -204,7 +219,45 @@ pub(crate) unsafe extern "C" fn MPI_Ssend(
     comm: Handle,
 ) -> c_int {
     // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
-    unsafe { blocking_send(Mode::Synchronous, buf, count, dt, dst, tag, comm) }
+    unsafe { blocking_send(SendMode::Synchronous, buf, count, dt, dst, tag, comm) }
+}
+
+/// `MPI_Rsend` (§3.4): ready-mode blocking send, sent in standard mode.
+///
+/// # Safety
+///
+/// As for `MPI_Send`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
+    unsafe { blocking_send(SendMode::Ready, buf, count, dt, dst, tag, comm) }
+}
+
+/// `MPI_Bsend` (§3.4, §3.6): buffered-mode send; copies the message into
+/// the buffer attached with `MPI_Buffer_attach` and returns
+/// (`MPI_ERR_BUFFER` when the attached space is exhausted).
+///
+/// # Safety
+///
+/// As for `MPI_Send`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Bsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
+    unsafe { blocking_send(SendMode::Buffered, buf, count, dt, dst, tag, comm) }
 }
 
 /// `MPI_Recv` (§3.2.4): blocking receive.
@@ -225,10 +278,14 @@ pub(crate) unsafe extern "C" fn MPI_Recv(
 ) -> c_int {
     boundary("MPI_Recv", comm, || {
         // SAFETY: the caller's buffer has room for `count` elements.
-        let (c, data, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
+        let (c, mut data, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
         let (status, r) = match from {
             Peer::Null => (null_status(), Ok(())),
-            Peer::Rank(s) => recv_outcome(c.comm.recv(data, s, tag)),
+            Peer::Rank(s) => {
+                let r = c.comm.recv(data.bytes(), s, tag);
+                data.finish(buffer::received(&r));
+                recv_outcome(r)
+            }
         };
         // SAFETY: the caller passes MPI_STATUS_IGNORE or a valid status.
         unsafe { status.store(st) };
@@ -259,27 +316,187 @@ pub(crate) unsafe extern "C" fn MPI_Sendrecv(
 ) -> c_int {
     boundary("MPI_Sendrecv", comm, || {
         let c = handles::comm(comm)?;
-        let (slen, _) = buffer_len(sendcount, sendtype)?;
-        let (rlen, _) = buffer_len(recvcount, recvtype)?;
+        buffer::check(sendcount, sendtype)?;
+        buffer::check(recvcount, recvtype)?;
         let (stag, rtag) = (send_tag(sendtag)?, recv_tag(recvtag)?);
         let (to, from) = (dest(dst)?, source(src)?);
         // SAFETY: the caller's send buffer holds `sendcount` elements.
-        let out = unsafe { ffi::bytes(sendbuf, slen) }?;
+        let out = unsafe { buffer::send(sendbuf, sendcount, sendtype) }?;
         // SAFETY: the caller's receive buffer has room for `recvcount`.
-        let inp = unsafe { ffi::bytes_mut(recvbuf, rlen) }?;
+        let mut inp = unsafe { buffer::recv(recvbuf, recvcount, recvtype) }?;
         let (status, r) = match (to, from) {
             (Peer::Rank(d), Peer::Rank(s)) => {
-                recv_outcome(c.comm.sendrecv(out, d, stag, inp, s, rtag))
+                let r = c.comm.sendrecv(&out, d, stag, inp.bytes(), s, rtag);
+                inp.finish(buffer::received(&r));
+                recv_outcome(r)
             }
-            (Peer::Rank(d), Peer::Null) => {
-                (null_status(), c.comm.send(out, d, stag).map_err(Code::from))
+            (Peer::Rank(d), Peer::Null) => (
+                null_status(),
+                c.comm.send(&out, d, stag).map_err(Code::from),
+            ),
+            (Peer::Null, Peer::Rank(s)) => {
+                let r = c.comm.recv(inp.bytes(), s, rtag);
+                inp.finish(buffer::received(&r));
+                recv_outcome(r)
             }
-            (Peer::Null, Peer::Rank(s)) => recv_outcome(c.comm.recv(inp, s, rtag)),
             (Peer::Null, Peer::Null) => (null_status(), Ok(())),
         };
         // SAFETY: the caller passes MPI_STATUS_IGNORE or a valid status.
         unsafe { status.store(st) };
         r
+    })
+}
+
+/// `MPI_Sendrecv_replace` (§3.10): sends the buffer's contents and
+/// receives into the same buffer; the outgoing message is copied first.
+///
+/// # Safety
+///
+/// `buf` must be valid for reading and writing `count` elements of `dt`;
+/// `st` is `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    sendtag: c_int,
+    src: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    st: *mut Status,
+) -> c_int {
+    boundary("MPI_Sendrecv_replace", comm, || {
+        let (out, stag, to) = {
+            // SAFETY: the caller's buffer holds `count` elements; the
+            // slice is copied and dropped before the buffer is written.
+            let (_, data, stag, to) = unsafe { outgoing(comm, buf, count, dt, dst, sendtag) }?;
+            (data.to_vec(), stag, to)
+        };
+        // SAFETY: the caller's buffer has room for `count` elements.
+        let (c, mut inp, rtag, from) = unsafe { incoming(comm, buf, count, dt, src, recvtag) }?;
+        let (status, r) = match (to, from) {
+            (Peer::Rank(d), Peer::Rank(s)) => {
+                let r = c.comm.sendrecv(&out, d, stag, inp.bytes(), s, rtag);
+                inp.finish(buffer::received(&r));
+                recv_outcome(r)
+            }
+            (Peer::Rank(d), Peer::Null) => (
+                null_status(),
+                c.comm.send(&out, d, stag).map_err(Code::from),
+            ),
+            (Peer::Null, Peer::Rank(s)) => {
+                let r = c.comm.recv(inp.bytes(), s, rtag);
+                inp.finish(buffer::received(&r));
+                recv_outcome(r)
+            }
+            (Peer::Null, Peer::Null) => (null_status(), Ok(())),
+        };
+        // SAFETY: the caller passes MPI_STATUS_IGNORE or a valid status.
+        unsafe { status.store(st) };
+        r
+    })
+}
+
+/// Starts a nonblocking send in `mode` (what `MPI_Isend` and its mode
+/// variants, and `MPI_Start` of a persistent send, begin).
+///
+/// # Safety
+///
+/// `buf` must be valid for reading `count` elements of `dt`, unchanged,
+/// until the request completes.
+pub(crate) unsafe fn start_send(
+    mode: SendMode,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> Res<ReqEntry> {
+    // SAFETY: the caller's buffer holds `count` elements of `dt`.
+    let (c, data, tag, to) = unsafe { outgoing(comm, buf, count, dt, dst, tag) }?;
+    let errh = c.errh.get();
+    Ok(match (to, mode) {
+        (Peer::Null, _) => ReqEntry::ProcNull,
+        (Peer::Rank(r), SendMode::Standard | SendMode::Ready) => {
+            // SAFETY: MPI 5.0 §3.7.2: the caller leaves the buffer alone
+            // until the request completes; a freed request
+            // (`MPI_Request_free`) is dropped, which copies what has not
+            // gone out. A packed copy moves into the request
+            // (`buffer::keep`).
+            let req = unsafe { mpi::raw::isend(&c.comm, &data, r, tag) }?;
+            ReqEntry::Live(buffer::keep(req, data), errh)
+        }
+        (Peer::Rank(r), SendMode::Synchronous) => {
+            // SAFETY: as above.
+            let req = unsafe { mpi::raw::issend(&c.comm, &data, r, tag) }?;
+            ReqEntry::Live(buffer::keep(req, data), errh)
+        }
+        // The data are in the attached buffer when this returns: done.
+        (Peer::Rank(r), SendMode::Buffered) => {
+            crate::bsend::send(&c, &data, r, tag)?;
+            ReqEntry::Done(Status::empty(), 0, errh)
+        }
+    })
+}
+
+/// The checks of a send's arguments alone (for `MPI_Send_init` & co.).
+///
+/// # Safety
+///
+/// A non-null `buf` is valid for reading `count` elements of `dt`.
+pub(crate) unsafe fn check_send(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> Res<()> {
+    // SAFETY: the caller's contract; the slice is not kept.
+    unsafe { outgoing(comm, buf, count, dt, dst, tag) }.map(drop)
+}
+
+/// The checks of a receive's arguments alone (for `MPI_Recv_init`).
+///
+/// # Safety
+///
+/// A non-null `buf` is valid for writing `count` elements of `dt`.
+pub(crate) unsafe fn check_recv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    src: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> Res<()> {
+    // SAFETY: the caller's contract; the slice is not kept.
+    unsafe { incoming(comm, buf, count, dt, src, tag) }.map(drop)
+}
+
+/// `MPI_Isend` and its mode variants.
+///
+/// # Safety
+///
+/// As for [`start_send`]; `req` valid for a write of one handle.
+#[allow(clippy::too_many_arguments)]
+unsafe fn nonblocking_send(
+    name: &str,
+    mode: SendMode,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    boundary(name, comm, || {
+        // SAFETY: the caller's contract is `start_send`'s.
+        let entry = unsafe { start_send(mode, buf, count, dt, dst, tag, comm) }?;
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { new_request(entry, req) }
     })
 }
 
@@ -300,22 +517,73 @@ pub(crate) unsafe extern "C" fn MPI_Isend(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    boundary("MPI_Isend", comm, || {
-        // SAFETY: the caller's buffer holds `count` elements of `dt`.
-        let (c, data, tag, to) = unsafe { outgoing(comm, buf, count, dt, dst, tag) }?;
-        let entry = match to {
-            Peer::Null => ReqEntry::ProcNull,
-            // SAFETY: MPI 4.1 §3.7.2: the caller leaves the buffer alone
-            // until the request completes; a freed request (`MPI_Request_free`)
-            // is dropped, which copies what has not gone out.
-            Peer::Rank(r) => ReqEntry::Live(
-                unsafe { mpi::raw::isend(&c.comm, data, r, tag) }?,
-                c.errh.get(),
-            ),
-        };
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { new_request(entry, req) }
-    })
+    let mode = SendMode::Standard;
+    // SAFETY: the caller's contract is `nonblocking_send`'s.
+    unsafe { nonblocking_send("MPI_Isend", mode, buf, count, dt, dst, tag, comm, req) }
+}
+
+/// `MPI_Issend` (§3.7.2): starts a synchronous-mode send; the request
+/// completes once the destination has started a receive that matched the
+/// message (acknowledged as for `MPI_Ssend`).
+///
+/// # Safety
+///
+/// As for `MPI_Isend`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let mode = SendMode::Synchronous;
+    // SAFETY: the caller's contract is `nonblocking_send`'s.
+    unsafe { nonblocking_send("MPI_Issend", mode, buf, count, dt, dst, tag, comm, req) }
+}
+
+/// `MPI_Irsend` (§3.7.2): starts a ready-mode send, sent in standard mode.
+///
+/// # Safety
+///
+/// As for `MPI_Isend`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let mode = SendMode::Ready;
+    // SAFETY: the caller's contract is `nonblocking_send`'s.
+    unsafe { nonblocking_send("MPI_Irsend", mode, buf, count, dt, dst, tag, comm, req) }
+}
+
+/// `MPI_Ibsend` (§3.7.2): a buffered-mode send; the message is copied into
+/// the attached buffer at once, so the request is complete when this
+/// returns (`MPI_ERR_BUFFER` when the attached space is exhausted).
+///
+/// # Safety
+///
+/// As for `MPI_Isend`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Ibsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dst: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let mode = SendMode::Buffered;
+    // SAFETY: the caller's contract is `nonblocking_send`'s.
+    unsafe { nonblocking_send("MPI_Ibsend", mode, buf, count, dt, dst, tag, comm, req) }
 }
 
 /// `MPI_Irecv` (§3.7.2): starts a receive into `buf`, which belongs to
@@ -336,21 +604,39 @@ pub(crate) unsafe extern "C" fn MPI_Irecv(
     req: *mut Handle,
 ) -> c_int {
     boundary("MPI_Irecv", comm, || {
-        // SAFETY: checks the arguments and the pointer for null; the slice
-        // is not kept (only its length).
-        let (c, data, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
-        let len = data.len();
-        let entry = match from {
-            Peer::Null => ReqEntry::ProcNull,
-            Peer::Rank(s) => {
-                // SAFETY: the caller keeps `len` bytes at `buf` for this
-                // request until it completes or is freed (MPI §3.7.2).
-                let r = unsafe { mpi::raw::irecv(&c.comm, buf.cast(), len, s, tag) }?;
-                ReqEntry::Live(r, c.errh.get())
-            }
-        };
+        // SAFETY: the caller's contract is `start_recv`'s.
+        let entry = unsafe { start_recv(buf, count, dt, src, tag, comm) }?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { new_request(entry, req) }
+    })
+}
+
+/// Starts a nonblocking receive (what `MPI_Irecv` and `MPI_Start` of a
+/// persistent receive begin).
+///
+/// # Safety
+///
+/// `buf` must be valid for writing `count` elements of `dt` until the
+/// request completes or is freed, and not accessed otherwise meanwhile.
+pub(crate) unsafe fn start_recv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    src: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> Res<ReqEntry> {
+    // SAFETY: checks the arguments and the pointer for null; the
+    // buffer is not kept.
+    let (c, _, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
+    Ok(match from {
+        Peer::Null => ReqEntry::ProcNull,
+        Peer::Rank(s) => {
+            // SAFETY: the caller keeps the elements at `buf` for this
+            // request until it completes or is freed (MPI §3.7.2).
+            let r = unsafe { buffer::irecv(&c.comm, buf, count, dt, s, tag) }?;
+            ReqEntry::Live(r, c.errh.get())
+        }
     })
 }
 
@@ -426,7 +712,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_count(
     boundary("MPI_Get_count", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid status.
         let s = unsafe { status::read(st) }?;
-        let size = datatype::lookup(dt)?.extent as u64;
+        let size = datatype::lookup(dt)?.size as u64;
         let n = match (s.bytes(), size) {
             (0, _) => 0,
             (_, 0) => UNDEFINED,

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::request::{RecvBuf, Request, Watch};
 use crate::scope::Scope;
 use crate::synchronous;
-use crate::transport::{SendToken, Transport};
+use crate::transport::{RecvToken, SendToken, Transport};
 
 /// `MPI_ANY_SOURCE` (§3.2.4): receive from any rank.
 pub const ANY_SOURCE: i32 = -2;
@@ -124,16 +124,27 @@ impl Communicator {
     pub(crate) fn ssend_bytes(&self, data: &[u8], dest: i32, tag: u32, context: u32) -> Result<()> {
         let world = self.world_rank(dest)?;
         let env = synchronous::marked(self.envelope(tag, context));
-        let sel = synchronous::ack_selector(world, context);
+        let ack = self.post_ack(world, tag, context)?;
+        self.rt.with(|t| t.send(world, env, data))?;
+        ack.wait().map(drop)
+    }
+
+    /// Posts the receive of the acknowledgement of a synchronous-mode
+    /// message with `tag` on `context` to world rank `world`.
+    fn post_ack(&self, world: u32, tag: u32, context: u32) -> Result<Request<'static>> {
+        let sel = synchronous::ack_selector(world, context, tag);
         let watch = Watch {
             members: self.members.clone(),
             me: self.members[self.rank as usize],
             source: Some(world),
         };
         let ack = self.rt.with(|t| t.post_recv(sel, 0))?;
-        let ack = Request::recv(self.rt.clone(), ack, RecvBuf::Copy(&mut []), watch);
-        self.rt.with(|t| t.send(world, env, data))?;
-        ack.wait().map(drop)
+        Ok(Request::recv(
+            self.rt.clone(),
+            ack,
+            RecvBuf::Copy(&mut []),
+            watch,
+        ))
     }
 
     /// Nonblocking send of raw bytes on `context`.
@@ -167,28 +178,58 @@ impl Communicator {
         // SAFETY: The request borrows `data` for 'b, and it ends the token
         // by testing it to completion or releasing it in `Drop`, so `data`
         // stays allocated and unchanged (it is shared) until then.
-        self.isend_lending(data, dest, tag, context, |t, world, env| unsafe {
+        self.isend_lending(data, dest, tag, context, false, |t, world, env| unsafe {
+            t.isend_in_place(world, env, data.as_ptr(), data.len())
+        })
+    }
+
+    /// Synchronous-mode nonblocking send of raw bytes on `context`
+    /// (`MPI_Issend`): as [`Communicator::isend_borrowed`], and the
+    /// request completes only once a receive matched the message.
+    pub(crate) fn issend_borrowed<'b>(
+        &self,
+        data: &'b [u8],
+        dest: i32,
+        tag: u32,
+        context: u32,
+    ) -> Result<Request<'b>> {
+        // SAFETY: As in `isend_borrowed`.
+        self.isend_lending(data, dest, tag, context, true, |t, world, env| unsafe {
             t.isend_in_place(world, env, data.as_ptr(), data.len())
         })
     }
 
     /// A nonblocking send that `start` may begin from `data` itself; if
-    /// it declines (`None`), the transport's copying `isend`.
+    /// it declines (`None`), the transport's copying `isend`. In
+    /// synchronous mode (`sync`) the message is marked and the request
+    /// also waits for its acknowledgement (see `synchronous.rs`).
     fn isend_lending<'b>(
         &self,
         data: &[u8],
         dest: i32,
         tag: u32,
         context: u32,
+        sync: bool,
         start: impl FnOnce(&mut dyn Transport, u32, Envelope) -> Result<Option<SendToken>>,
     ) -> Result<Request<'b>> {
         let world = self.world_rank(dest)?;
-        let env = self.envelope(tag, context);
+        let mut env = self.envelope(tag, context);
+        // The acknowledgement's receive is posted before the message goes.
+        let ack = if sync {
+            env = synchronous::marked(env);
+            Some(self.post_ack(world, tag, context)?)
+        } else {
+            None
+        };
         let token = match self.rt.with(|t| start(t, world, env))? {
             Some(token) => token,
             None => self.rt.with(|t| t.isend(world, env, data))?,
         };
-        Ok(Request::send(self.rt.clone(), token))
+        let send = Request::send(self.rt.clone(), token);
+        Ok(match ack {
+            Some(ack) => Request::sync(send, ack),
+            None => send,
+        })
     }
 
     /// Nonblocking send of raw bytes on `context` from memory its caller
@@ -211,7 +252,27 @@ impl Communicator {
     ) -> Result<Request<'static>> {
         // SAFETY: This function's contract, which the request's drop (never
         // skipped) completes by releasing the token.
-        self.isend_lending(data, dest, tag, context, |t, world, env| unsafe {
+        self.isend_lending(data, dest, tag, context, false, |t, world, env| unsafe {
+            t.isend_lent(world, env, data.as_ptr(), data.len())
+        })
+    }
+
+    /// [`Communicator::isend_bytes_lent`] in synchronous mode
+    /// (`MPI_Issend`): the request completes once a receive matched the
+    /// message.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Communicator::isend_bytes_lent`].
+    pub(crate) unsafe fn issend_bytes_lent(
+        &self,
+        data: &[u8],
+        dest: i32,
+        tag: u32,
+        context: u32,
+    ) -> Result<Request<'static>> {
+        // SAFETY: As in `isend_bytes_lent`.
+        self.isend_lending(data, dest, tag, context, true, |t, world, env| unsafe {
             t.isend_lent(world, env, data.as_ptr(), data.len())
         })
     }
@@ -317,6 +378,22 @@ impl Communicator {
     /// before it receives.
     pub fn ssend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
         self.ssend_bytes(as_bytes(buf), dest, check_tag(tag)?, self.context)
+    }
+
+    /// `MPI_Issend` (§3.7.2): starts a synchronous-mode send; the request
+    /// borrows `buf` and completes once rank `dest` has started a receive
+    /// that matched the message.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Communicator::send`].
+    pub fn issend<'b, T: Equivalence>(
+        &self,
+        buf: &'b [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'b>> {
+        self.issend_borrowed(as_bytes(buf), dest, check_tag(tag)?, self.context)
     }
 
     /// `MPI_Recv` (§3.2.4): blocking receive from `source` (or
@@ -431,6 +508,28 @@ impl Communicator {
         status
     }
 
+    /// `MPI_Isendrecv` (§3.10): starts sending `send` to `dest` and
+    /// receiving into `recv` from `source` as one request, which completes
+    /// once both have, with the receive's status.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Communicator::isend`] and [`Communicator::irecv`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn isendrecv<'b, S: Equivalence, R: Equivalence>(
+        &self,
+        send: &'b [S],
+        dest: i32,
+        send_tag: i32,
+        recv: &'b mut [R],
+        source: i32,
+        recv_tag: i32,
+    ) -> Result<Request<'b>> {
+        let r = self.irecv(recv, source, recv_tag)?;
+        let s = self.isend(send, dest, send_tag)?;
+        Ok(Request::send_recv(s, r))
+    }
+
     /// `MPI_Iprobe` (§3.8.1): the status of a matching message if one has
     /// arrived, without receiving it.
     ///
@@ -475,6 +574,79 @@ impl Communicator {
         }
     }
 
+    /// `MPI_Improbe` (§3.8.2): if a matching message has arrived, takes it
+    /// out of matching, so that no other receive or probe can see it, and
+    /// returns it with its status; [`Message::recv`] or
+    /// [`Message::irecv`] then receive it.
+    ///
+    /// The message is taken by a receive of its whole length, posted for
+    /// exactly its source and tag at once: the first message matching
+    /// those is the probed one (any earlier one would have matched the
+    /// probe), so this works over every transport, the kernel-matched one
+    /// included.
+    ///
+    /// # Errors
+    ///
+    /// Invalid rank or tag; a full posted-receive queue.
+    pub fn improbe(&self, source: i32, tag: i32) -> Result<Option<Message>> {
+        let (sel, watch) = self.selector(source, tag, self.context)?;
+        let take = |t: &mut dyn Transport| -> Result<Option<(Envelope, u64, RecvToken)>> {
+            let Some((env, len)) = t.iprobe(sel) else {
+                return Ok(None);
+            };
+            let cap = usize::try_from(len)
+                .map_err(|_| Error::ResourceExhausted("a message longer than memory"))?;
+            let exact = Selector {
+                source: SourceSel::Rank(env.source),
+                tag: TagSel::Tag(env.tag),
+                context: sel.context,
+            };
+            Ok(Some((env, len, t.post_recv(exact, cap)?)))
+        };
+        let found = self.rt.with(|t| {
+            if let Some(m) = take(t)? {
+                return Ok(Some(m));
+            }
+            t.progress(Some(std::time::Duration::ZERO))?;
+            take(t)
+        })?;
+        Ok(found.map(|(env, len, token)| Message {
+            rt: self.rt.clone(),
+            token: Some(token),
+            watch: Watch {
+                source: Some(env.source),
+                ..watch
+            },
+            status: Status {
+                source: Watch::comm_rank(&self.members, env.source),
+                tag: env.tag as i32,
+                bytes: len as usize,
+                cancelled: false,
+            },
+        }))
+    }
+
+    /// `MPI_Mprobe` (§3.8.2): waits for a matching message and takes it
+    /// out of matching (see [`Communicator::improbe`]).
+    ///
+    /// # Errors
+    ///
+    /// Invalid rank or tag; [`Error::PeerGone`] when the source died.
+    pub fn mprobe(&self, source: i32, tag: i32) -> Result<Message> {
+        let (_, watch) = self.selector(source, tag, self.context)?;
+        loop {
+            if let Some(m) = self.improbe(source, tag)? {
+                return Ok(m);
+            }
+            if let Some(w) = watch.source {
+                if let Some(reason) = self.rt.with(|t| Ok(t.peer_failure(w)))? {
+                    return Err(Error::PeerGone { rank: w, reason });
+                }
+            }
+            self.rt.with(|t| t.progress(None))?;
+        }
+    }
+
     /// Probes, then receives exactly the probed message into a new vector.
     ///
     /// # Errors
@@ -493,6 +665,66 @@ impl Communicator {
         let mut v = zeroed_vec(n);
         let status = self.recv(&mut v, probed.source, probed.tag)?;
         Ok((v, status))
+    }
+}
+
+/// A message taken out of matching by a matched probe (`MPI_Message`,
+/// §3.8.2): only [`Message::recv`] or [`Message::irecv`] can receive it.
+/// Dropping it without receiving discards it.
+pub struct Message {
+    rt: std::rc::Rc<crate::environment::Runtime>,
+    /// The receive that takes the whole message; `None` once handed on.
+    token: Option<RecvToken>,
+    watch: Watch,
+    status: Status,
+}
+
+impl Message {
+    /// The message's status: source, tag and length in bytes.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// `MPI_Imrecv` (§3.8.3): starts receiving the message into `buf`,
+    /// which stays borrowed until the request completes; a longer message
+    /// completes with [`Error::Truncated`] and the part that fits.
+    pub fn irecv<T: Equivalence>(self, buf: &mut [T]) -> Request<'_> {
+        self.irecv_bytes(as_bytes_mut(buf))
+    }
+
+    /// `MPI_Mrecv` (§3.8.3): receives the message into `buf`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if the message is longer than `buf` (the
+    /// prefix that fits is received); [`Error::PeerGone`] if the sender
+    /// died before all of it came.
+    pub fn recv<T: Equivalence>(self, buf: &mut [T]) -> Result<Status> {
+        self.irecv(buf).wait()
+    }
+
+    /// `MPI_Imrecv` of raw bytes.
+    pub(crate) fn irecv_bytes(mut self, buf: &mut [u8]) -> Request<'_> {
+        let watch = Watch {
+            members: self.watch.members.clone(),
+            me: self.watch.me,
+            source: self.watch.source,
+        };
+        match self.token.take() {
+            Some(token) => Request::recv(self.rt.clone(), token, RecvBuf::Copy(buf), watch),
+            None => Request::done(self.rt.clone(), self.status),
+        }
+    }
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        if let Some(token) = self.token.take() {
+            let _ = self.rt.with(|t| {
+                t.release_recv(token);
+                Ok(())
+            });
+        }
     }
 }
 

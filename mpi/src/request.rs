@@ -16,6 +16,7 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
+use crate::collective::schedule::Pending;
 use crate::environment::Runtime;
 use crate::error::{Error, Result};
 use crate::point_to_point::Status;
@@ -100,6 +101,28 @@ enum State<'buf> {
         buf: RecvBuf<'buf>,
         watch: Watch,
     },
+    /// A synchronous-mode send: complete once its data went out and the
+    /// receiver's acknowledgement arrived (see `synchronous.rs`).
+    Sync {
+        send: Box<Request<'buf>>,
+        ack: Box<Request<'static>>,
+    },
+    /// A send and a receive together (`MPI_Isendrecv`): complete once
+    /// both are, with the receive's status.
+    SendRecv {
+        send: Box<Request<'buf>>,
+        recv: Box<Request<'buf>>,
+    },
+    /// A nonblocking collective (`collective/schedule.rs`).
+    Collective(Box<dyn Pending + 'buf>),
+    /// An operation with a continuation ([`Request::then`]): `then` runs
+    /// once `inner` completes, with the bytes it received. `inner` is
+    /// declared first so that it is dropped first: `then` may own the
+    /// memory `inner` uses.
+    Then {
+        inner: Box<Request<'buf>>,
+        then: Option<Box<dyn FnOnce(usize) + 'buf>>,
+    },
     Done(Status),
 }
 
@@ -136,13 +159,78 @@ impl<'buf> Request<'buf> {
         }
     }
 
+    /// A synchronous-mode send: `send` carries the marked message, `ack`
+    /// receives the acknowledgement.
+    pub(crate) fn sync(send: Self, ack: Request<'static>) -> Self {
+        Self {
+            rt: send.rt.clone(),
+            state: State::Sync {
+                send: Box::new(send),
+                ack: Box::new(ack),
+            },
+            scoped: None,
+        }
+    }
+
+    /// A send and a receive as one request, with the receive's status.
+    pub(crate) fn send_recv(send: Self, recv: Self) -> Self {
+        Self {
+            rt: send.rt.clone(),
+            state: State::SendRecv {
+                send: Box::new(send),
+                recv: Box::new(recv),
+            },
+            scoped: None,
+        }
+    }
+
+    /// A request that is already complete with `status`.
+    pub(crate) fn done(rt: Rc<Runtime>, status: Status) -> Self {
+        Self {
+            rt,
+            state: State::Done(status),
+            scoped: None,
+        }
+    }
+
+    pub(crate) fn collective(rt: Rc<Runtime>, c: Box<dyn Pending + 'buf>) -> Self {
+        Self {
+            rt,
+            state: State::Collective(c),
+            scoped: None,
+        }
+    }
+
+    /// This request with `then` run when it completes, before the
+    /// completion is reported, with the bytes received (the buffer's
+    /// length for a truncated receive, 0 for a send, a failed or a
+    /// cancelled operation). A request dropped before it completes drops
+    /// `then` without running it, after releasing the operation: `then`
+    /// may own the memory the operation uses (a packed send buffer, a
+    /// staging buffer to unpack).
+    pub fn then(self, then: Box<dyn FnOnce(usize) + 'buf>) -> Self {
+        Self {
+            rt: self.rt.clone(),
+            state: State::Then {
+                inner: Box::new(self),
+                then: Some(then),
+            },
+            scoped: None,
+        }
+    }
+
     /// Makes this an operation of `scope`, which releases it if it is
     /// still pending when the scope ends.
     pub(crate) fn in_scope(mut self, scope: &Scope<'_>) -> Self {
         let op = match self.state {
             State::Send(token) => Lent::Send(token),
             State::Recv { token, .. } => Lent::Recv(token),
-            State::Done(_) => return self,
+            // Only standard sends and receives are ever scoped.
+            State::Sync { .. }
+            | State::SendRecv { .. }
+            | State::Done(_)
+            | State::Then { .. }
+            | State::Collective(_) => return self,
         };
         self.scoped = Some(scope.register(self.rt.clone(), op));
         self
@@ -154,15 +242,65 @@ impl<'buf> Request<'buf> {
     }
 
     /// One completion check without waiting; `Some` once complete.
-    fn check(&mut self) -> Result<Option<Status>> {
+    pub(crate) fn check(&mut self) -> Result<Option<Status>> {
         let done = match &mut self.state {
             State::Done(s) => return Ok(Some(*s)),
+            State::Then { inner, then } => {
+                let r = inner.check();
+                let bytes = match &r {
+                    Ok(None) => return Ok(None),
+                    Ok(Some(s)) => s.count_bytes(),
+                    Err(Error::Truncated { capacity, .. }) => *capacity,
+                    Err(_) => 0,
+                };
+                if let Some(f) = then.take() {
+                    f(bytes);
+                }
+                match r {
+                    Ok(Some(s)) => s,
+                    Ok(None) => unreachable!("returned above"),
+                    Err(e) => {
+                        self.finish(Status::empty());
+                        return Err(e);
+                    }
+                }
+            }
+            State::Collective(c) => match c.poll() {
+                Ok(false) => return Ok(None),
+                Ok(true) => Status::empty(),
+                Err(e) => {
+                    self.finish(Status::empty());
+                    return Err(e);
+                }
+            },
             State::Send(token) => {
                 let token = *token;
                 if !self.rt.with(|t| t.test_send(token))? {
                     return Ok(None);
                 }
                 Status::empty()
+            }
+            State::SendRecv { send, recv } => {
+                let both = send.check().and_then(|s| Ok((s, recv.check()?)));
+                match both {
+                    Ok((Some(_), Some(status))) => status,
+                    Ok(_) => return Ok(None),
+                    Err(e) => {
+                        self.finish(Status::empty());
+                        return Err(e);
+                    }
+                }
+            }
+            State::Sync { send, ack } => {
+                let both = send.check().and_then(|s| Ok((s, ack.check()?)));
+                match both {
+                    Ok((Some(_), Some(_))) => Status::empty(),
+                    Ok(_) => return Ok(None),
+                    Err(e) => {
+                        self.finish(Status::empty());
+                        return Err(e);
+                    }
+                }
             }
             State::Recv { token, buf, watch } => {
                 let token = *token;
@@ -214,8 +352,7 @@ impl<'buf> Request<'buf> {
         if let Some(s) = self.check()? {
             return Ok(Some(s));
         }
-        self.rt
-            .with(|t| t.progress(Some(std::time::Duration::ZERO)))?;
+        self.rt.progress(Some(std::time::Duration::ZERO))?;
         self.check()
     }
 
@@ -230,7 +367,7 @@ impl<'buf> Request<'buf> {
             if let Some(s) = self.check()? {
                 return Ok(s);
             }
-            self.rt.with(|t| t.progress(None))?;
+            self.rt.progress(None)?;
         }
     }
 
@@ -242,6 +379,11 @@ impl<'buf> Request<'buf> {
     ///
     /// Only after finalize.
     pub fn cancel(&mut self) -> Result<()> {
+        if let State::Then { inner, .. } = &mut self.state {
+            inner.cancel()?;
+            self.check()?;
+            return Ok(());
+        }
         if let State::Recv { token, .. } = self.state {
             if self.rt.with(|t| Ok(t.cancel_recv(token)))? {
                 self.check()?;
@@ -277,10 +419,13 @@ fn finish_recv(
             len,
             data,
         } => {
+            // A matched probe's receive takes the whole message, which
+            // may not fit the buffer its `Message` is received into.
+            let n = data.len().min(buf.len());
             if let RecvBuf::Copy(b) = buf {
-                b[..data.len()].copy_from_slice(&data);
+                b[..n].copy_from_slice(&data[..n]);
             }
-            let status = received(envelope, len, data.len(), buf.len(), members);
+            let status = received(envelope, len, n, buf.len(), members);
             (status, Some(data))
         }
         RecvOutcome::InPlace {
@@ -321,6 +466,14 @@ fn received(
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
+        if let State::Sync { ack, .. } = &mut self.state {
+            // The acknowledgement must still be taken when it comes, or it
+            // would answer a later synchronous send to the same peer.
+            if let State::Recv { token, .. } = ack.state {
+                ack.state = State::Done(Status::empty());
+                self.rt.orphan(token);
+            }
+        }
         let _ = match self.state {
             State::Send(token) => self.rt.with(|t| {
                 t.release_send(token);
@@ -330,7 +483,11 @@ impl Drop for Request<'_> {
                 t.release_recv(token);
                 Ok(())
             }),
-            State::Done(_) => Ok(()),
+            State::Sync { .. }
+            | State::SendRecv { .. }
+            | State::Done(_)
+            | State::Then { .. }
+            | State::Collective(_) => Ok(()),
         };
         scope::settle(&self.scoped);
     }
@@ -373,7 +530,7 @@ pub fn wait_each(mut requests: Vec<Request<'_>>) -> Result<Vec<Result<Status>>> 
             break;
         }
         let Some(r) = requests.first() else { break };
-        r.rt.with(|t| t.progress(None))?;
+        r.rt.progress(None)?;
     }
     Ok(out
         .into_iter()
@@ -407,7 +564,7 @@ pub fn wait_any(requests: &mut [Option<Request<'_>>]) -> Result<Option<(usize, S
         }
         match rt {
             None => return Ok(None),
-            Some(rt) => rt.with(|t| t.progress(None))?,
+            Some(rt) => rt.progress(None)?,
         }
     }
 }
@@ -420,7 +577,7 @@ pub fn wait_any(requests: &mut [Option<Request<'_>>]) -> Result<Option<(usize, S
 /// The first error a request completed with.
 pub fn test_all(requests: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
     if let Some(r) = requests.first() {
-        r.rt.with(|t| t.progress(Some(std::time::Duration::ZERO)))?;
+        r.rt.progress(Some(std::time::Duration::ZERO))?;
     }
     let mut out = Vec::with_capacity(requests.len());
     for r in requests.iter_mut() {
@@ -430,4 +587,78 @@ pub fn test_all(requests: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
         }
     }
     Ok(Some(out))
+}
+
+/// Requests that completed, taken out of their slots: each one's index
+/// and outcome, in index order.
+pub type Completions = Vec<(usize, Result<Status>)>;
+
+/// Checks every request once without progress; takes the completed ones
+/// out of their slots. Also returns the runtime of one still pending.
+fn take_completed(requests: &mut [Option<Request<'_>>]) -> (Completions, Option<Rc<Runtime>>) {
+    let mut done = Vec::new();
+    let mut pending = None;
+    for (i, slot) in requests.iter_mut().enumerate() {
+        let Some(r) = slot else { continue };
+        match r.check() {
+            Ok(None) => pending = Some(r.rt.clone()),
+            outcome => {
+                *slot = None;
+                done.push((i, outcome.map(|s| s.unwrap_or_default())));
+            }
+        }
+    }
+    (done, pending)
+}
+
+/// `MPI_Testsome` (§3.7.5) that may wait: one round of progress, waiting
+/// at most `max_wait` for something to happen, then every completed
+/// request is taken out of its slot and returned with its index and
+/// outcome (in index order); none may be.
+///
+/// # Errors
+///
+/// Only failures of the progress itself; each request's own error is in
+/// its outcome.
+pub fn test_some_waiting(
+    requests: &mut [Option<Request<'_>>],
+    max_wait: std::time::Duration,
+) -> Result<Completions> {
+    let (done, pending) = take_completed(requests);
+    if !done.is_empty() {
+        return Ok(done);
+    }
+    match pending {
+        Some(rt) => rt.progress(Some(max_wait))?,
+        None => return Ok(done),
+    }
+    Ok(take_completed(requests).0)
+}
+
+/// `MPI_Testsome` (§3.7.5): after one round of progress without waiting,
+/// takes every completed request out of its slot and returns its index
+/// and outcome, in index order.
+///
+/// # Errors
+///
+/// As for [`test_some_waiting`].
+pub fn test_some(requests: &mut [Option<Request<'_>>]) -> Result<Completions> {
+    test_some_waiting(requests, std::time::Duration::ZERO)
+}
+
+/// `MPI_Waitsome` (§3.7.5): waits until at least one request completes,
+/// then takes every completed one out of its slot and returns its index
+/// and outcome, in index order; empty if every slot is empty.
+///
+/// # Errors
+///
+/// As for [`test_some_waiting`].
+pub fn wait_some(requests: &mut [Option<Request<'_>>]) -> Result<Completions> {
+    loop {
+        let (done, pending) = take_completed(requests);
+        match pending {
+            Some(rt) if done.is_empty() => rt.progress(None)?,
+            _ => return Ok(done),
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! invalid arguments, probe, cancel, request families, communicators,
 //! 1 GiB messages and dead peers.
 
-use mpi::request::{test_all, wait_all, wait_any};
+use mpi::request::{test_all, test_some, wait_all, wait_any, wait_some};
 use mpi::traits::*;
 use mpi::{Color, Communicator, Error, SystemOperation, ANY_SOURCE, ANY_TAG};
 
@@ -208,6 +208,9 @@ pub(crate) fn run() -> Check {
 
     communicators(&world)?;
     synchronous(&world)?;
+    nonblocking_synchronous(&world)?;
+    matched_probe(&world)?;
+    some(&world)?;
     scoped(&world)?;
     clocks()?;
     universe.finalize()?;
@@ -347,6 +350,210 @@ fn synchronous(world: &Communicator) -> Check {
         matches!(world.ssend(&[0u8], 0, -1), Err(Error::InvalidTag(-1))),
         "ssend with a negative tag"
     );
+    world.barrier()?;
+    Ok(())
+}
+
+/// `MPI_Issend` (§3.7.2): the request completes only once a receive
+/// matched; several in flight to one peer each complete with their own
+/// message's receive, whatever the order; a request dropped before its
+/// acknowledgement came never completes a later synchronous send.
+fn nonblocking_synchronous(world: &Communicator) -> Check {
+    let rank = world.rank();
+    let wait_a_while = |r: &mut mpi::Request<'_>, what: &str| -> Check {
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        while std::time::Instant::now() < until {
+            ensure!(r.test()?.is_none(), "{what} completed before its receive");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok(())
+    };
+    if rank == 0 {
+        let data = [1u32, 2];
+        let mut r = world.issend(&data, 1, 40)?;
+        wait_a_while(&mut r, "issend")?;
+        world.send::<u8>(&[], 1, 41)?;
+        r.wait()?;
+        // Two in flight, received in the other order.
+        let (x, y) = ([42u8; 10], vec![43u8; 1 << 20]);
+        let mut r42 = world.issend(&x, 1, 42)?;
+        let r43 = world.issend(&y, 1, 43)?;
+        world.recv::<u8>(&mut [], 1, 44)?;
+        r43.wait()?;
+        wait_a_while(&mut r42, "the issend received second")?;
+        world.send::<u8>(&[], 1, 45)?;
+        r42.wait()?;
+        // Dropped before its receive, then a blocking ssend with the tag.
+        drop(world.issend(&[46u8], 1, 46)?);
+        world.ssend(&[47u8], 1, 46)?;
+        world.send::<u8>(&[], 1, 48)?;
+    } else if rank == 1 {
+        world.recv::<u8>(&mut [], 0, 41)?;
+        let mut v = [0u32; 2];
+        world.recv(&mut v, 0, 40)?;
+        ensure!(v == [1, 2], "issend payload {v:?}");
+        let mut y = vec![0u8; 1 << 20];
+        world.recv(&mut y, 0, 43)?;
+        ensure!(y.iter().all(|b| *b == 43), "large issend payload");
+        world.send::<u8>(&[], 0, 44)?;
+        world.recv::<u8>(&mut [], 0, 45)?;
+        let mut x = [0u8; 10];
+        world.recv(&mut x, 0, 42)?;
+        ensure!(x == [42; 10], "issend payload {x:?}");
+        let mut b = [0u8];
+        world.recv(&mut b, 0, 46)?;
+        ensure!(b == [46], "dropped issend's payload {b:?}");
+        not_returned_yet(world, 48)?;
+        world.recv(&mut b, 0, 46)?;
+        ensure!(b == [47], "ssend's payload {b:?}");
+        world.recv::<u8>(&mut [], 0, 48)?;
+    }
+    // To oneself, and with the receive posted first.
+    let mut v = [0i32];
+    let r = world.irecv(&mut v, rank, 49)?;
+    world.issend(&[rank + 5], rank, 49)?.wait()?;
+    r.wait()?;
+    ensure!(v == [rank + 5], "self issend");
+    world.barrier()?;
+    Ok(())
+}
+
+/// Matched probe (§3.8.2, §3.8.3): the probed message is out of matching
+/// (a receive after the probe takes the next one), received by
+/// `Message::recv` or `irecv`, truncated like any receive, at eager and
+/// rendezvous sizes, from any source.
+fn matched_probe(world: &Communicator) -> Check {
+    let (rank, size) = (world.rank(), world.size());
+    if rank == 0 {
+        world.send(&[1u32], 1, 50)?;
+        world.send(&[2u32, 3], 1, 50)?;
+        world.send(&[4u32, 5, 6, 7], 1, 51)?;
+        let big: Vec<u32> = (0..LARGE_SSEND).collect();
+        world.send(&big, 1, 52)?;
+        world.send(&[8u32], 1, 53)?;
+    } else if rank == 1 {
+        let m = world.mprobe(0, 50)?;
+        ensure!(
+            m.status().count::<u32>() == Some(1),
+            "mprobe {:?}",
+            m.status()
+        );
+        let mut two = [0u32; 2];
+        let st = world.recv(&mut two, ANY_SOURCE, 50)?;
+        ensure!(
+            two == [2, 3] && st.count::<u32>() == Some(2),
+            "recv after mprobe {two:?}"
+        );
+        let mut one = [0u32; 2];
+        let st = m.recv(&mut one)?;
+        ensure!(
+            one[0] == 1 && st.count::<u32>() == Some(1) && st.tag() == 50,
+            "mrecv"
+        );
+        // Truncated: the prefix that fits, and the error.
+        let m = loop {
+            if let Some(m) = world.improbe(ANY_SOURCE, 51)? {
+                break m;
+            }
+        };
+        ensure!(m.status().source_rank() == 0, "improbe {:?}", m.status());
+        let mut short = [0u32; 2];
+        ensure!(
+            matches!(m.recv(&mut short), Err(Error::Truncated { len: 16, .. })) && short == [4, 5],
+            "truncated mrecv {short:?}"
+        );
+        // Above the rendezvous threshold, through irecv.
+        let m = world.mprobe(0, ANY_TAG)?;
+        ensure!(m.status().tag() == 52, "big mprobe {:?}", m.status());
+        ensure!(
+            world.iprobe(0, 52)?.is_none(),
+            "a probed message is still visible"
+        );
+        let mut big = vec![0u32; LARGE_SSEND as usize];
+        m.irecv(&mut big).wait()?;
+        ensure!(
+            big.iter().enumerate().all(|(i, x)| *x == i as u32),
+            "big imrecv"
+        );
+        // Dropped without a receive: discarded.
+        drop(world.mprobe(0, 53)?);
+        ensure!(
+            world.iprobe(0, 53)?.is_none(),
+            "a dropped message came back"
+        );
+    }
+    // From any source, every other rank's message exactly once.
+    for r in (0..size).filter(|&r| r != rank) {
+        world.send(&[rank, r], r, 54)?;
+    }
+    let mut seen = vec![false; size as usize];
+    for _ in 1..size {
+        let m = world.mprobe(ANY_SOURCE, 54)?;
+        let from = m.status().source_rank();
+        let mut v = [0i32; 2];
+        m.recv(&mut v)?;
+        ensure!(
+            v == [from, rank] && !seen[from as usize],
+            "any-source mrecv {v:?}"
+        );
+        seen[from as usize] = true;
+    }
+    world.barrier()?;
+    Ok(())
+}
+
+/// `MPI_Waitsome`/`MPI_Testsome` (§3.7.5): every completed request comes
+/// back once, with its index and outcome.
+fn some(world: &Communicator) -> Check {
+    let (rank, size) = (world.rank(), world.size());
+    let n = size as usize;
+    let mut bufs = vec![[0i32; 2]; n];
+    let outs: Vec<[i32; 2]> = (0..size).map(|r| [rank, r]).collect();
+    let mut reqs: Vec<Option<mpi::Request<'_>>> = Vec::new();
+    for (r, b) in bufs.iter_mut().enumerate() {
+        reqs.push(Some(world.irecv(b, r as i32, 60)?));
+    }
+    for (r, o) in outs.iter().enumerate() {
+        reqs.push(Some(world.isend(o, r as i32, 60)?));
+    }
+    let mut got = vec![false; 2 * n];
+    let mut left = 2 * n;
+    let mut tested = 0;
+    while left > 0 {
+        let done = if tested % 2 == 0 {
+            wait_some(&mut reqs)?
+        } else {
+            test_some(&mut reqs)?
+        };
+        tested += 1;
+        ensure!(
+            tested % 2 == 0 || !done.is_empty(),
+            "wait_some returned nothing"
+        );
+        for (i, outcome) in done {
+            outcome?;
+            ensure!(!got[i] && reqs[i].is_none(), "request {i} twice or left in");
+            got[i] = true;
+            left -= 1;
+        }
+    }
+    ensure!(wait_some(&mut reqs)?.is_empty(), "wait_some on nothing");
+    // MPI_Isendrecv (§3.10): one request for both, the receive's status.
+    let (next, prev) = ((rank + 1) % size, (rank + size - 1) % size);
+    let mut got = [0i32; 2];
+    let sent = [rank, 7];
+    let st = world
+        .isendrecv(&sent, next, 61, &mut got, prev, 61)?
+        .wait()?;
+    ensure!(
+        got == [prev, 7] && st.source_rank() == prev && st.tag() == 61,
+        "isendrecv {got:?} {st:?}"
+    );
+    ensure!(test_some(&mut reqs)?.is_empty(), "test_some on nothing");
+    drop(reqs);
+    for (r, b) in bufs.iter().enumerate() {
+        ensure!(*b == [r as i32, rank], "waitsome payload {b:?}");
+    }
     world.barrier()?;
     Ok(())
 }
