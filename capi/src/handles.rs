@@ -62,12 +62,28 @@ pub(crate) enum ErrMode {
     Fatal,
     /// `MPI_ERRORS_RETURN`: the call returns the error code.
     Return,
+    /// A handler made by `MPI_Comm_create_errhandler` (`errhandler.rs`):
+    /// the value of its handle, and of the communicator it is set on
+    /// (which the handler is called with).
+    User { errh: usize, comm: usize },
+}
+
+impl ErrMode {
+    /// This mode as set on the communicator with handle value `comm`.
+    pub(crate) fn on(self, comm: usize) -> Self {
+        match self {
+            ErrMode::User { errh, .. } => ErrMode::User { errh, comm },
+            m => m,
+        }
+    }
 }
 
 /// A communicator handle's object.
 pub(crate) struct CommEntry {
     pub(crate) comm: mpi::Communicator,
     pub(crate) errh: Cell<ErrMode>,
+    /// Its plain data (name, attributes, info, topology), `Send + Sync`.
+    pub(crate) meta: std::sync::Arc<crate::comm::CommMeta>,
 }
 
 /// A request handle's object.
@@ -77,6 +93,26 @@ pub(crate) enum ReqEntry {
     Live(mpi::Request<'static>, ErrMode),
     /// An operation with `MPI_PROC_NULL`: complete at once (§3.11).
     ProcNull,
+    /// A complete operation not reported yet: its status, its error code
+    /// and the error mode of its communicator (a buffered send, or a
+    /// request a multiple-completion call saw complete but did not
+    /// report).
+    Done(crate::status::Status, std::ffi::c_int, ErrMode),
+    /// An operation in the `mpi` crate whose status, when it succeeds, is
+    /// this one (an `MPI_Isendrecv` receiving from `MPI_PROC_NULL`).
+    LiveAs(mpi::Request<'static>, crate::status::Status, ErrMode),
+    /// A persistent request (§3.9, `persistent.rs`).
+    Persistent(Box<crate::persistent::Persistent>),
+    /// A generalized request (§13.2): its callbacks and state are in
+    /// `grequest.rs`'s table, under this request's handle.
+    Generalized(ErrMode),
+}
+
+/// A message handle's object (`MPI_Message`, §3.8.2): the message a
+/// matched probe took, and the communicator it came on.
+pub(crate) struct MsgEntry {
+    pub(crate) msg: mpi::Message,
+    pub(crate) comm: Handle,
 }
 
 /// Where the library is in its life (§11.2).
@@ -93,6 +129,7 @@ pub(crate) struct State {
     pub(crate) universe: Option<mpi::Universe>,
     comms: HashMap<usize, Rc<CommEntry>>,
     requests: HashMap<usize, ReqEntry>,
+    messages: HashMap<usize, MsgEntry>,
 }
 
 thread_local! {
@@ -101,6 +138,7 @@ thread_local! {
         universe: None,
         comms: HashMap::new(),
         requests: HashMap::new(),
+        messages: HashMap::new(),
     });
 }
 
@@ -126,6 +164,7 @@ impl State {
 
     /// Forgets every object (at finalize).
     pub(crate) fn clear(&mut self) {
+        self.messages.clear();
         self.requests.clear();
         self.comms.clear();
     }
@@ -170,8 +209,13 @@ fn register<T>(table: impl FnOnce(&mut State) -> &mut HashMap<usize, T>, entry: 
 
 /// Registers a new communicator; returns its handle.
 pub(crate) fn new_comm(comm: mpi::Communicator, errh: ErrMode) -> Res<Handle> {
-    let errh = Cell::new(errh);
-    register(|s| &mut s.comms, Rc::new(CommEntry { comm, errh }))
+    with(|s| {
+        let v = s.fresh();
+        let errh = Cell::new(errh.on(v));
+        let meta = Default::default();
+        s.comms.insert(v, Rc::new(CommEntry { comm, errh, meta }));
+        handle(v)
+    })
 }
 
 /// Removes a communicator this library created (`MPI_ERR_COMM` for the
@@ -209,4 +253,22 @@ pub(crate) fn put_request(h: Handle, r: ReqEntry) -> Res<()> {
     with(|s| {
         s.requests.insert(value(h), r);
     })
+}
+
+/// Registers a message a matched probe took; returns its handle.
+pub(crate) fn new_message(m: MsgEntry) -> Res<Handle> {
+    register(|s| &mut s.messages, m)
+}
+
+/// Puts a message back under its handle.
+pub(crate) fn put_message(h: Handle, m: MsgEntry) -> Res<()> {
+    with(|s| {
+        s.messages.insert(value(h), m);
+    })
+}
+
+/// Takes the message behind `h` out of the table (`MPI_ERR_REQUEST` for
+/// a handle that names none).
+pub(crate) fn take_message(h: Handle) -> Res<MsgEntry> {
+    with(|s| s.messages.remove(&value(h)))?.ok_or(Code(MPI_ERR_REQUEST))
 }

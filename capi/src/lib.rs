@@ -6,18 +6,26 @@
 //!
 //! The layer is thin: it checks arguments, turns handles into the `mpi`
 //! crate's objects and calls that crate; MPI semantics live there. Files:
-//! - `handles.rs` holds handle values and the tables behind them;
+//! - `handles.rs` holds handle values and the tables behind them,
+//!   `handle_int.rs` their conversions to `int` and back;
 //! - `error.rs` error classes, error handlers and the FFI boundary
 //!   (`catch_unwind`: no panic crosses into C);
 //! - `ffi.rs` turns raw pointers from C into references and slices (with
-//!   `op.rs`'s call of user functions, the only `unsafe` dereferences);
+//!   `op.rs`'s call of user functions and `grequest.rs`'s of the
+//!   generalized-request callbacks, the only `unsafe` dereferences);
 //! - `table.rs` is the concurrent handle table of plain-data objects;
 //! - `status.rs` is `MPI_Status`;
 //! - `thread.rs` knows which thread may call MPI, and the little state
 //!   any thread may ask about;
 //! - `env.rs`, `comm.rs`, `p2p.rs`, `request.rs`, `coll.rs`,
 //!   `datatype.rs` and `op.rs` hold the exported functions, one MPI
-//!   chapter each.
+//!   chapter each; `group.rs` (groups), `attr.rs` (attribute caching),
+//!   `info.rs` (info objects), `topo.rs` (topologies) and
+//!   `errhandler.rs` (user error handlers, classes and codes) one
+//!   concept each, so too `bsend.rs` (the buffer of buffered sends),
+//!   `persistent.rs` (persistent requests), `mprobe.rs` (matched probe),
+//!   `isendrecv.rs` (nonblocking send-receive) and `grequest.rs`
+//!   (generalized requests).
 //!
 //! Threads: `MPI_THREAD_SINGLE`; all state is thread-local, and a call
 //! from another thread than the initialising one ends the job
@@ -25,16 +33,33 @@
 
 #![allow(non_snake_case)]
 
+mod attr;
+mod bsend;
+mod buffer;
 mod coll;
+mod coll_reduce;
 mod comm;
 mod datatype;
 mod env;
+mod errhandler;
 mod error;
 mod ffi;
+mod grequest;
+mod group;
+mod handle_int;
 mod handles;
+mod icoll;
+mod info;
+mod isendrecv;
+mod mprobe;
 mod op;
+mod op_types;
 mod p2p;
+mod pack;
+mod persistent;
 mod request;
 mod status;
 mod table;
 mod thread;
+mod topo;
+mod typector;

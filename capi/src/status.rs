@@ -6,8 +6,10 @@
 
 use std::ffi::c_int;
 
-use crate::error::{Code, Res, MPI_ERR_ARG};
-use crate::ffi;
+use o2g_mpi_abi_macros::export;
+
+use crate::error::{boundary_any_thread, Code, Res, MPI_ERR_ARG};
+use crate::ffi::{self, out};
 
 /// `MPI_ANY_SOURCE` of the standard ABI.
 pub(crate) const ANY_SOURCE: c_int = -1;
@@ -98,4 +100,96 @@ pub(crate) unsafe fn read(p: *const Status) -> Res<Status> {
     unsafe { ffi::input(p) }
         .copied()
         .map_err(|_| Code(MPI_ERR_ARG))
+}
+
+/// `MPI_Status_get_source` (MPI 5.0 §3.2.5): the `MPI_SOURCE` field, for
+/// bindings that cannot reach the struct's fields.
+///
+/// # Safety
+///
+/// `st` must be valid for reading one `MPI_Status`, `source` for writing
+/// one `int`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Status_get_source(
+    st: *const Status,
+    source: *mut c_int,
+) -> c_int {
+    // SAFETY: by the caller's contract.
+    boundary_any_thread("MPI_Status_get_source", || unsafe {
+        out(source, read(st)?.source)
+    })
+}
+
+/// `MPI_Status_get_tag` (§3.2.5): the `MPI_TAG` field.
+///
+/// # Safety
+///
+/// As for `MPI_Status_get_source`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Status_get_tag(st: *const Status, tag: *mut c_int) -> c_int {
+    // SAFETY: by the caller's contract.
+    boundary_any_thread("MPI_Status_get_tag", || unsafe { out(tag, read(st)?.tag) })
+}
+
+/// `MPI_Status_get_error` (§3.2.5): the `MPI_ERROR` field.
+///
+/// # Safety
+///
+/// As for `MPI_Status_get_source`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Status_get_error(
+    st: *const Status,
+    error: *mut c_int,
+) -> c_int {
+    // SAFETY: by the caller's contract.
+    boundary_any_thread("MPI_Status_get_error", || unsafe {
+        out(error, read(st)?.error)
+    })
+}
+
+/// Sets one public field of the caller's status.
+///
+/// # Safety
+///
+/// A non-null `st` is valid for reading and writing one `MPI_Status`.
+unsafe fn set(name: &str, st: *mut Status, f: impl FnOnce(&mut Status)) -> c_int {
+    boundary_any_thread(name, || {
+        // SAFETY: by the caller's contract.
+        f(unsafe { ffi::inout(st) }?);
+        Ok(())
+    })
+}
+
+/// `MPI_Status_set_source` (§3.2.5): sets `MPI_SOURCE`, as a generalized
+/// request's query function does.
+///
+/// # Safety
+///
+/// `st` must be valid for reading and writing one `MPI_Status`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Status_set_source(st: *mut Status, source: c_int) -> c_int {
+    // SAFETY: by the caller's contract.
+    unsafe { set("MPI_Status_set_source", st, |s| s.source = source) }
+}
+
+/// `MPI_Status_set_tag` (§3.2.5): sets `MPI_TAG`.
+///
+/// # Safety
+///
+/// As for `MPI_Status_set_source`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Status_set_tag(st: *mut Status, tag: c_int) -> c_int {
+    // SAFETY: by the caller's contract.
+    unsafe { set("MPI_Status_set_tag", st, |s| s.tag = tag) }
+}
+
+/// `MPI_Status_set_error` (§3.2.5): sets `MPI_ERROR`.
+///
+/// # Safety
+///
+/// As for `MPI_Status_set_source`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Status_set_error(st: *mut Status, error: c_int) -> c_int {
+    // SAFETY: by the caller's contract.
+    unsafe { set("MPI_Status_set_error", st, |s| s.error = error) }
 }

@@ -24,11 +24,18 @@
 //! # Chapters (one file each)
 //! - [`environment`]: `initialize`, [`Universe`], `finalize`, `time` (§11.2, §9.6).
 //! - [`communicator`]: world, rank/size, `dup`, `split` (chapter 7).
-//! - [`point_to_point`] and [`request`]: send/recv, sendrecv, isend/irecv,
-//!   wait/test families, probe, cancel, status (chapter 3).
+//! - [`point_to_point`] and [`request`]: send/recv, ssend/issend,
+//!   sendrecv/isendrecv, isend/irecv, wait/test families (some, any,
+//!   all), probe, matched probe ([`Message`]), cancel, status (chapter 3).
 //! - [`collective`] with [`operation`]: barrier, bcast, reduce, allreduce,
 //!   gather(v), scatter(v), allgather(v), alltoall(v) (chapter 6).
 //! - [`datatype`]: [`Equivalence`] (chapter 5, §3.2.2).
+//! - [`typemap`]: derived datatypes as type maps, pack/unpack and
+//!   `external32` (chapter 5, §14.5.2).
+//! - [`group`]: [`Group`] and its set operations (§7.3); communicators
+//!   from groups are [`Communicator::create`] and `create_group`.
+//! - [`topology`]: Cartesian, graph and distributed-graph topologies and
+//!   `dims_create` (chapter 8).
 //!
 //! # Running
 //! Start programs with `o2grun -n N prog` (this crate's launcher), MPICH's
@@ -64,6 +71,7 @@ mod config;
 pub mod datatype;
 pub mod environment;
 mod error;
+pub mod group;
 pub mod operation;
 mod pmi;
 pub mod point_to_point;
@@ -71,14 +79,17 @@ pub mod raw;
 pub mod request;
 pub mod scope;
 mod synchronous;
+pub mod topology;
 mod transport;
+pub mod typemap;
 
 pub use communicator::{Color, Communicator};
 pub use datatype::Equivalence;
 pub use environment::{initialize, time, time_resolution, Universe};
 pub use error::{Error, Result};
+pub use group::{Comparison, Group};
 pub use operation::{Operation, SystemOperation, UserOperation};
-pub use point_to_point::{AnyProcess, Process, Status, ANY_SOURCE, ANY_TAG, TAG_UB};
+pub use point_to_point::{AnyProcess, Message, Process, Status, ANY_SOURCE, ANY_TAG, TAG_UB};
 pub use request::Request;
 
 /// `MPI_Wtime` under its MPI name; see [`time`].

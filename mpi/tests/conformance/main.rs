@@ -19,6 +19,7 @@
 mod collectives;
 mod p2p;
 mod random;
+mod reductions;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -111,6 +112,7 @@ fn matrix() -> Vec<Run> {
         });
         for np in [1, 2, 3, 4, 7, 16] {
             runs.push(case("collectives", t, np));
+            runs.push(case("reductions", t, np));
         }
         runs.push(case("random", t, 4));
         runs.push(Run {
@@ -457,6 +459,7 @@ fn rank_main(case: &str) -> ExitCode {
         "rank_fails" => p2p::rank_fails(),
         "rank_aborts" => p2p::rank_aborts(),
         "collectives" => collectives::run(),
+        "reductions" => reductions::run(),
         "random" => random::run(),
         other => Err(format!("unknown case {other}").into()),
     };
