@@ -73,7 +73,7 @@ impl Blocks {
                 Ok((vec![n; p], (0..p).map(|i| i * n).collect(), need))
             }
             Blocks::Vector(counts, displs, dt) => {
-                let t = datatype::committed(dt)?;
+                let t = datatype::in_memory(dt)?;
                 // SAFETY: by the caller's contract.
                 let (c, d) = unsafe { (ffi::array(counts, p)?, ffi::array(displs, p)?) };
                 blocks(c, d, t.extent)

@@ -280,21 +280,37 @@ pub(crate) fn lookup(h: Handle) -> Res<TypeInfo> {
     Ok(resolve(h)?.info())
 }
 
-/// The summary of a committed datatype (§5.1.9).
-pub(crate) fn committed(h: Handle) -> Res<TypeInfo> {
-    Ok(resolve_committed(h)?.info())
-}
-
 /// A `count` argument: negative is `MPI_ERR_COUNT`.
 pub(crate) fn count(n: c_int) -> Res<usize> {
     usize::try_from(n).map_err(|_| Code(MPI_ERR_COUNT))
+}
+
+/// A committed datatype that the calls moving raw memory (the
+/// collectives other than `MPI_Bcast`, the reductions) can take: a
+/// predefined type, whose layout both ends share, or a derived type
+/// whose elements are exactly the `count × extent` bytes at the buffer's
+/// address. Any other derived type is refused with `MPI_ERR_TYPE` and a
+/// message, never moved wrongly: those calls do not stage
+/// non-contiguous data yet.
+pub(crate) fn in_memory(h: Handle) -> Res<TypeInfo> {
+    let d = resolve_committed(h)?;
+    let size = d.map.size();
+    let flat = d.map.contiguous_range(2) == Some((0, 2 * size));
+    if is_predefined(handles::value(h)) || flat {
+        Ok(d.info())
+    } else {
+        Err(crate::error::explained(
+            MPI_ERR_TYPE,
+            "a non-contiguous datatype in a collective or reduction is not supported yet",
+        ))
+    }
 }
 
 /// Bytes of `count` elements of datatype `h` as laid out in memory
 /// (`count × extent`): the buffer of a reduction on a predefined or
 /// contiguous type.
 pub(crate) fn buffer_len(n: c_int, h: Handle) -> Res<(usize, TypeInfo)> {
-    let t = committed(h)?;
+    let t = in_memory(h)?;
     let bytes = count(n)?
         .checked_mul(t.extent)
         .filter(|&b| b <= isize::MAX as usize)

@@ -133,6 +133,13 @@ impl From<mpi::Error> for Code {
     }
 }
 
+/// Error class `class` with a message saying why, printed if the error
+/// is fatal.
+pub(crate) fn explained(class: c_int, why: &str) -> Code {
+    LAST.with(|l| *l.borrow_mut() = why.to_owned());
+    Code(class)
+}
+
 /// Runs `f`, turning a panic into `MPI_ERR_INTERN` (no unwinding reaches
 /// C); the error code, or `None` on success.
 fn run(f: impl FnOnce() -> Res<()>) -> Option<c_int> {

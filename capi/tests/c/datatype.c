@@ -2,6 +2,7 @@
  * pack/unpack, external32, and vector/struct types through Send/Recv,
  * Isend/Irecv (staged, unpacked at Wait), Sendrecv and Bcast, with the
  * gaps of every receive buffer checked untouched. Any rank count. */
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 
@@ -153,6 +154,29 @@ int main(int argc, char **argv) {
         int r = i / 5, c = i % 5, in_sub = r >= 1 && r < 3 && c >= 2;
         CHECK(arr[i] == (rank == 0 || in_sub ? i : -1));
     }
+
+    /* Collectives that do not stage non-contiguous data yet refuse it
+     * (MPI_ERR_TYPE) rather than move the wrong bytes; a contiguous
+     * derived type still works. */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int gv[6] = {1, 1, 1, 1, 1, 1}, gs[6] = {0}, err, cls;
+    err = MPI_Allreduce(gv, gs, 1, vec, MPI_SUM, MPI_COMM_WORLD);
+    OK(MPI_Error_class(err, &cls));
+    CHECK(cls == MPI_ERR_TYPE && gs[0] == 0);
+    int *all = calloc((size_t)size * 10, sizeof(int));
+    CHECK(all != NULL);
+    err = MPI_Allgather(arr, 1, vec, all, 1, vec, MPI_COMM_WORLD);
+    OK(MPI_Error_class(err, &cls));
+    CHECK(cls == MPI_ERR_TYPE);
+    MPI_Datatype pair;
+    OK(MPI_Type_contiguous(2, MPI_INT, &pair));
+    OK(MPI_Type_commit(&pair));
+    int two[2] = {rank, 1}, sum2[2] = {-1, -1};
+    OK(MPI_Allreduce(two, sum2, 1, pair, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(sum2[0] == size * (size - 1) / 2 && sum2[1] == size);
+    OK(MPI_Type_free(&pair));
+    free(all);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 
     MPI_Datatype t;
     OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &t));
