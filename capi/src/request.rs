@@ -247,7 +247,11 @@ fn drive(taken: &mut [Taken], need: Need, block: bool) -> Res<()> {
             mpi::request::test_some(&mut live)
         } else if gen_pending > 0 {
             if live_pending == 0 {
-                std::thread::sleep(GENERALIZED_POLL);
+                // Nothing of the transport's to wait for, but the process
+                // keeps receiving and advancing collectives meanwhile.
+                handles::comm(handles::handle(handles::COMM_WORLD))?
+                    .comm
+                    .poll(GENERALIZED_POLL)?;
             }
             mpi::request::test_some_waiting(&mut live, GENERALIZED_POLL)
         } else {

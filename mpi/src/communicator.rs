@@ -226,18 +226,25 @@ impl Communicator {
     ///
     /// The members agree on a context id by a reduction (maximum) to the
     /// group's first member and a broadcast back, both binomial trees, on
-    /// this communicator's collective context with tags no collective
-    /// uses (`0x8000_0001 + tag`; `0x7fff_ffff` for `TAG_UB`).
+    /// this communicator's collective context under a tag of its own;
+    /// each message carries `tag` next to the context id, and a message
+    /// of another call (overlapping groups called in different orders)
+    /// is an error, never taken for this one's.
     ///
     /// # Errors
     ///
     /// As for [`Communicator::create`]; [`Error::InvalidTag`].
     pub fn create_group(&self, group: &Group, tag: i32) -> Result<Option<Communicator>> {
         self.subgroup(group)?;
-        let wire = match tag {
-            crate::TAG_UB => 0x7fff_ffff,
-            t if t >= 0 => 0x8000_0001 + t as u32,
-            t => return Err(Error::InvalidTag(t)),
+        if tag < 0 {
+            return Err(Error::InvalidTag(tag));
+        }
+        let wire = crate::collective::TAG_CREATE_GROUP;
+        let word = |ctx: u32| {
+            let mut m = [0u8; 8];
+            m[..4].copy_from_slice(&(tag as u32).to_le_bytes());
+            m[4..].copy_from_slice(&ctx.to_le_bytes());
+            m
         };
         let Some(sub) = self.of_members(self.context, group.world_ranks()) else {
             return Ok(None);
@@ -249,11 +256,11 @@ impl Communicator {
         let mut mask = 1;
         while mask < p {
             if r & mask != 0 {
-                sub.send_bytes(&best.to_le_bytes(), (r - mask) as i32, wire, coll)?;
+                sub.send_bytes(&word(best), (r - mask) as i32, wire, coll)?;
                 break;
             }
             if r + mask < p {
-                best = best.max(sub.recv_word(r + mask, wire, coll)?);
+                best = best.max(sub.recv_agreement(r + mask, tag as u32, coll)?);
             }
             mask <<= 1;
         }
@@ -261,13 +268,13 @@ impl Communicator {
         let mut mask = p.next_power_of_two();
         if r != 0 {
             let low = 1 << r.trailing_zeros();
-            best = sub.recv_word(r - low, wire, coll)?;
+            best = sub.recv_agreement(r - low, tag as u32, coll)?;
             mask = low;
         }
         while mask > 1 {
             mask >>= 1;
             if r + mask < p {
-                sub.send_bytes(&best.to_le_bytes(), (r + mask) as i32, wire, coll)?;
+                sub.send_bytes(&word(best), (r + mask) as i32, wire, coll)?;
             }
         }
         let next = best
@@ -278,14 +285,13 @@ impl Communicator {
         Ok(self.of_members(best, group.world_ranks()))
     }
 
-    /// Receives one `u32` from `rank` with a wire tag `tag` (any `u32`,
-    /// also those above `TAG_UB`, which the user-level receives refuse)
-    /// on `context`.
-    fn recv_word(&self, rank: usize, tag: u32, context: u32) -> Result<u32> {
+    /// Receives `create_group`'s message from `rank` on `context`: the
+    /// user's tag `tag` and a context id, which it returns.
+    fn recv_agreement(&self, rank: usize, tag: u32, context: u32) -> Result<u32> {
         let world = self.world_rank(rank as i32)?;
         let sel = Selector {
             source: SourceSel::Rank(world),
-            tag: TagSel::Tag(tag),
+            tag: TagSel::Tag(crate::collective::TAG_CREATE_GROUP),
             context,
         };
         let watch = Watch {
@@ -293,7 +299,7 @@ impl Communicator {
             me: self.members[self.rank as usize],
             source: Some(world),
         };
-        let mut b = [0u8; 4];
+        let mut b = [0u8; 8];
         let token = self.rt.with(|t| t.post_recv(sel, b.len()))?;
         let st = Request::recv(self.rt.clone(), token, RecvBuf::Copy(&mut b), watch).wait()?;
         if st.count_bytes() != b.len() {
@@ -302,7 +308,15 @@ impl Communicator {
                 st.count_bytes()
             )));
         }
-        Ok(u32::from_le_bytes(b))
+        let [t0, t1, t2, t3, c0, c1, c2, c3] = b;
+        let theirs = u32::from_le_bytes([t0, t1, t2, t3]);
+        if theirs != tag {
+            return Err(Error::InvalidArgument(format!(
+                "MPI_Comm_create_group with tag {tag} met one with tag {theirs} from rank \
+                 {rank}: overlapping groups must call it in the same order"
+            )));
+        }
+        Ok(u32::from_le_bytes([c0, c1, c2, c3]))
     }
 
     /// The first `n` members, in order, as a new communicator (`None` on
@@ -350,6 +364,18 @@ impl Communicator {
             Some(_) => Color::With(all.iter().position(|h| *h == mine).unwrap_or(0) as u32),
         };
         self.split(color, key)
+    }
+
+    /// Lets the library make progress (receive, send, advance nonblocking
+    /// collectives), waiting at most `max_wait` for something to happen:
+    /// what every wait does, for a caller that waits for something outside
+    /// MPI, such as a generalized request (§13.2) another thread completes.
+    ///
+    /// # Errors
+    ///
+    /// Failures of the transport.
+    pub fn poll(&self, max_wait: std::time::Duration) -> Result<()> {
+        self.rt.progress(Some(max_wait))
     }
 
     /// `MPI_Abort` (§9.5): ends every process of the job with `code`.

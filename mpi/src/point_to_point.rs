@@ -538,6 +538,7 @@ impl Communicator {
     /// Invalid rank or tag.
     pub fn iprobe(&self, source: i32, tag: i32) -> Result<Option<Status>> {
         let (sel, _) = self.selector(source, tag, self.context)?;
+        self.rt.advance_schedules();
         let found = self.rt.with(|t| {
             if let Some(m) = t.iprobe(sel) {
                 return Ok(Some(m));
@@ -570,7 +571,7 @@ impl Communicator {
                     return Err(Error::PeerGone { rank: w, reason });
                 }
             }
-            self.rt.with(|t| t.progress(None))?;
+            self.rt.progress(None)?;
         }
     }
 
@@ -603,6 +604,7 @@ impl Communicator {
             };
             Ok(Some((env, len, t.post_recv(exact, cap)?)))
         };
+        self.rt.advance_schedules();
         let found = self.rt.with(|t| {
             if let Some(m) = take(t)? {
                 return Ok(Some(m));
@@ -643,7 +645,7 @@ impl Communicator {
                     return Err(Error::PeerGone { rank: w, reason });
                 }
             }
-            self.rt.with(|t| t.progress(None))?;
+            self.rt.progress(None)?;
         }
     }
 

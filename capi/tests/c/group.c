@@ -270,6 +270,32 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_test_inter(MPI_COMM_WORLD, &n));
     CHECK(n == 0);
 
+    /* A synchronous send in flight while the same pair agrees on a
+     * communicator: the acknowledgement and the agreement must not take
+     * each other's messages. */
+    if (size >= 2 && rank < 2) {
+        MPI_Group pair01;
+        int r01[2] = {0, 1};
+        OK(MPI_Group_incl(world, 2, r01, &pair01));
+        MPI_Comm c01;
+        int x = 41, y = 0;
+        if (rank == 0) {
+            MPI_Request sreq;
+            OK(MPI_Issend(&x, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, &sreq));
+            OK(MPI_Comm_create_group(MPI_COMM_WORLD, pair01, 0, &c01));
+            OK(MPI_Wait(&sreq, MPI_STATUS_IGNORE));
+        } else {
+            OK(MPI_Comm_create_group(MPI_COMM_WORLD, pair01, 0, &c01));
+            OK(MPI_Recv(&y, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(y == 41);
+        }
+        int csize;
+        OK(MPI_Comm_size(c01, &csize));
+        CHECK(csize == 2);
+        OK(MPI_Comm_free(&c01));
+        OK(MPI_Group_free(&pair01));
+    }
+
     MPI_Group *gs[] = {&world, &evens, &odds, &rev, &u, &d, &e};
     for (unsigned i = 0; i < sizeof gs / sizeof *gs; i++) {
         OK(MPI_Group_free(gs[i]));

@@ -232,6 +232,42 @@ static void overlapping(void) {
         CHECK(res[k] == (double)size * (size - 1) / 2 + (double)size * k);
 }
 
+/* A rank blocked in MPI_Probe (or in MPI_Barrier) still advances its
+ * nonblocking collectives: rank 2's message to rank 0 comes only after
+ * an Ibarrier that needs rank 0's later rounds. */
+static void progress_while_probing(void) {
+    if (size < 3) return;
+    MPI_Request req;
+    /* Rank size-1 starts late, so that rank 0's first round is still
+     * open when rank 0 blocks in MPI_Probe. */
+    if (rank == size - 1) {
+        double t0 = MPI_Wtime();
+        while (MPI_Wtime() - t0 < 0.2) {
+        }
+    }
+    OK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+    int v = -1;
+    if (rank == 0) {
+        MPI_Status st;
+        OK(MPI_Probe(2, 77, MPI_COMM_WORLD, &st));
+        CHECK(st.MPI_SOURCE == 2 && st.MPI_TAG == 77);
+        OK(MPI_Recv(&v, 1, MPI_INT, 2, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(v == 2);
+        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    } else if (rank == 2) {
+        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        v = 2;
+        OK(MPI_Send(&v, 1, MPI_INT, 0, 77, MPI_COMM_WORLD));
+    } else {
+        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    }
+    /* The same with a blocking barrier in the way. */
+    OK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+    if (rank == 2) OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank != 2) OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -243,6 +279,7 @@ int main(int argc, char **argv) {
     OK(MPI_Op_create(affine, 0, &op));
     each(op);
     overlapping();
+    progress_while_probing();
     OK(MPI_Op_free(&op));
     OK(MPI_Type_free(&aff_type));
     OK(MPI_Finalize());

@@ -47,8 +47,7 @@ impl Communicator {
             }
             // Keep receiving, but do not sleep in the transport's idle
             // wait: the barrier's completion is not an event it wakes for.
-            self.rt
-                .with(|t| t.progress(Some(std::time::Duration::ZERO)))?;
+            self.rt.progress(Some(std::time::Duration::ZERO))?;
             std::thread::yield_now();
         }
     }

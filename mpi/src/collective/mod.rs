@@ -155,6 +155,10 @@ const TAG_ALLTOALL: u32 = 8;
 const TAG_BCAST_SCATTER: u32 = 9;
 const TAG_REDUCE_GATHER: u32 = 10;
 const TAG_SCAN: u32 = 11;
+/// `Communicator::create_group`'s context agreement (the user's tag
+/// travels in the payload: tags above 11 would meet the nonblocking
+/// collectives' and the synchronous acknowledgements' ranges).
+pub(crate) const TAG_CREATE_GROUP: u32 = 12;
 
 /// Bytes from which a broadcast scatters and allgathers.
 const BCAST_LARGE: usize = 128 << 10;
