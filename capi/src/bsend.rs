@@ -45,6 +45,10 @@ struct Attached {
     size: usize,
     /// Messages in flight, by offset.
     blocks: Vec<Block>,
+    /// The first error a buffered send completed with, seen while making
+    /// room for a later one: `MPI_Buffer_flush` / `detach` report it (a
+    /// later, unrelated `MPI_Bsend` must not fail for it).
+    failed: Option<Code>,
 }
 
 static BUFFER: Mutex<Option<Attached>> = Mutex::new(None);
@@ -117,7 +121,9 @@ pub(crate) fn send(c: &CommEntry, data: &[u8], dest: i32, tag: i32) -> Res<()> {
         drop(unsafe { mpi::raw::isend(&c.comm, data, dest, tag) }?);
         return Ok(());
     }
-    att.reclaim(false)?;
+    if let Err(e) = att.reclaim(false) {
+        att.failed.get_or_insert(e);
+    }
     let need = data
         .len()
         .checked_add(OVERHEAD)
@@ -176,6 +182,7 @@ pub(crate) unsafe extern "C" fn MPI_Buffer_attach(buf: *mut c_void, size: c_int)
             base,
             size,
             blocks: Vec::new(),
+            failed: None,
         });
         Ok(())
     })
@@ -200,9 +207,11 @@ pub(crate) unsafe extern "C" fn MPI_Buffer_detach(
         let (base, len) = match guard.as_mut() {
             Some(att) => {
                 let waited = att.reclaim(true);
+                let earlier = att.failed.take();
                 let out = (att.base, att.size);
                 *guard = None;
                 waited?;
+                earlier.map_or(Ok(()), Err)?;
                 out
             }
             None => (0, 0),
@@ -222,7 +231,12 @@ pub(crate) extern "C" fn MPI_Buffer_flush() -> c_int {
     boundary("MPI_Buffer_flush", std::ptr::null_mut(), || {
         handles::running()?;
         match buffer().as_mut() {
-            Some(att) => att.reclaim(true),
+            Some(att) => {
+                let waited = att.reclaim(true);
+                let earlier = att.failed.take();
+                waited?;
+                earlier.map_or(Ok(()), Err)
+            }
             None => Ok(()),
         }
     })
