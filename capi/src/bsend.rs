@@ -20,8 +20,9 @@ use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::error::{boundary, Code, Res, MPI_ERR_BUFFER};
-use crate::ffi;
+use crate::datatype::Count;
+use crate::error::{boundary, Code, Res, MPI_ERR_BUFFER, MPI_ERR_COUNT};
+use crate::ffi::{self, int_and_c};
 use crate::handles::{self, CommEntry, ErrMode, ReqEntry};
 
 /// `MPI_BSEND_OVERHEAD` of the standard ABI.
@@ -153,23 +154,20 @@ pub(crate) fn send(c: &CommEntry, data: &[u8], dest: i32, tag: i32) -> Res<()> {
     Ok(())
 }
 
-/// `MPI_Buffer_attach` (§3.6.1): gives MPI `size` bytes at `buf` for
-/// buffered sends, or `MPI_BUFFER_AUTOMATIC`; `MPI_ERR_BUFFER` if a
-/// buffer is attached already.
+/// `MPI_Buffer_attach` and `MPI_Buffer_attach_c`.
 ///
 /// # Safety
 ///
 /// `buf` is `MPI_BUFFER_AUTOMATIC` or valid for reads and writes of
 /// `size` bytes, and left to MPI until detached.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_int {
-    boundary("MPI_Buffer_attach", std::ptr::null_mut(), || {
+unsafe fn attach<N: Count>(name: &str, buf: *mut c_void, size: N) -> c_int {
+    boundary(name, std::ptr::null_mut(), || {
         handles::running()?;
         let base = buf.expose_provenance();
         let size = if base == AUTOMATIC {
             0
         } else {
-            let size = usize::try_from(size).map_err(|_| Code(MPI_ERR_BUFFER))?;
+            let size = size.try_into().map_err(|_| Code(MPI_ERR_BUFFER))?;
             // SAFETY: only checked for null with a size; not kept.
             unsafe { ffi::bytes_mut(buf, size) }?;
             size
@@ -188,40 +186,51 @@ pub(crate) unsafe extern "C" fn MPI_Buffer_attach(buf: *mut c_void, size: c_int)
     })
 }
 
-/// `MPI_Buffer_detach` (§3.6.1): waits until every buffered message has
-/// gone out, then hands back the buffer's address (in `*buf_addr`) and
-/// size; null and 0 when none is attached.
+int_and_c! {
+    /// `MPI_Buffer_attach` (§3.6.1): gives MPI `size` bytes at `buf` for
+    /// buffered sends, or `MPI_BUFFER_AUTOMATIC`; `MPI_ERR_BUFFER` if a
+    /// buffer is attached already or `size` is negative.
+    fn MPI_Buffer_attach / MPI_Buffer_attach_c(buf: [*mut c_void], size: [N]) => attach;
+}
+
+/// `MPI_Buffer_detach` and `MPI_Buffer_detach_c`: the size as a `T`.
 ///
 /// # Safety
 ///
 /// `buf_addr` must be valid for a write of one pointer, `size` of one
-/// `int`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Buffer_detach(
-    buf_addr: *mut c_void,
-    size: *mut c_int,
-) -> c_int {
-    boundary("MPI_Buffer_detach", std::ptr::null_mut(), || {
+/// `T`.
+unsafe fn detach<T: TryFrom<usize>>(name: &str, buf_addr: *mut c_void, size: *mut T) -> c_int {
+    boundary(name, std::ptr::null_mut(), || {
         handles::running()?;
         let mut guard = buffer();
         let (base, len) = match guard.as_mut() {
             Some(att) => {
+                // A size the output cannot hold leaves the buffer attached.
+                let len = T::try_from(att.size).map_err(|_| Code(MPI_ERR_COUNT))?;
                 let waited = att.reclaim(true);
                 let earlier = att.failed.take();
-                let out = (att.base, att.size);
+                let base = att.base;
                 *guard = None;
                 waited?;
                 earlier.map_or(Ok(()), Err)?;
-                out
+                (base, len)
             }
-            None => (0, 0),
+            None => (0, T::try_from(0).map_err(|_| Code(MPI_ERR_COUNT))?),
         };
         let addr = std::ptr::with_exposed_provenance_mut::<c_void>(base);
         // SAFETY: the C binding passes a `void **` as `void *`.
         unsafe { ffi::out(buf_addr.cast::<*mut c_void>(), addr) }?;
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(size, c_int::try_from(len).unwrap_or(c_int::MAX)) }
+        unsafe { ffi::out(size, len) }
     })
+}
+
+int_and_c! {
+    /// `MPI_Buffer_detach` (§3.6.1): waits until every buffered message has
+    /// gone out, then hands back the buffer's address (in `*buf_addr`) and
+    /// size; null and 0 when none is attached. `MPI_ERR_COUNT`, with the
+    /// buffer left attached, if the `int` form cannot hold its size.
+    fn MPI_Buffer_detach / MPI_Buffer_detach_c(buf_addr: [*mut c_void], size: [*mut N]) => detach;
 }
 
 /// `MPI_Buffer_flush` (§3.6.1): waits until every message buffered so far

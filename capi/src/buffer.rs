@@ -11,17 +11,18 @@
 //! never touched, not even by a reference.
 
 use std::borrow::Cow;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::datatype::{count, resolve_committed, Datatype};
+use crate::datatype::{count, resolve_committed, Count, Datatype};
 use crate::error::{Code, Res, MPI_ERR_COUNT};
 use crate::ffi;
 use crate::handles::Handle;
 
 /// `count` elements of `dt` at `buf`, checked: the datatype (committed)
-/// and the count.
-pub(crate) fn typed(n: c_int, dt: Handle) -> Res<(Arc<Datatype>, usize)> {
+/// and the count (an `int` or an `MPI_Count`; `MPI_ERR_COUNT` for one
+/// that is negative or whose bytes overflow).
+pub(crate) fn typed<N: Count>(n: N, dt: Handle) -> Res<(Arc<Datatype>, usize)> {
     let d = resolve_committed(dt)?;
     let n = count(n)?;
     d.map
@@ -34,7 +35,7 @@ pub(crate) fn typed(n: c_int, dt: Handle) -> Res<(Arc<Datatype>, usize)> {
 
 /// Checks a (count, datatype) argument: `MPI_ERR_TYPE` for an unknown
 /// or uncommitted type, `MPI_ERR_COUNT` for a bad count.
-pub(crate) fn check(n: c_int, dt: Handle) -> Res<()> {
+pub(crate) fn check<N: Count>(n: N, dt: Handle) -> Res<()> {
     typed(n, dt).map(drop)
 }
 
@@ -68,7 +69,11 @@ unsafe fn pack(d: &Datatype, n: usize, buf: *const c_void) -> Res<Vec<u8>> {
 /// # Safety
 ///
 /// `buf` holds `count` elements of `dt` for `'a`.
-pub(crate) unsafe fn send<'a>(buf: *const c_void, n: c_int, dt: Handle) -> Res<Cow<'a, [u8]>> {
+pub(crate) unsafe fn send<'a, N: Count>(
+    buf: *const c_void,
+    n: N,
+    dt: Handle,
+) -> Res<Cow<'a, [u8]>> {
     let (d, n) = typed(n, dt)?;
     // SAFETY: by the caller's contract.
     unsafe { send_typed(&d, n, buf) }
@@ -146,7 +151,7 @@ impl Recv<'_> {
 ///
 /// `buf` is valid for writes of `count` elements of `dt`, and not
 /// accessed otherwise, for `'a` (until [`Recv::finish`]).
-pub(crate) unsafe fn recv<'a>(buf: *mut c_void, n: c_int, dt: Handle) -> Res<Recv<'a>> {
+pub(crate) unsafe fn recv<'a, N: Count>(buf: *mut c_void, n: N, dt: Handle) -> Res<Recv<'a>> {
     let (d, n) = typed(n, dt)?;
     // SAFETY: by the caller's contract.
     unsafe { recv_typed(d, n, buf) }
@@ -189,16 +194,35 @@ pub(crate) fn received(r: &mpi::Result<mpi::Status>) -> usize {
 ///
 /// `buf` is valid for writes of `count` elements of `dt`, and not
 /// accessed otherwise, until the request completes or is freed.
-pub(crate) unsafe fn irecv(
+pub(crate) unsafe fn irecv<N: Count>(
     comm: &mpi::Communicator,
     buf: *mut c_void,
-    n: c_int,
+    n: N,
     dt: Handle,
     src: i32,
     tag: i32,
 ) -> Res<mpi::Request<'static>> {
+    let (d, n) = typed(n, dt)?;
+    // SAFETY: by the caller's contract.
+    unsafe { irecv_typed(comm, buf, d, n, src, tag) }
+}
+
+/// [`irecv`] for a resolved datatype (a persistent receive keeps its
+/// datatype, which the program may free meanwhile).
+///
+/// # Safety
+///
+/// As for [`irecv`].
+pub(crate) unsafe fn irecv_typed(
+    comm: &mpi::Communicator,
+    buf: *mut c_void,
+    d: Arc<Datatype>,
+    n: usize,
+    src: i32,
+    tag: i32,
+) -> Res<mpi::Request<'static>> {
     // SAFETY: by the caller's contract (the slice is not kept).
-    match unsafe { recv(buf, n, dt) }? {
+    match unsafe { recv_typed(d, n, buf) }? {
         Recv::Direct(b) => {
             let (p, len) = (b.as_mut_ptr(), b.len());
             // SAFETY: the caller keeps these bytes for the request until

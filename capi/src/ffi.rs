@@ -215,3 +215,68 @@ pub(crate) unsafe fn write_at(base: *mut c_void, off: isize, src: &[u8]) {
     // SAFETY: valid for the write by the caller's contract.
     unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
 }
+
+/// Defines an exported MPI function and its large-count `_c` twin
+/// (MPI 5.0 §2.5.8, §19.2) from one implementation, so the two never
+/// drift apart: `$imp(name, extra..., args...)`, generic over the count
+/// types. Each parameter's type is written in brackets; `[N]` is `int`
+/// in the first function and `MPI_Count` in the second, `[A]` `MPI_Aint`
+/// and `MPI_Count`, `[*mut N]`, `[*const N]`, `[*mut A]`, `[*const A]`
+/// pointers to them; any other type is the same in both.
+///
+/// One pair: `/// doc` `fn MPI_X / MPI_X_c (params) => imp (extra...);`
+/// (the extra arguments are optional). A family sharing one parameter
+/// list: `(params) => imp;` followed by `/// doc` `fn MPI_X / MPI_X_c
+/// (extra...);` for each pair.
+macro_rules! int_and_c {
+    (
+        $params:tt => $imp:ident;
+        $($(#[doc = $doc:literal])* fn $int:ident / $c:ident ($($extra:expr),* $(,)?);)+
+    ) => {$(
+        $crate::ffi::int_and_c! {
+            $(#[doc = $doc])*
+            fn $int / $c $params => $imp($($extra),*);
+        }
+    )+};
+    (
+        $(#[doc = $doc:literal])*
+        fn $int:ident / $c:ident ($($p:ident : [$($t:tt)+]),* $(,)?)
+            => $imp:ident $(($($extra:expr),* $(,)?))?;
+    ) => {
+        $(#[doc = $doc])*
+        ///
+        /// # Safety
+        ///
+        /// The C binding's contract for each argument (see `ffi.rs`).
+        #[o2g_mpi_abi_macros::export]
+        pub(crate) unsafe extern "C" fn $int(
+            $($p: $crate::ffi::int_and_c!(@ty ::std::ffi::c_int, isize; $($t)+)),*
+        ) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract is the implementation's.
+            unsafe { $imp(stringify!($int), $($($extra,)*)? $($p),*) }
+        }
+
+        $(#[doc = $doc])*
+        ///
+        /// The large-count form (§2.5.8): the counts are `MPI_Count`s.
+        ///
+        /// # Safety
+        ///
+        /// The C binding's contract for each argument (see `ffi.rs`).
+        #[o2g_mpi_abi_macros::export]
+        pub(crate) unsafe extern "C" fn $c(
+            $($p: $crate::ffi::int_and_c!(@ty i64, i64; $($t)+)),*
+        ) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract is the implementation's.
+            unsafe { $imp(stringify!($c), $($($extra,)*)? $($p),*) }
+        }
+    };
+    (@ty $n:ty, $a:ty; N) => { $n };
+    (@ty $n:ty, $a:ty; A) => { $a };
+    (@ty $n:ty, $a:ty; *mut N) => { *mut $n };
+    (@ty $n:ty, $a:ty; *const N) => { *const $n };
+    (@ty $n:ty, $a:ty; *mut A) => { *mut $a };
+    (@ty $n:ty, $a:ty; *const A) => { *const $a };
+    (@ty $n:ty, $a:ty; $($t:tt)+) => { $($t)+ };
+}
+pub(crate) use int_and_c;

@@ -4,13 +4,13 @@
 //! when the receive is from `MPI_PROC_NULL`). `MPI_Isendrecv_replace`
 //! copies the outgoing message before the receive may write the buffer.
 
-use o2g_mpi_abi_macros::export;
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use crate::buffer;
+use crate::datatype::Count;
 use crate::error::{boundary, Res};
-use crate::ffi;
+use crate::ffi::{self, int_and_c};
 use crate::handles::{self, Handle, ReqEntry};
 use crate::p2p::{incoming, null_status, outgoing, Peer};
 
@@ -24,13 +24,13 @@ use crate::p2p::{incoming, null_status, outgoing, Peer};
 /// elements of `dt`, untouched otherwise, until the request completes or
 /// is freed.
 #[allow(clippy::too_many_arguments)]
-unsafe fn start(
+unsafe fn start<N: Count>(
     c: &handles::CommEntry,
     data: Cow<'static, [u8]>,
     to: Peer,
     stag: i32,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     from: Peer,
     rtag: i32,
@@ -59,7 +59,7 @@ unsafe fn start(
     })
 }
 
-/// `MPI_Isendrecv` (§3.10): starts a send and a receive as one request.
+/// `MPI_Isendrecv` and `MPI_Isendrecv_c`.
 ///
 /// # Safety
 ///
@@ -67,22 +67,23 @@ unsafe fn start(
 /// `recvbuf` have room for `recvcount` elements of `recvtype`, untouched,
 /// until the request completes; the two do not overlap; `req` is valid
 /// for a write of one handle.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Isendrecv(
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv<N: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: N,
     sendtype: Handle,
     dst: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: N,
     recvtype: Handle,
     src: c_int,
     recvtag: c_int,
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    boundary("MPI_Isendrecv", comm, || {
+    boundary(name, comm, || {
         // SAFETY: the caller's send buffer holds `sendcount` elements.
         let (c, data, stag, to) =
             unsafe { outgoing(comm, sendbuf, sendcount, sendtype, dst, sendtag) }?;
@@ -105,19 +106,27 @@ pub(crate) unsafe extern "C" fn MPI_Isendrecv(
     })
 }
 
-/// `MPI_Isendrecv_replace` (§3.10): sends the buffer's contents and
-/// receives into it, as one request; the outgoing message is copied
-/// first.
+int_and_c! {
+    /// `MPI_Isendrecv` (§3.10): starts a send and a receive as one request.
+    fn MPI_Isendrecv / MPI_Isendrecv_c(
+        sendbuf: [*const c_void], sendcount: [N], sendtype: [Handle], dst: [c_int],
+        sendtag: [c_int], recvbuf: [*mut c_void], recvcount: [N], recvtype: [Handle],
+        src: [c_int], recvtag: [c_int], comm: [Handle], req: [*mut Handle],
+    ) => isendrecv;
+}
+
+/// `MPI_Isendrecv_replace` and `MPI_Isendrecv_replace_c`.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for reading and writing `count` elements of `dt`,
 /// untouched until the request completes or is freed; `req` valid for a
 /// write of one handle.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Isendrecv_replace(
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv_replace<N: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     dst: c_int,
     sendtag: c_int,
@@ -126,7 +135,7 @@ pub(crate) unsafe extern "C" fn MPI_Isendrecv_replace(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    boundary("MPI_Isendrecv_replace", comm, || {
+    boundary(name, comm, || {
         let (c, data, stag, to) = {
             // SAFETY: the caller's buffer holds `count` elements; the
             // bytes are copied and the view dropped before any receive.
@@ -143,4 +152,14 @@ pub(crate) unsafe extern "C" fn MPI_Isendrecv_replace(
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(req, h) }
     })
+}
+
+int_and_c! {
+    /// `MPI_Isendrecv_replace` (§3.10): sends the buffer's contents and
+    /// receives into it, as one request; the outgoing message is copied
+    /// first.
+    fn MPI_Isendrecv_replace / MPI_Isendrecv_replace_c(
+        buf: [*mut c_void], count: [N], dt: [Handle], dst: [c_int], sendtag: [c_int],
+        src: [c_int], recvtag: [c_int], comm: [Handle], req: [*mut Handle],
+    ) => isendrecv_replace;
 }

@@ -11,8 +11,9 @@
 use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
 
+use crate::datatype::Count;
 use crate::error::{boundary, boundary_req, Res};
-use crate::ffi;
+use crate::ffi::{self, int_and_c};
 use crate::handles::{self, ErrMode, Handle, MsgEntry, ReqEntry};
 use crate::p2p::{self, incoming, null_status, recv_outcome, Peer};
 use crate::status::{Status, ANY_SOURCE, ANY_TAG};
@@ -111,10 +112,10 @@ pub(crate) unsafe extern "C" fn MPI_Improbe(
 ///
 /// `message` valid for reading and writing one handle; `buf` valid for
 /// writing `count` elements of `dt` (and kept for the receive).
-unsafe fn matched<'a>(
+unsafe fn matched<'a, N: Count>(
     message: *mut Handle,
     buf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     mode: &mut ErrMode,
 ) -> Res<Option<(mpi::Message, crate::buffer::Recv<'a>)>> {
@@ -139,22 +140,22 @@ unsafe fn matched<'a>(
     }
 }
 
-/// `MPI_Mrecv` (§3.8.3): receives the message a matched probe took.
+/// `MPI_Mrecv` and `MPI_Mrecv_c`.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for writing `count` elements of `dt`; `message`
 /// valid for reading and writing one handle; `st` is
 /// `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Mrecv(
+unsafe fn mrecv<N: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     message: *mut Handle,
     st: *mut Status,
 ) -> c_int {
-    boundary_req("MPI_Mrecv", |mode| {
+    boundary_req(name, |mode| {
         // SAFETY: the caller's contract is `matched`'s.
         let (status, r) = match unsafe { matched(message, buf, count, dt, mode) }? {
             None => (null_status(), Ok(())),
@@ -170,23 +171,29 @@ pub(crate) unsafe extern "C" fn MPI_Mrecv(
     })
 }
 
-/// `MPI_Imrecv` (§3.8.3): starts receiving the message a matched probe
-/// took; `buf` belongs to the request until it completes.
+int_and_c! {
+    /// `MPI_Mrecv` (§3.8.3): receives the message a matched probe took.
+    fn MPI_Mrecv / MPI_Mrecv_c(
+        buf: [*mut c_void], count: [N], dt: [Handle], message: [*mut Handle], st: [*mut Status],
+    ) => mrecv;
+}
+
+/// `MPI_Imrecv` and `MPI_Imrecv_c`.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for writing `count` elements of `dt` until the
 /// request completes or is freed; `message` valid for reading and writing
 /// one handle, `req` for a write of one.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Imrecv(
+unsafe fn imrecv<N: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     message: *mut Handle,
     req: *mut Handle,
 ) -> c_int {
-    boundary_req("MPI_Imrecv", |mode| {
+    boundary_req(name, |mode| {
         // SAFETY: the caller's contract is `matched`'s; the slice is not
         // kept (only its length).
         let entry = match unsafe { matched(message, buf, count, dt, mode) }? {
@@ -204,4 +211,12 @@ pub(crate) unsafe extern "C" fn MPI_Imrecv(
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(req, h) }
     })
+}
+
+int_and_c! {
+    /// `MPI_Imrecv` (§3.8.3): starts receiving the message a matched probe
+    /// took; `buf` belongs to the request until it completes.
+    fn MPI_Imrecv / MPI_Imrecv_c(
+        buf: [*mut c_void], count: [N], dt: [Handle], message: [*mut Handle], req: [*mut Handle],
+    ) => imrecv;
 }

@@ -14,11 +14,11 @@ use std::rc::Rc;
 use std::borrow::Cow;
 
 use crate::buffer;
-use crate::datatype;
+use crate::datatype::{self, Count, Datatype};
 use crate::error::{boundary, Code, Res, MPI_ERR_RANK, MPI_ERR_TAG, MPI_ERR_TRUNCATE};
-use crate::ffi;
+use crate::ffi::{self, int_and_c};
 use crate::handles::{self, CommEntry, Handle, ReqEntry};
-use crate::status::{self, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED};
+use crate::status::{self, Status, ANY_SOURCE, ANY_TAG, PROC_NULL};
 
 /// A peer argument: a rank (possibly the `mpi` crate's wildcard) or
 /// `MPI_PROC_NULL`.
@@ -91,10 +91,10 @@ pub(crate) type Outgoing<'a> = (Rc<CommEntry>, Cow<'a, [u8]>, i32, Peer);
 /// # Safety
 ///
 /// `buf` must be valid for reading `count` elements of `dt`.
-pub(crate) unsafe fn outgoing<'a>(
+pub(crate) unsafe fn outgoing<'a, N: Count>(
     comm: Handle,
     buf: *const c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     dst: c_int,
     tag: c_int,
@@ -114,10 +114,10 @@ pub(crate) unsafe fn outgoing<'a>(
 /// # Safety
 ///
 /// `buf` must be valid for writing `count` elements of `dt`.
-pub(crate) unsafe fn incoming<'a>(
+pub(crate) unsafe fn incoming<'a, N: Count>(
     comm: Handle,
     buf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     src: c_int,
     tag: c_int,
@@ -151,26 +151,23 @@ pub(crate) enum SendMode {
     Buffered,
 }
 
-/// `MPI_Send`, `MPI_Ssend`, `MPI_Rsend` and `MPI_Bsend`.
+/// `MPI_Send`, `MPI_Ssend`, `MPI_Rsend` and `MPI_Bsend` (and `_c`), in
+/// `mode`.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for reading `count` elements of `dt`.
-unsafe fn blocking_send(
+#[allow(clippy::too_many_arguments)]
+unsafe fn blocking_send<N: Count>(
+    name: &str,
     mode: SendMode,
     buf: *const c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     dst: c_int,
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    let name = match mode {
-        SendMode::Standard => "MPI_Send",
-        SendMode::Synchronous => "MPI_Ssend",
-        SendMode::Ready => "MPI_Rsend",
-        SendMode::Buffered => "MPI_Bsend",
-    };
     boundary(name, comm, || {
         // SAFETY: the caller's buffer holds `count` elements of `dt`.
         let (c, data, tag, to) = unsafe { outgoing(comm, buf, count, dt, dst, tag) }?;
@@ -185,98 +182,42 @@ unsafe fn blocking_send(
     })
 }
 
-/// `MPI_Send` (§3.2.1): standard-mode blocking send.
-///
-/// # Safety
-///
-/// `buf` must be valid for reading `count` elements of `dt`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Send(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
-    unsafe { blocking_send(SendMode::Standard, buf, count, dt, dst, tag, comm) }
+int_and_c! {
+    (
+        buf: [*const c_void], count: [N], dt: [Handle], dst: [c_int], tag: [c_int],
+        comm: [Handle],
+    ) => blocking_send;
+    /// `MPI_Send` (§3.2.1): standard-mode blocking send.
+    fn MPI_Send / MPI_Send_c(SendMode::Standard);
+    /// `MPI_Ssend` (§3.4): synchronous-mode blocking send; returns once the
+    /// destination has started a receive that matched the message.
+    fn MPI_Ssend / MPI_Ssend_c(SendMode::Synchronous);
+    /// `MPI_Rsend` (§3.4): ready-mode blocking send, sent in standard mode.
+    fn MPI_Rsend / MPI_Rsend_c(SendMode::Ready);
+    /// `MPI_Bsend` (§3.4, §3.6): buffered-mode send; copies the message into
+    /// the buffer attached with `MPI_Buffer_attach` and returns
+    /// (`MPI_ERR_BUFFER` when the attached space is exhausted).
+    fn MPI_Bsend / MPI_Bsend_c(SendMode::Buffered);
 }
 
-/// `MPI_Ssend` (§3.4): synchronous-mode blocking send; returns once the
-/// destination has started a receive that matched the message.
-///
-/// # Safety
-///
-/// As for `MPI_Send`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Ssend(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
-    unsafe { blocking_send(SendMode::Synchronous, buf, count, dt, dst, tag, comm) }
-}
-
-/// `MPI_Rsend` (§3.4): ready-mode blocking send, sent in standard mode.
-///
-/// # Safety
-///
-/// As for `MPI_Send`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Rsend(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
-    unsafe { blocking_send(SendMode::Ready, buf, count, dt, dst, tag, comm) }
-}
-
-/// `MPI_Bsend` (§3.4, §3.6): buffered-mode send; copies the message into
-/// the buffer attached with `MPI_Buffer_attach` and returns
-/// (`MPI_ERR_BUFFER` when the attached space is exhausted).
-///
-/// # Safety
-///
-/// As for `MPI_Send`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Bsend(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    // SAFETY: the caller upholds `blocking_send`'s contract, which is ours.
-    unsafe { blocking_send(SendMode::Buffered, buf, count, dt, dst, tag, comm) }
-}
-
-/// `MPI_Recv` (§3.2.4): blocking receive.
+/// `MPI_Recv` and `MPI_Recv_c`.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for writing `count` elements of `dt`; `st` is
 /// `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Recv(
+#[allow(clippy::too_many_arguments)]
+unsafe fn recv<N: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     src: c_int,
     tag: c_int,
     comm: Handle,
     st: *mut Status,
 ) -> c_int {
-    boundary("MPI_Recv", comm, || {
+    boundary(name, comm, || {
         // SAFETY: the caller's buffer has room for `count` elements.
         let (c, mut data, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
         let (status, r) = match from {
@@ -293,28 +234,72 @@ pub(crate) unsafe extern "C" fn MPI_Recv(
     })
 }
 
-/// `MPI_Sendrecv` (§3.10): a send and a receive at once, deadlock-free.
+int_and_c! {
+    /// `MPI_Recv` (§3.2.4): blocking receive.
+    fn MPI_Recv / MPI_Recv_c(
+        buf: [*mut c_void], count: [N], dt: [Handle], src: [c_int], tag: [c_int], comm: [Handle],
+        st: [*mut Status],
+    ) => recv;
+}
+
+/// The send and the receive of a send-receive, checked: the outgoing
+/// message, the tag and destination, the room for the incoming one, its
+/// tag and source.
+type Exchange<'a> = (Cow<'a, [u8]>, i32, Peer, buffer::Recv<'a>, i32, Peer);
+
+/// Runs a send-receive on `c` and stores the receive's status in `st`.
+///
+/// # Safety
+///
+/// `st` is `MPI_STATUS_IGNORE` or valid for one `MPI_Status`; the
+/// receive room is valid as [`buffer::recv`] asks.
+unsafe fn exchange(c: &CommEntry, x: Exchange<'_>, st: *mut Status) -> Res<()> {
+    let (out, stag, to, mut inp, rtag, from) = x;
+    let (status, r) = match (to, from) {
+        (Peer::Rank(d), Peer::Rank(s)) => {
+            let r = c.comm.sendrecv(&out, d, stag, inp.bytes(), s, rtag);
+            inp.finish(buffer::received(&r));
+            recv_outcome(r)
+        }
+        (Peer::Rank(d), Peer::Null) => (
+            null_status(),
+            c.comm.send(&out, d, stag).map_err(Code::from),
+        ),
+        (Peer::Null, Peer::Rank(s)) => {
+            let r = c.comm.recv(inp.bytes(), s, rtag);
+            inp.finish(buffer::received(&r));
+            recv_outcome(r)
+        }
+        (Peer::Null, Peer::Null) => (null_status(), Ok(())),
+    };
+    // SAFETY: the caller passes MPI_STATUS_IGNORE or a valid status.
+    unsafe { status.store(st) };
+    r
+}
+
+/// `MPI_Sendrecv` and `MPI_Sendrecv_c`.
 ///
 /// # Safety
 ///
 /// As for `MPI_Send` on the send side and `MPI_Recv` on the receive side;
 /// the two buffers do not overlap.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Sendrecv(
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv<N: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: N,
     sendtype: Handle,
     dst: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: N,
     recvtype: Handle,
     src: c_int,
     recvtag: c_int,
     comm: Handle,
     st: *mut Status,
 ) -> c_int {
-    boundary("MPI_Sendrecv", comm, || {
+    boundary(name, comm, || {
         let c = handles::comm(comm)?;
         buffer::check(sendcount, sendtype)?;
         buffer::check(recvcount, recvtype)?;
@@ -323,41 +308,32 @@ pub(crate) unsafe extern "C" fn MPI_Sendrecv(
         // SAFETY: the caller's send buffer holds `sendcount` elements.
         let out = unsafe { buffer::send(sendbuf, sendcount, sendtype) }?;
         // SAFETY: the caller's receive buffer has room for `recvcount`.
-        let mut inp = unsafe { buffer::recv(recvbuf, recvcount, recvtype) }?;
-        let (status, r) = match (to, from) {
-            (Peer::Rank(d), Peer::Rank(s)) => {
-                let r = c.comm.sendrecv(&out, d, stag, inp.bytes(), s, rtag);
-                inp.finish(buffer::received(&r));
-                recv_outcome(r)
-            }
-            (Peer::Rank(d), Peer::Null) => (
-                null_status(),
-                c.comm.send(&out, d, stag).map_err(Code::from),
-            ),
-            (Peer::Null, Peer::Rank(s)) => {
-                let r = c.comm.recv(inp.bytes(), s, rtag);
-                inp.finish(buffer::received(&r));
-                recv_outcome(r)
-            }
-            (Peer::Null, Peer::Null) => (null_status(), Ok(())),
-        };
-        // SAFETY: the caller passes MPI_STATUS_IGNORE or a valid status.
-        unsafe { status.store(st) };
-        r
+        let inp = unsafe { buffer::recv(recvbuf, recvcount, recvtype) }?;
+        // SAFETY: the caller's contract for `st` and the buffers.
+        unsafe { exchange(&c, (out, stag, to, inp, rtag, from), st) }
     })
 }
 
-/// `MPI_Sendrecv_replace` (§3.10): sends the buffer's contents and
-/// receives into the same buffer; the outgoing message is copied first.
+int_and_c! {
+    /// `MPI_Sendrecv` (§3.10): a send and a receive at once, deadlock-free.
+    fn MPI_Sendrecv / MPI_Sendrecv_c(
+        sendbuf: [*const c_void], sendcount: [N], sendtype: [Handle], dst: [c_int],
+        sendtag: [c_int], recvbuf: [*mut c_void], recvcount: [N], recvtype: [Handle],
+        src: [c_int], recvtag: [c_int], comm: [Handle], st: [*mut Status],
+    ) => sendrecv;
+}
+
+/// `MPI_Sendrecv_replace` and `MPI_Sendrecv_replace_c`.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for reading and writing `count` elements of `dt`;
 /// `st` is `MPI_STATUS_IGNORE` or valid for one `MPI_Status`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Sendrecv_replace(
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_replace<N: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     dst: c_int,
     sendtag: c_int,
@@ -366,7 +342,7 @@ pub(crate) unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: Handle,
     st: *mut Status,
 ) -> c_int {
-    boundary("MPI_Sendrecv_replace", comm, || {
+    boundary(name, comm, || {
         let (out, stag, to) = {
             // SAFETY: the caller's buffer holds `count` elements; the
             // slice is copied and dropped before the buffer is written.
@@ -374,41 +350,32 @@ pub(crate) unsafe extern "C" fn MPI_Sendrecv_replace(
             (data.to_vec(), stag, to)
         };
         // SAFETY: the caller's buffer has room for `count` elements.
-        let (c, mut inp, rtag, from) = unsafe { incoming(comm, buf, count, dt, src, recvtag) }?;
-        let (status, r) = match (to, from) {
-            (Peer::Rank(d), Peer::Rank(s)) => {
-                let r = c.comm.sendrecv(&out, d, stag, inp.bytes(), s, rtag);
-                inp.finish(buffer::received(&r));
-                recv_outcome(r)
-            }
-            (Peer::Rank(d), Peer::Null) => (
-                null_status(),
-                c.comm.send(&out, d, stag).map_err(Code::from),
-            ),
-            (Peer::Null, Peer::Rank(s)) => {
-                let r = c.comm.recv(inp.bytes(), s, rtag);
-                inp.finish(buffer::received(&r));
-                recv_outcome(r)
-            }
-            (Peer::Null, Peer::Null) => (null_status(), Ok(())),
-        };
-        // SAFETY: the caller passes MPI_STATUS_IGNORE or a valid status.
-        unsafe { status.store(st) };
-        r
+        let (c, inp, rtag, from) = unsafe { incoming(comm, buf, count, dt, src, recvtag) }?;
+        // SAFETY: the caller's contract for `st` and the buffer.
+        unsafe { exchange(&c, (Cow::Owned(out), stag, to, inp, rtag, from), st) }
     })
 }
 
+int_and_c! {
+    /// `MPI_Sendrecv_replace` (§3.10): sends the buffer's contents and
+    /// receives into the same buffer; the outgoing message is copied first.
+    fn MPI_Sendrecv_replace / MPI_Sendrecv_replace_c(
+        buf: [*mut c_void], count: [N], dt: [Handle], dst: [c_int], sendtag: [c_int],
+        src: [c_int], recvtag: [c_int], comm: [Handle], st: [*mut Status],
+    ) => sendrecv_replace;
+}
+
 /// Starts a nonblocking send in `mode` (what `MPI_Isend` and its mode
-/// variants, and `MPI_Start` of a persistent send, begin).
+/// variants begin).
 ///
 /// # Safety
 ///
 /// `buf` must be valid for reading `count` elements of `dt`, unchanged,
 /// until the request completes.
-pub(crate) unsafe fn start_send(
+pub(crate) unsafe fn start_send<N: Count>(
     mode: SendMode,
     buf: *const c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     dst: c_int,
     tag: c_int,
@@ -416,6 +383,24 @@ pub(crate) unsafe fn start_send(
 ) -> Res<ReqEntry> {
     // SAFETY: the caller's buffer holds `count` elements of `dt`.
     let (c, data, tag, to) = unsafe { outgoing(comm, buf, count, dt, dst, tag) }?;
+    // SAFETY: as above, until the request completes.
+    unsafe { start_send_data(mode, &c, data, tag, to) }
+}
+
+/// Starts a nonblocking send of the checked `data` in `mode` (also what
+/// `MPI_Start` of a persistent send begins).
+///
+/// # Safety
+///
+/// A borrowed `data` stays valid and unchanged until the request
+/// completes.
+pub(crate) unsafe fn start_send_data(
+    mode: SendMode,
+    c: &CommEntry,
+    data: Cow<'_, [u8]>,
+    tag: i32,
+    to: Peer,
+) -> Res<ReqEntry> {
     let errh = c.errh.get();
     Ok(match (to, mode) {
         (Peer::Null, _) => ReqEntry::ProcNull,
@@ -435,57 +420,23 @@ pub(crate) unsafe fn start_send(
         }
         // The data are in the attached buffer when this returns: done.
         (Peer::Rank(r), SendMode::Buffered) => {
-            crate::bsend::send(&c, &data, r, tag)?;
+            crate::bsend::send(c, &data, r, tag)?;
             ReqEntry::Done(Status::empty(), 0, errh)
         }
     })
 }
 
-/// The checks of a send's arguments alone (for `MPI_Send_init` & co.).
-///
-/// # Safety
-///
-/// A non-null `buf` is valid for reading `count` elements of `dt`.
-pub(crate) unsafe fn check_send(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> Res<()> {
-    // SAFETY: the caller's contract; the slice is not kept.
-    unsafe { outgoing(comm, buf, count, dt, dst, tag) }.map(drop)
-}
-
-/// The checks of a receive's arguments alone (for `MPI_Recv_init`).
-///
-/// # Safety
-///
-/// A non-null `buf` is valid for writing `count` elements of `dt`.
-pub(crate) unsafe fn check_recv(
-    buf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    src: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> Res<()> {
-    // SAFETY: the caller's contract; the slice is not kept.
-    unsafe { incoming(comm, buf, count, dt, src, tag) }.map(drop)
-}
-
-/// `MPI_Isend` and its mode variants.
+/// `MPI_Isend` and its mode variants (and `_c`), in `mode`.
 ///
 /// # Safety
 ///
 /// As for [`start_send`]; `req` valid for a write of one handle.
 #[allow(clippy::too_many_arguments)]
-unsafe fn nonblocking_send(
+unsafe fn nonblocking_send<N: Count>(
     name: &str,
     mode: SendMode,
     buf: *const c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     dst: c_int,
     tag: c_int,
@@ -500,141 +451,85 @@ unsafe fn nonblocking_send(
     })
 }
 
-/// `MPI_Isend` (§3.7.2): starts a standard-mode send, which may read
-/// `buf` until it completes.
-///
-/// # Safety
-///
-/// `buf` must be valid for reading `count` elements of `dt`; `req` valid
-/// for a write of one handle.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Isend(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    let mode = SendMode::Standard;
-    // SAFETY: the caller's contract is `nonblocking_send`'s.
-    unsafe { nonblocking_send("MPI_Isend", mode, buf, count, dt, dst, tag, comm, req) }
+int_and_c! {
+    (
+        buf: [*const c_void], count: [N], dt: [Handle], dst: [c_int], tag: [c_int],
+        comm: [Handle], req: [*mut Handle],
+    ) => nonblocking_send;
+    /// `MPI_Isend` (§3.7.2): starts a standard-mode send, which may read
+    /// `buf` until it completes.
+    fn MPI_Isend / MPI_Isend_c(SendMode::Standard);
+    /// `MPI_Issend` (§3.7.2): starts a synchronous-mode send; the request
+    /// completes once the destination has started a receive that matched the
+    /// message (acknowledged as for `MPI_Ssend`).
+    fn MPI_Issend / MPI_Issend_c(SendMode::Synchronous);
+    /// `MPI_Irsend` (§3.7.2): starts a ready-mode send, sent in standard mode.
+    fn MPI_Irsend / MPI_Irsend_c(SendMode::Ready);
+    /// `MPI_Ibsend` (§3.7.2): a buffered-mode send; the message is copied into
+    /// the attached buffer at once, so the request is complete when this
+    /// returns (`MPI_ERR_BUFFER` when the attached space is exhausted).
+    fn MPI_Ibsend / MPI_Ibsend_c(SendMode::Buffered);
 }
 
-/// `MPI_Issend` (§3.7.2): starts a synchronous-mode send; the request
-/// completes once the destination has started a receive that matched the
-/// message (acknowledged as for `MPI_Ssend`).
-///
-/// # Safety
-///
-/// As for `MPI_Isend`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Issend(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    let mode = SendMode::Synchronous;
-    // SAFETY: the caller's contract is `nonblocking_send`'s.
-    unsafe { nonblocking_send("MPI_Issend", mode, buf, count, dt, dst, tag, comm, req) }
-}
-
-/// `MPI_Irsend` (§3.7.2): starts a ready-mode send, sent in standard mode.
-///
-/// # Safety
-///
-/// As for `MPI_Isend`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Irsend(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    let mode = SendMode::Ready;
-    // SAFETY: the caller's contract is `nonblocking_send`'s.
-    unsafe { nonblocking_send("MPI_Irsend", mode, buf, count, dt, dst, tag, comm, req) }
-}
-
-/// `MPI_Ibsend` (§3.7.2): a buffered-mode send; the message is copied into
-/// the attached buffer at once, so the request is complete when this
-/// returns (`MPI_ERR_BUFFER` when the attached space is exhausted).
-///
-/// # Safety
-///
-/// As for `MPI_Isend`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Ibsend(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    let mode = SendMode::Buffered;
-    // SAFETY: the caller's contract is `nonblocking_send`'s.
-    unsafe { nonblocking_send("MPI_Ibsend", mode, buf, count, dt, dst, tag, comm, req) }
-}
-
-/// `MPI_Irecv` (§3.7.2): starts a receive into `buf`, which belongs to
-/// the request until it completes.
+/// `MPI_Irecv` and `MPI_Irecv_c`.
 ///
 /// # Safety
 ///
 /// `buf` must be valid for writing `count` elements of `dt` until the
 /// request completes or is freed; `req` valid for a write of one handle.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Irecv(
+#[allow(clippy::too_many_arguments)]
+unsafe fn irecv<N: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: N,
     dt: Handle,
     src: c_int,
     tag: c_int,
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    boundary("MPI_Irecv", comm, || {
-        // SAFETY: the caller's contract is `start_recv`'s.
-        let entry = unsafe { start_recv(buf, count, dt, src, tag, comm) }?;
+    boundary(name, comm, || {
+        // SAFETY: checks the arguments and the pointer for null; the
+        // buffer is not kept.
+        let (c, _, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
+        let (d, n) = buffer::typed(count, dt)?;
+        // SAFETY: the caller's contract.
+        let entry = unsafe { start_recv(&c, buf, d, n, from, tag) }?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { new_request(entry, req) }
     })
 }
 
-/// Starts a nonblocking receive (what `MPI_Irecv` and `MPI_Start` of a
-/// persistent receive begin).
+int_and_c! {
+    /// `MPI_Irecv` (§3.7.2): starts a receive into `buf`, which belongs to
+    /// the request until it completes.
+    fn MPI_Irecv / MPI_Irecv_c(
+        buf: [*mut c_void], count: [N], dt: [Handle], src: [c_int], tag: [c_int],
+        comm: [Handle], req: [*mut Handle],
+    ) => irecv;
+}
+
+/// Starts a nonblocking receive of `n` elements of the checked type `d`
+/// (what `MPI_Irecv` and `MPI_Start` of a persistent receive begin).
 ///
 /// # Safety
 ///
-/// `buf` must be valid for writing `count` elements of `dt` until the
-/// request completes or is freed, and not accessed otherwise meanwhile.
+/// `buf` must be valid for writing `n` elements of `d` until the request
+/// completes or is freed, and not accessed otherwise meanwhile.
 pub(crate) unsafe fn start_recv(
+    c: &CommEntry,
     buf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    src: c_int,
-    tag: c_int,
-    comm: Handle,
+    d: std::sync::Arc<Datatype>,
+    n: usize,
+    from: Peer,
+    tag: i32,
 ) -> Res<ReqEntry> {
-    // SAFETY: checks the arguments and the pointer for null; the
-    // buffer is not kept.
-    let (c, _, tag, from) = unsafe { incoming(comm, buf, count, dt, src, tag) }?;
     Ok(match from {
         Peer::Null => ReqEntry::ProcNull,
         Peer::Rank(s) => {
             // SAFETY: the caller keeps the elements at `buf` for this
             // request until it completes or is freed (MPI §3.7.2).
-            let r = unsafe { buffer::irecv(&c.comm, buf, count, dt, s, tag) }?;
+            let r = unsafe { buffer::irecv_typed(&c.comm, buf, d, n, s, tag) }?;
             ReqEntry::Live(r, c.errh.get())
         }
     })
@@ -696,32 +591,37 @@ pub(crate) unsafe extern "C" fn MPI_Iprobe(
     })
 }
 
-/// `MPI_Get_count` (§3.2.5): elements of `dt` received; `MPI_UNDEFINED`
-/// if the bytes are not a whole number of them.
+/// `MPI_Get_count` and `MPI_Get_count_c`: the count as a `T`.
 ///
 /// # Safety
 ///
 /// `st` must be valid for reading one `MPI_Status`, `count` for writing
-/// one `int`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Get_count(
+/// one `T`.
+unsafe fn get_count<T: TryFrom<u64> + From<c_int>>(
+    name: &str,
     st: *const Status,
     dt: Handle,
-    count: *mut c_int,
+    count: *mut T,
 ) -> c_int {
-    boundary("MPI_Get_count", std::ptr::null_mut(), || {
+    boundary(name, std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid status.
         let s = unsafe { status::read(st) }?;
         let size = datatype::lookup(dt)?.size as u64;
         let n = match (s.bytes(), size) {
-            (0, _) => 0,
-            (_, 0) => UNDEFINED,
-            (b, z) if b % z == 0 => c_int::try_from(b / z).unwrap_or(UNDEFINED),
-            _ => UNDEFINED,
+            (0, _) => Some(0),
+            (_, 0) => None,
+            (b, z) => (b % z == 0).then_some(b / z),
         };
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(count, n) }
+        unsafe { ffi::out(count, status::count_or_undefined(n)) }
     })
+}
+
+int_and_c! {
+    /// `MPI_Get_count` (§3.2.5): elements of `dt` received; `MPI_UNDEFINED`
+    /// if the bytes are not a whole number of them, or if the count does
+    /// not fit the output.
+    fn MPI_Get_count / MPI_Get_count_c(st: [*const Status], dt: [Handle], count: [*mut N]) => get_count;
 }
 
 /// `MPI_Test_cancelled` (§3.8.4).

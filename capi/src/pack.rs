@@ -12,11 +12,11 @@ use o2g_mpi_abi_macros::export;
 use std::ffi::{c_char, c_int, c_void};
 
 use crate::buffer;
-use crate::datatype::{count, resolve, resolve_committed, type_error};
+use crate::datatype::{count, resolve, resolve_committed, type_error, Count};
 use crate::error::{boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_TRUNCATE};
-use crate::ffi;
+use crate::ffi::{self, int_and_c};
 use crate::handles::Handle;
-use crate::status::{self, Status, UNDEFINED};
+use crate::status::{self, Status};
 
 /// A non-negative `int` size or position.
 fn size(n: impl TryInto<usize>) -> Res<usize> {
@@ -53,9 +53,9 @@ type Convert<'a> = dyn Fn(usize, &[u8], &mut [u8]) -> Res<usize> + 'a;
 /// # Safety
 ///
 /// As for `MPI_Pack`.
-unsafe fn pack_common(
+unsafe fn pack_common<N: Count>(
     inbuf: *const c_void,
-    incount: c_int,
+    incount: N,
     dt: Handle,
     outbuf: *mut c_void,
     outsize: usize,
@@ -88,12 +88,12 @@ unsafe fn pack_common(
 /// # Safety
 ///
 /// As for `MPI_Unpack`.
-unsafe fn unpack_common(
+unsafe fn unpack_common<N: Count>(
     inbuf: *const c_void,
     insize: usize,
     position: &mut usize,
     outbuf: *mut c_void,
-    outcount: c_int,
+    outcount: N,
     dt: Handle,
     convert: Option<&Convert<'_>>,
 ) -> Res<()> {
@@ -121,200 +121,248 @@ unsafe fn unpack_common(
     Ok(())
 }
 
-/// `MPI_Pack` (§5.2.1): appends `incount` elements of `dt` to `outbuf` at
-/// `*position`.
+/// Runs `f` on the position `*position` (an `int`, `MPI_Aint` or
+/// `MPI_Count`) as a `usize` and stores the position it leaves;
+/// `MPI_ERR_COUNT` if that does not fit the argument.
+///
+/// # Safety
+///
+/// `position` is valid for reading and writing one `P`.
+unsafe fn at_position<P: Count + TryFrom<usize>>(
+    position: *mut P,
+    f: impl FnOnce(&mut usize) -> Res<()>,
+) -> Res<()> {
+    // SAFETY: the caller passes a valid position.
+    let pos = unsafe { ffi::inout(position) }?;
+    let mut p = size(*pos)?;
+    f(&mut p)?;
+    *pos = P::try_from(p).map_err(|_| Code(MPI_ERR_COUNT))?;
+    Ok(())
+}
+
+/// `MPI_Pack` and `MPI_Pack_c`.
 ///
 /// # Safety
 ///
 /// `inbuf` holds `incount` elements of `dt`, `outbuf` has `outsize`
-/// bytes, `position` is valid for one `int`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Pack(
+/// bytes, `position` is valid for one `N`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack<N: Count + TryFrom<usize>>(
+    name: &str,
     inbuf: *const c_void,
-    incount: c_int,
+    incount: N,
     dt: Handle,
     outbuf: *mut c_void,
-    outsize: c_int,
-    position: *mut c_int,
+    outsize: N,
+    position: *mut N,
     comm: Handle,
 ) -> c_int {
-    boundary("MPI_Pack", comm, || {
+    boundary(name, comm, || {
         crate::handles::comm(comm)?;
-        // SAFETY: the caller passes a valid position.
-        let pos = unsafe { ffi::inout(position) }?;
-        let mut p = size(*pos)?;
-        // SAFETY: the caller's contract is pack_common's.
-        unsafe { pack_common(inbuf, incount, dt, outbuf, size(outsize)?, &mut p, None) }?;
-        *pos = c_int::try_from(p).map_err(|_| Code(MPI_ERR_COUNT))?;
-        Ok(())
+        // SAFETY: the caller's contract is pack_common's and at_position's.
+        unsafe {
+            at_position(position, |p| {
+                pack_common(inbuf, incount, dt, outbuf, size(outsize)?, p, None)
+            })
+        }
     })
 }
 
-/// `MPI_Unpack` (§5.2.1): takes `outcount` elements of `dt` from
-/// `inbuf` at `*position`.
+int_and_c! {
+    /// `MPI_Pack` (§5.2.1): appends `incount` elements of `dt` to `outbuf` at
+    /// `*position`.
+    fn MPI_Pack / MPI_Pack_c(
+        inbuf: [*const c_void], incount: [N], dt: [Handle], outbuf: [*mut c_void],
+        outsize: [N], position: [*mut N], comm: [Handle],
+    ) => pack;
+}
+
+/// `MPI_Unpack` and `MPI_Unpack_c`.
 ///
 /// # Safety
 ///
 /// `inbuf` has `insize` bytes, `outbuf` room for `outcount` elements of
-/// `dt`, `position` is valid for one `int`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Unpack(
+/// `dt`, `position` is valid for one `N`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn unpack<N: Count + TryFrom<usize>>(
+    name: &str,
     inbuf: *const c_void,
-    insize: c_int,
-    position: *mut c_int,
+    insize: N,
+    position: *mut N,
     outbuf: *mut c_void,
-    outcount: c_int,
+    outcount: N,
     dt: Handle,
     comm: Handle,
 ) -> c_int {
-    boundary("MPI_Unpack", comm, || {
+    boundary(name, comm, || {
         crate::handles::comm(comm)?;
-        // SAFETY: the caller passes a valid position.
-        let pos = unsafe { ffi::inout(position) }?;
-        let mut p = size(*pos)?;
-        // SAFETY: the caller's contract is unpack_common's.
-        unsafe { unpack_common(inbuf, size(insize)?, &mut p, outbuf, outcount, dt, None) }?;
-        *pos = c_int::try_from(p).map_err(|_| Code(MPI_ERR_COUNT))?;
-        Ok(())
+        // SAFETY: the caller's contract is unpack_common's and at_position's.
+        unsafe {
+            at_position(position, |p| {
+                unpack_common(inbuf, size(insize)?, p, outbuf, outcount, dt, None)
+            })
+        }
     })
 }
 
-/// `MPI_Pack_size` (§5.2.1): an upper bound of the bytes `MPI_Pack`
-/// needs for `incount` elements of `dt` (exactly their size here).
+int_and_c! {
+    /// `MPI_Unpack` (§5.2.1): takes `outcount` elements of `dt` from
+    /// `inbuf` at `*position`.
+    fn MPI_Unpack / MPI_Unpack_c(
+        inbuf: [*const c_void], insize: [N], position: [*mut N], outbuf: [*mut c_void],
+        outcount: [N], dt: [Handle], comm: [Handle],
+    ) => unpack;
+}
+
+/// `MPI_Pack_size` and `MPI_Pack_size_c`.
 ///
 /// # Safety
 ///
-/// `out` must be valid for a write of one `int`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Pack_size(
-    incount: c_int,
+/// `out` must be valid for a write of one `N`.
+unsafe fn pack_size<N: Count + TryFrom<usize>>(
+    name: &str,
+    incount: N,
     dt: Handle,
     comm: Handle,
-    out: *mut c_int,
+    out: *mut N,
 ) -> c_int {
-    boundary("MPI_Pack_size", comm, || {
+    boundary(name, comm, || {
         crate::handles::comm(comm)?;
         let d = resolve_committed(dt)?;
         let n = d.map.packed_size(count(incount)?).map_err(type_error)?;
-        let n = c_int::try_from(n).map_err(|_| Code(MPI_ERR_COUNT))?;
+        let n = N::try_from(n).map_err(|_| Code(MPI_ERR_COUNT))?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(out, n) }
     })
 }
 
-/// `MPI_Pack_external` (§14.5.2): as `MPI_Pack` in `external32`.
+int_and_c! {
+    /// `MPI_Pack_size` (§5.2.1): an upper bound of the bytes `MPI_Pack`
+    /// needs for `incount` elements of `dt` (exactly their size here;
+    /// `MPI_ERR_COUNT` if the `int` form cannot hold it).
+    fn MPI_Pack_size / MPI_Pack_size_c(
+        incount: [N], dt: [Handle], comm: [Handle], out: [*mut N],
+    ) => pack_size;
+}
+
+/// `MPI_Pack_external` and `MPI_Pack_external_c`.
 ///
 /// # Safety
 ///
 /// `datarep` a NUL-terminated string, `inbuf` holds `incount` elements of
-/// `dt`, `outbuf` has `outsize` bytes, `position` valid for one
-/// `MPI_Aint`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Pack_external(
+/// `dt`, `outbuf` has `outsize` bytes, `position` valid for one `A`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_external<N: Count, A: Count + TryFrom<usize>>(
+    name: &str,
     datarep: *const c_char,
     inbuf: *const c_void,
-    incount: c_int,
+    incount: N,
     dt: Handle,
     outbuf: *mut c_void,
-    outsize: isize,
-    position: *mut isize,
+    outsize: A,
+    position: *mut A,
 ) -> c_int {
-    boundary("MPI_Pack_external", std::ptr::null_mut(), || {
+    boundary(name, std::ptr::null_mut(), || {
         // SAFETY: the caller passes a string.
         unsafe { external32(datarep) }?;
         let d = resolve_committed(dt)?;
-        // SAFETY: the caller passes a valid position.
-        let pos = unsafe { ffi::inout(position) }?;
-        let mut p = size(*pos)?;
         let conv = |n: usize, native: &[u8], out: &mut [u8]| {
             d.map
                 .external32_from_packed(n, native, out)
                 .map_err(type_error)
         };
-        // SAFETY: the caller's contract is pack_common's.
+        let outsize = size(outsize)?;
+        // SAFETY: the caller's contract is pack_common's and at_position's.
         unsafe {
-            pack_common(
-                inbuf,
-                incount,
-                dt,
-                outbuf,
-                size(outsize)?,
-                &mut p,
-                Some(&conv),
-            )
-        }?;
-        *pos = p as isize;
-        Ok(())
+            at_position(position, |p| {
+                pack_common(inbuf, incount, dt, outbuf, outsize, p, Some(&conv))
+            })
+        }
     })
 }
 
-/// `MPI_Unpack_external` (§14.5.2): as `MPI_Unpack` from `external32`.
+int_and_c! {
+    /// `MPI_Pack_external` (§14.5.2): as `MPI_Pack` in `external32`.
+    fn MPI_Pack_external / MPI_Pack_external_c(
+        datarep: [*const c_char], inbuf: [*const c_void], incount: [N], dt: [Handle],
+        outbuf: [*mut c_void], outsize: [A], position: [*mut A],
+    ) => pack_external;
+}
+
+/// `MPI_Unpack_external` and `MPI_Unpack_external_c`.
 ///
 /// # Safety
 ///
 /// `datarep` a NUL-terminated string, `inbuf` has `insize` bytes,
 /// `outbuf` room for `outcount` elements of `dt`, `position` valid for
-/// one `MPI_Aint`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Unpack_external(
+/// one `A`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn unpack_external<N: Count, A: Count + TryFrom<usize>>(
+    name: &str,
     datarep: *const c_char,
     inbuf: *const c_void,
-    insize: isize,
-    position: *mut isize,
+    insize: A,
+    position: *mut A,
     outbuf: *mut c_void,
-    outcount: c_int,
+    outcount: N,
     dt: Handle,
 ) -> c_int {
-    boundary("MPI_Unpack_external", std::ptr::null_mut(), || {
+    boundary(name, std::ptr::null_mut(), || {
         // SAFETY: the caller passes a string.
         unsafe { external32(datarep) }?;
         let d = resolve_committed(dt)?;
-        // SAFETY: the caller passes a valid position.
-        let pos = unsafe { ffi::inout(position) }?;
-        let mut p = size(*pos)?;
         let conv = |n: usize, ext: &[u8], native: &mut [u8]| {
             d.map
                 .packed_from_external32(n, ext, native)
                 .map_err(type_error)
         };
-        // SAFETY: the caller's contract is unpack_common's.
+        let insize = size(insize)?;
+        // SAFETY: the caller's contract is unpack_common's and at_position's.
         unsafe {
-            unpack_common(
-                inbuf,
-                size(insize)?,
-                &mut p,
-                outbuf,
-                outcount,
-                dt,
-                Some(&conv),
-            )
-        }?;
-        *pos = p as isize;
-        Ok(())
+            at_position(position, |p| {
+                unpack_common(inbuf, insize, p, outbuf, outcount, dt, Some(&conv))
+            })
+        }
     })
 }
 
-/// `MPI_Pack_external_size` (§14.5.2): the bytes `incount` elements of
-/// `dt` take in `external32`.
+int_and_c! {
+    /// `MPI_Unpack_external` (§14.5.2): as `MPI_Unpack` from `external32`.
+    fn MPI_Unpack_external / MPI_Unpack_external_c(
+        datarep: [*const c_char], inbuf: [*const c_void], insize: [A], position: [*mut A],
+        outbuf: [*mut c_void], outcount: [N], dt: [Handle],
+    ) => unpack_external;
+}
+
+/// `MPI_Pack_external_size` and `MPI_Pack_external_size_c`.
 ///
 /// # Safety
 ///
-/// `datarep` a NUL-terminated string, `out` valid for one `MPI_Aint`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Pack_external_size(
+/// `datarep` a NUL-terminated string, `out` valid for one `A`.
+unsafe fn pack_external_size<N: Count, A: TryFrom<usize>>(
+    name: &str,
     datarep: *const c_char,
-    incount: c_int,
+    incount: N,
     dt: Handle,
-    out: *mut isize,
+    out: *mut A,
 ) -> c_int {
-    boundary("MPI_Pack_external_size", std::ptr::null_mut(), || {
+    boundary(name, std::ptr::null_mut(), || {
         // SAFETY: the caller passes a string.
         unsafe { external32(datarep) }?;
         let d = resolve_committed(dt)?;
         let n = d.map.external32_size(count(incount)?).map_err(type_error)?;
+        let n = A::try_from(n).map_err(|_| Code(MPI_ERR_COUNT))?;
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(out, n as isize) }
+        unsafe { ffi::out(out, n) }
     })
+}
+
+int_and_c! {
+    /// `MPI_Pack_external_size` (§14.5.2): the bytes `incount` elements of
+    /// `dt` take in `external32`.
+    fn MPI_Pack_external_size / MPI_Pack_external_size_c(
+        datarep: [*const c_char], incount: [N], dt: [Handle], out: [*mut A],
+    ) => pack_external_size;
 }
 
 /// The primitive elements of `dt` in the message `st` reports
@@ -343,8 +391,29 @@ unsafe fn elements(st: *const Status, dt: Handle) -> Res<Option<u64>> {
     Ok((covered == bytes).then_some(n as u64))
 }
 
+/// `MPI_Get_elements` and its `MPI_Count` forms: the count as a `T`,
+/// `MPI_UNDEFINED` if it is undefined or does not fit.
+///
+/// # Safety
+///
+/// `st` valid for reading one `MPI_Status`, `count` for one `T`.
+unsafe fn elements_count<T: TryFrom<u64> + From<c_int>>(
+    name: &str,
+    st: *const Status,
+    dt: Handle,
+    count: *mut T,
+) -> c_int {
+    boundary(name, std::ptr::null_mut(), || {
+        // SAFETY: the caller passes a valid status.
+        let n = status::count_or_undefined(unsafe { elements(st, dt) }?);
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(count, n) }
+    })
+}
+
 /// `MPI_Get_elements` (§5.1.11): primitive elements received, also of a
-/// message that ends in the middle of an element of `dt`.
+/// message that ends in the middle of an element of `dt`
+/// (`MPI_UNDEFINED` if more than an `int` holds).
 ///
 /// # Safety
 ///
@@ -355,29 +424,8 @@ pub(crate) unsafe extern "C" fn MPI_Get_elements(
     dt: Handle,
     count: *mut c_int,
 ) -> c_int {
-    boundary("MPI_Get_elements", std::ptr::null_mut(), || {
-        // SAFETY: the caller passes a valid status.
-        let n = unsafe { elements(st, dt) }?.map_or(Ok(UNDEFINED), |n| {
-            c_int::try_from(n).map_err(|_| Code(MPI_ERR_COUNT))
-        })?;
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(count, n) }
-    })
-}
-
-/// `MPI_Get_elements_c` and `MPI_Get_elements_x`: as `MPI_Get_elements`
-/// with an `MPI_Count`.
-///
-/// # Safety
-///
-/// `st` valid for reading one `MPI_Status`, `count` for one `MPI_Count`.
-unsafe fn elements_count(name: &str, st: *const Status, dt: Handle, count: *mut i64) -> c_int {
-    boundary(name, std::ptr::null_mut(), || {
-        // SAFETY: the caller passes a valid status.
-        let n = unsafe { elements(st, dt) }?.map_or(i64::from(UNDEFINED), |n| n as i64);
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(count, n) }
-    })
+    // SAFETY: the caller's contract is elements_count's.
+    unsafe { elements_count("MPI_Get_elements", st, dt, count) }
 }
 
 /// `MPI_Get_elements_c` (§5.1.11).

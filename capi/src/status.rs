@@ -20,6 +20,15 @@ pub(crate) const PROC_NULL: c_int = -3;
 /// `MPI_UNDEFINED` of the standard ABI.
 pub(crate) const UNDEFINED: c_int = -32766;
 
+/// A count for an output argument of type `T` (`int`, or `MPI_Count` in
+/// the `_c` functions): `MPI_UNDEFINED` when it is undefined (`None`) or
+/// does not fit in `T`, as §3.2.5, §5.1.5 and §5.1.11 ask of the `int`
+/// forms.
+pub(crate) fn count_or_undefined<T: TryFrom<u64> + From<c_int>>(n: Option<u64>) -> T {
+    n.and_then(|n| T::try_from(n).ok())
+        .unwrap_or_else(|| T::from(UNDEFINED))
+}
+
 /// The C `MPI_Status`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

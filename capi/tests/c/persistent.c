@@ -3,7 +3,8 @@
  * (Wait and Test on an inactive request return at once with the empty
  * status, the handle stays), several rounds with new buffer contents,
  * MPI_PROC_NULL, Request_free of inactive and active persistent
- * requests, every value checked. Correct at any number of ranks. */
+ * requests, requests whose datatype and communicator were freed, every
+ * value checked. Correct at any number of ranks. */
 #include <string.h>
 #include "check.h"
 
@@ -148,6 +149,44 @@ int main(int argc, char **argv) {
     CHECK(rv == left + 50);
     r = MPI_REQUEST_NULL;
     CHECK(error_class(MPI_Start(&r)) == MPI_ERR_REQUEST);
+
+    /* The datatype and the communicator may be freed while persistent
+     * requests use them (§2.5.1): every later start still works. A
+     * non-contiguous type, so that both sides are packed and staged. */
+    {
+        MPI_Comm dup;
+        MPI_Datatype every2;
+        OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+        OK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+        OK(MPI_Type_vector(LEN, 1, 2, MPI_INT, &every2));
+        OK(MPI_Type_commit(&every2));
+        int wout[2 * LEN], win[2 * LEN];
+        MPI_Request pr[2];
+        OK(MPI_Send_init(wout, 1, every2, right, 12, dup, &pr[0]));
+        OK(MPI_Recv_init(win, 1, every2, left, 12, dup, &pr[1]));
+        OK(MPI_Type_free(&every2));
+        OK(MPI_Comm_free(&dup));
+        CHECK(every2 == MPI_DATATYPE_NULL && dup == MPI_COMM_NULL);
+        for (int round = 0; round < ROUNDS; round++) {
+            for (int i = 0; i < 2 * LEN; i++) {
+                wout[i] = rank * 1000 + round * 100 + i;
+                win[i] = -1;
+            }
+            OK(MPI_Start(&pr[1]));
+            OK(MPI_Start(&pr[0]));
+            OK(MPI_Waitall(2, pr, sts));
+            CHECK(pr[0] != MPI_REQUEST_NULL && pr[1] != MPI_REQUEST_NULL);
+            CHECK(sts[1].MPI_SOURCE == left && sts[1].MPI_TAG == 12);
+            OK(MPI_Get_count(&sts[1], MPI_INT, &n));
+            CHECK(n == LEN);
+            for (int i = 0; i < LEN; i++) {
+                CHECK(win[2 * i] == left * 1000 + round * 100 + 2 * i);
+                CHECK(win[2 * i + 1] == -1);
+            }
+        }
+        OK(MPI_Request_free(&pr[0]));
+        OK(MPI_Request_free(&pr[1]));
+    }
 
     for (int i = 0; i < 8; i++) OK(MPI_Request_free(&reqs[i]));
     int got;
