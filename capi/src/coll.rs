@@ -1,21 +1,25 @@
 //! Collective operations (MPI 5.0 chapter 6) on the `mpi` crate's
-//! collectives over bytes: element counts and displacements become byte
-//! counts and offsets (the extent of the datatype times the count), and
+//! collectives over bytes. Each buffer argument is a [`Side`]
+//! (`coll_stage.rs`): the user's memory for flat datatypes, packed or
+//! staged and unpacked for any other committed datatype; per-rank counts
+//! and displacements become byte counts and offsets in that buffer, and
 //! reductions get the byte-level closure of `op.rs`. `MPI_IN_PLACE`
 //! (§6.2.1) is honoured where the standard allows it, by taking the
-//! contribution from the receive buffer.
+//! contribution from the receive buffer. Each collective but the barrier
+//! is defined once with `family!`, which also makes its nonblocking
+//! (`icoll.rs` starts it) and persistent (`pcoll.rs`) forms and the
+//! large-count `_c` form of all three.
 
 use o2g_mpi_abi_macros::export;
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
-use crate::datatype::{self, buffer_len};
-use crate::error::{boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_COUNT, MPI_ERR_ROOT};
-use crate::ffi::{self, is_in_place};
+use crate::coll_stage::{families, family, reduction_side, Int, Side, Spec};
+use crate::error::{boundary, Code, Res, MPI_ERR_BUFFER, MPI_ERR_ROOT};
+use crate::ffi::is_in_place;
 use crate::handles::{self, CommEntry, Handle};
-use crate::op;
-
-/// Per-rank byte counts, byte offsets, and the buffer length they need.
-pub(crate) type Layout = (Vec<usize>, Vec<usize>, usize);
+use crate::icoll::{iallgather, ialltoall, ibcast, igather, ireduce, iscatter};
+use crate::op::{self, Reducer};
 
 /// The root argument, checked against the communicator (`MPI_ERR_ROOT`).
 pub(crate) fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
@@ -26,114 +30,21 @@ pub(crate) fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
     }
 }
 
-/// Per-rank blocks from element counts and displacements: byte counts,
-/// byte offsets and the buffer length they need.
-fn blocks(counts: &[c_int], displs: &[c_int], extent: usize) -> Res<Layout> {
-    let mut c = Vec::with_capacity(counts.len());
-    let mut d = Vec::with_capacity(counts.len());
-    let mut end = 0usize;
-    for (&n, &o) in counts.iter().zip(displs) {
-        let n = datatype::count(n)?
-            .checked_mul(extent)
-            .ok_or(Code(MPI_ERR_COUNT))?;
-        let o = usize::try_from(o)
-            .map_err(|_| Code(MPI_ERR_ARG))?
-            .checked_mul(extent)
-            .ok_or(Code(MPI_ERR_ARG))?;
-        end = end.max(o.checked_add(n).ok_or(Code(MPI_ERR_ARG))?);
-        c.push(n);
-        d.push(o);
-    }
-    Ok((c, d, end))
-}
-
-/// The per-rank blocks of a collective's buffer as its caller describes
-/// them: `count` elements of a datatype for every rank (`MPI_Gather`,
-/// `MPI_Scatter`, …), or a count and a displacement per rank in two
-/// arrays (`MPI_Gatherv`, `MPI_Scatterv`, …).
-#[derive(Clone, Copy)]
-pub(crate) enum Blocks {
-    /// `count` elements of the datatype each, one after the other.
-    Uniform(c_int, Handle),
-    /// The counts and the displacements arrays, and the datatype.
-    Vector(*const c_int, *const c_int, Handle),
-}
-
-impl Blocks {
-    /// The [`Layout`] of the blocks in a communicator of `p` processes.
-    ///
-    /// # Safety
-    ///
-    /// The non-null pointers of a `Vector` are valid for `p` `int`s each.
-    pub(crate) unsafe fn layout(self, p: usize) -> Res<Layout> {
-        match self {
-            Blocks::Uniform(count, dt) => {
-                let (n, _) = buffer_len(count, dt)?;
-                let need = p.checked_mul(n).ok_or(Code(MPI_ERR_COUNT))?;
-                Ok((vec![n; p], (0..p).map(|i| i * n).collect(), need))
-            }
-            Blocks::Vector(counts, displs, dt) => {
-                let t = datatype::in_memory(dt)?;
-                // SAFETY: by the caller's contract.
-                let (c, d) = unsafe { (ffi::array(counts, p)?, ffi::array(displs, p)?) };
-                blocks(c, d, t.extent)
-            }
-        }
-    }
-}
-
-/// A buffer argument of so many elements of a datatype: what a process
-/// sends (`P` = `*const c_void`) or receives (`*mut c_void`) itself.
-#[derive(Clone, Copy)]
-pub(crate) struct Buf<P>(
-    /// Where the elements are.
-    pub(crate) P,
-    /// How many there are.
-    pub(crate) c_int,
-    /// Their datatype.
-    pub(crate) Handle,
-);
-
-impl Buf<*const c_void> {
-    /// The bytes to send.
-    ///
-    /// # Safety
-    ///
-    /// As for [`ffi::bytes`], for the buffer's elements.
-    pub(crate) unsafe fn bytes<'a>(self) -> Res<&'a [u8]> {
-        let (len, _) = buffer_len(self.1, self.2)?;
-        // SAFETY: by the caller's contract.
-        unsafe { ffi::bytes(self.0, len) }
-    }
-}
-
-impl Buf<*mut c_void> {
-    /// The room to receive into.
-    ///
-    /// # Safety
-    ///
-    /// As for [`ffi::bytes_mut`], for the buffer's elements.
-    pub(crate) unsafe fn bytes_mut<'a>(self) -> Res<&'a mut [u8]> {
-        let (len, _) = buffer_len(self.1, self.2)?;
-        // SAFETY: by the caller's contract.
-        unsafe { ffi::bytes_mut(self.0, len) }
-    }
-}
-
 /// The part of a rooted collective (gather, scatter) before any buffer is
 /// touched: the root, checked against the communicator, and at the root
-/// the layout of the blocks. `MPI_IN_PLACE` is for the root alone
+/// the side of its blocks. `MPI_IN_PLACE` is for the root alone
 /// (`MPI_ERR_BUFFER` elsewhere).
 ///
 /// # Safety
 ///
-/// As for [`Blocks::layout`].
-pub(crate) unsafe fn rooted(
+/// As for [`Spec::side`].
+pub(crate) unsafe fn rooted<C: Int, D: Int>(
     c: &CommEntry,
     root: c_int,
     in_place: bool,
-    blocks: Blocks,
-) -> Res<(i32, Option<Layout>)> {
+    buf: *const c_void,
+    blocks: Spec<C, D>,
+) -> Res<(i32, Option<Side>)> {
     let root = root_of(c, root)?;
     if c.comm.rank() != root {
         return if in_place {
@@ -143,8 +54,61 @@ pub(crate) unsafe fn rooted(
         };
     }
     // SAFETY: by the caller's contract.
-    let layout = unsafe { blocks.layout(c.comm.size() as usize) }?;
-    Ok((root, Some(layout)))
+    let side = unsafe { blocks.side(buf, c.comm.size() as usize) }?;
+    Ok((root, Some(side)))
+}
+
+/// What a process contributes to a collective: `send`'s data, or with
+/// `MPI_IN_PLACE` (`in_place`) a copy of block `me` of `recv` (all of it
+/// for `None`).
+///
+/// # Safety
+///
+/// The buffers hold the elements their sides describe.
+pub(crate) unsafe fn contribution<'a, C: Int, D: Int>(
+    sendbuf: *const c_void,
+    send: Spec<C, D>,
+    recv: &Side,
+    me: Option<usize>,
+) -> Res<Cow<'a, [u8]>> {
+    // SAFETY: by the caller's contract.
+    unsafe {
+        if !is_in_place(sendbuf) {
+            return send.side(sendbuf, 1)?.input();
+        }
+        Ok(Cow::Owned(match me {
+            Some(i) => recv.input_of(i)?,
+            None => recv.input()?.into_owned(),
+        }))
+    }
+}
+
+/// A reduction over `count` elements of `dt`: the receive side at
+/// `recvbuf`, the operation, and the input (`sendbuf`'s elements, or with
+/// `MPI_IN_PLACE` a copy of the receive buffer's).
+///
+/// # Safety
+///
+/// The buffers hold `count` elements of `dt` (the receive buffer where
+/// it is used: always with `MPI_IN_PLACE`).
+pub(crate) unsafe fn reduction<'a, C: Int>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    dt: Handle,
+    opr: Handle,
+) -> Res<(Side, mpi::UserOperation<Reducer>, Cow<'a, [u8]>)> {
+    let out = reduction_side(recvbuf, count, dt)?;
+    let op = op::operation_for(&out, dt, opr)?;
+    // SAFETY: by the caller's contract.
+    let send = unsafe {
+        if is_in_place(sendbuf) {
+            Cow::Owned(out.input()?.into_owned())
+        } else {
+            reduction_side(sendbuf, count, dt)?.input()?
+        }
+    };
+    Ok((out, op, send))
 }
 
 /// `MPI_Barrier` (§6.3).
@@ -155,124 +119,75 @@ pub(crate) extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
     })
 }
 
-/// `MPI_Bcast` (§6.4).
-///
-/// # Safety
-///
-/// `buf` must be valid for `count` elements of `dt`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Bcast(
-    buf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    boundary("MPI_Bcast", comm, || {
-        let c = handles::comm(comm)?;
-        let root = root_of(&c, root)?;
-        // SAFETY: the caller's buffer holds `count` elements; a staged
-        // buffer is packed at the root and unpacked elsewhere.
-        let mut data = unsafe { crate::buffer::recv(buf, count, dt) }?;
-        if c.comm.rank() == root {
-            if let crate::buffer::Recv::Staged(v, _) = &mut data {
+family! {
+    /// `MPI_Bcast` (§6.4): a non-contiguous type is packed at the root
+    /// and unpacked elsewhere.
+    ///
+    /// # Safety
+    ///
+    /// `buf` must be valid for `count` elements of `dt`.
+    fn MPI_Bcast, MPI_Bcast_c;
+        MPI_Ibcast, MPI_Ibcast_c;
+        MPI_Bcast_init, MPI_Bcast_init_c(
+        buf: *mut c_void,
+        count: Count,
+        dt: Handle,
+        root: c_int,
+        comm: Handle,
+    ) on comm as name {}
+    blocking {
+        boundary(name, comm, || {
+            let c = handles::comm(comm)?;
+            let root = root_of(&c, root)?;
+            // SAFETY: a single piece reads no array.
+            let side = unsafe { Spec::<Count, Disp>::One(count, dt).side(buf, 1) }?;
+            if c.comm.rank() == root && !side.direct() {
                 // SAFETY: the root's buffer holds `count` elements.
-                *v = unsafe { crate::buffer::send(buf, count, dt) }?.into_owned();
+                let mut data = unsafe { side.input() }?.into_owned();
+                return Ok(c.comm.broadcast_into(&mut data[..], root)?);
             }
-        }
-        c.comm.broadcast_into(data.bytes(), root)?;
-        let n = data.bytes().len();
-        if c.comm.rank() != root {
-            data.finish(n);
-        }
-        Ok(())
-    })
+            // SAFETY: the caller's buffer holds `count` elements.
+            unsafe { side.run(|b, _, _| Ok(c.comm.broadcast_into(b, root)?)) }
+        })
+    }
+    start ibcast(buf, count, dt, root);
 }
 
-/// The byte length of `count` elements of `dt`, and `opr` on them as the
-/// `mpi` crate's operation over bytes (`op::operation`: its grain is the
-/// datatype's extent, so a reduction that cuts long vectors into blocks
-/// cuts only between elements; a non-commutative operation is applied in
-/// rank order).
-pub(crate) fn reduction(
-    count: c_int,
-    dt: Handle,
-    opr: Handle,
-) -> Res<(usize, mpi::UserOperation<op::Reducer>)> {
-    op::operation(count, dt, opr)
-}
-
-/// `MPI_Reduce` (§6.9.1); `MPI_IN_PLACE` as `sendbuf` at the root.
-///
-/// # Safety
-///
-/// `sendbuf` (unless `MPI_IN_PLACE`) and, at the root, `recvbuf` must be
-/// valid for `count` elements of `dt`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    opr: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    boundary("MPI_Reduce", comm, || {
-        let c = handles::comm(comm)?;
-        let root = root_of(&c, root)?;
-        let (len, op) = reduction(count, dt, opr)?;
-        let at_root = c.comm.rank() == root;
-        let recv = if at_root {
+family! {
+    /// `MPI_Reduce` (§6.9.1); `MPI_IN_PLACE` as `sendbuf` at the root.
+    ///
+    /// # Safety
+    ///
+    /// `sendbuf` (unless `MPI_IN_PLACE`) and, at the root, `recvbuf` must
+    /// be valid for `count` elements of `dt`.
+    fn MPI_Reduce, MPI_Reduce_c;
+        MPI_Ireduce, MPI_Ireduce_c;
+        MPI_Reduce_init, MPI_Reduce_init_c(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: Count,
+        dt: Handle,
+        opr: Handle,
+        root: c_int,
+        comm: Handle,
+    ) on comm as name {}
+    blocking {
+        boundary(name, comm, || {
+            let c = handles::comm(comm)?;
+            let root = root_of(&c, root)?;
+            if c.comm.rank() != root && is_in_place(sendbuf) {
+                return Err(Code(MPI_ERR_BUFFER));
+            }
+            // SAFETY: the buffers hold `count` elements where used.
+            let (out, op, send) = unsafe { reduction(sendbuf, recvbuf, count, dt, opr) }?;
+            if c.comm.rank() != root {
+                return Ok(c.comm.reduce_into(&send, None, &op, root)?);
+            }
             // SAFETY: the root's receive buffer holds `count` elements.
-            Some(unsafe { ffi::bytes_mut(recvbuf, len) }?)
-        } else {
-            None
-        };
-        let copy;
-        let send: &[u8] = match (is_in_place(sendbuf), recv.as_deref()) {
-            (true, Some(r)) => {
-                copy = r.to_vec();
-                &copy
-            }
-            (true, None) => return Err(Code(MPI_ERR_BUFFER)),
-            // SAFETY: the caller's send buffer holds `count` elements.
-            (false, _) => unsafe { ffi::bytes(sendbuf, len) }?,
-        };
-        Ok(c.comm.reduce_into(send, recv, &op, root)?)
-    })
-}
-
-/// `MPI_Allreduce` (§6.9.6); `MPI_IN_PLACE` as `sendbuf`.
-///
-/// # Safety
-///
-/// `sendbuf` (unless `MPI_IN_PLACE`) and `recvbuf` must be valid for
-/// `count` elements of `dt`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    opr: Handle,
-    comm: Handle,
-) -> c_int {
-    boundary("MPI_Allreduce", comm, || {
-        let c = handles::comm(comm)?;
-        let (len, op) = reduction(count, dt, opr)?;
-        // SAFETY: the caller's receive buffer holds `count` elements.
-        let recv = unsafe { ffi::bytes_mut(recvbuf, len) }?;
-        let copy;
-        let send: &[u8] = if is_in_place(sendbuf) {
-            copy = recv.to_vec();
-            &copy
-        } else {
-            // SAFETY: the caller's send buffer holds `count` elements.
-            unsafe { ffi::bytes(sendbuf, len) }?
-        };
-        Ok(c.comm.all_reduce_into(send, recv, &op)?)
-    })
+            unsafe { out.run(|b, _, _| Ok(c.comm.reduce_into(&send, Some(b), &op, root)?)) }
+        })
+    }
+    start ireduce(sendbuf, recvbuf, count, dt, opr, root);
 }
 
 /// The common part of gather and gatherv: the root receives every block;
@@ -282,86 +197,103 @@ pub(crate) unsafe extern "C" fn MPI_Allreduce(
 /// # Safety
 ///
 /// As for `MPI_Gatherv`.
-unsafe fn gather_common(
+unsafe fn gather<C: Int, D: Int>(
     name: &str,
     comm: Handle,
-    send: Buf<*const c_void>,
+    sendbuf: *const c_void,
+    send: Spec<C, D>,
     recvbuf: *mut c_void,
+    recv: Spec<C, D>,
     root: c_int,
-    recv_blocks: Blocks,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
-        let in_place = is_in_place(send.0);
         // SAFETY: the root's arrays are valid by the caller's contract.
-        let (root, layout) = unsafe { rooted(&c, root, in_place, recv_blocks) }?;
-        let Some((counts, displs, need)) = layout else {
+        let (root, side) = unsafe { rooted(&c, root, is_in_place(sendbuf), recvbuf, recv) }?;
+        let Some(side) = side else {
             // SAFETY: the caller's send buffer holds its elements.
-            let send = unsafe { send.bytes() }?;
-            return Ok(c.comm.gather_varcount_into(send, None, root)?);
+            let data = unsafe { send.side(sendbuf, 1)?.input() }?;
+            return Ok(c.comm.gather_varcount_into(&data, None, root)?);
         };
+        // SAFETY: the buffers hold their elements.
+        let data = unsafe { contribution(sendbuf, send, &side, Some(root as usize)) }?;
         // SAFETY: the root's receive buffer covers every block.
-        let recv = unsafe { ffi::bytes_mut(recvbuf, need) }?;
-        let me = root as usize;
-        let copy;
-        let send: &[u8] = if in_place {
-            copy = recv[displs[me]..displs[me] + counts[me]].to_vec();
-            &copy
-        } else {
-            // SAFETY: the caller's send buffer holds its elements.
-            unsafe { send.bytes() }?
-        };
-        Ok(c.comm
-            .gather_varcount_into(send, Some((recv, &counts, &displs)), root)?)
+        unsafe {
+            side.run(|b, n, d| Ok(c.comm.gather_varcount_into(&data, Some((b, n, d)), root)?))
+        }
     })
 }
 
-/// `MPI_Gather` (§6.5); `MPI_IN_PLACE` as `sendbuf` at the root.
-///
-/// # Safety
-///
-/// `sendbuf` valid for `sendcount` elements of `sendtype`; at the root,
-/// `recvbuf` valid for `size × recvcount` elements of `recvtype`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Gather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    let send = Buf(sendbuf, sendcount, sendtype);
-    let recv = Blocks::Uniform(recvcount, recvtype);
-    // SAFETY: the caller's contract is the one gather_common needs.
-    unsafe { gather_common("MPI_Gather", comm, send, recvbuf, root, recv) }
+families! {
+    (
+        sendbuf: *const c_void,
+        sendcount: Count,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: Count,
+        recvtype: Handle,
+        root: c_int,
+        comm: Handle,
+    ) on comm as name;
+
+    /// `MPI_Gather` (§6.5); `MPI_IN_PLACE` as `sendbuf` at the root.
+    ///
+    /// # Safety
+    ///
+    /// `sendbuf` valid for `sendcount` elements of `sendtype`; at the
+    /// root, `recvbuf` valid for `size × recvcount` elements of
+    /// `recvtype`.
+    fn MPI_Gather, MPI_Gather_c;
+        MPI_Igather, MPI_Igather_c;
+        MPI_Gather_init, MPI_Gather_init_c
+    {
+        let send = Spec::<Count, Disp>::One(sendcount, sendtype);
+        let recv = Spec::Each(recvcount, recvtype);
+    }
+    moves gather / igather(sendbuf, send, recvbuf, recv, root);
+
+    /// `MPI_Scatter` (§6.6); `MPI_IN_PLACE` as `recvbuf` at the root.
+    ///
+    /// # Safety
+    ///
+    /// At the root `sendbuf` valid for `size × sendcount` elements of
+    /// `sendtype`; `recvbuf` valid for `recvcount` elements of
+    /// `recvtype`.
+    fn MPI_Scatter, MPI_Scatter_c;
+        MPI_Iscatter, MPI_Iscatter_c;
+        MPI_Scatter_init, MPI_Scatter_init_c
+    {
+        let send = Spec::<Count, Disp>::Each(sendcount, sendtype);
+        let recv = Spec::One(recvcount, recvtype);
+    }
+    moves scatter / iscatter(sendbuf, send, recvbuf, recv, root);
 }
 
-/// `MPI_Gatherv` (§6.5); `MPI_IN_PLACE` as `sendbuf` at the root.
-///
-/// # Safety
-///
-/// `sendbuf` valid for `sendcount` elements of `sendtype`; at the root,
-/// `recvcounts` and `displs` valid for `size` `int`s and `recvbuf` for
-/// every block they describe.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Gatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    let send = Buf(sendbuf, sendcount, sendtype);
-    let recv = Blocks::Vector(recvcounts, displs, recvtype);
-    // SAFETY: the caller's contract is the one gather_common needs.
-    unsafe { gather_common("MPI_Gatherv", comm, send, recvbuf, root, recv) }
+family! {
+    /// `MPI_Gatherv` (§6.5); `MPI_IN_PLACE` as `sendbuf` at the root.
+    ///
+    /// # Safety
+    ///
+    /// `sendbuf` valid for `sendcount` elements of `sendtype`; at the
+    /// root, `recvcounts` and `displs` valid for `size` elements and
+    /// `recvbuf` for every block they describe.
+    fn MPI_Gatherv, MPI_Gatherv_c;
+        MPI_Igatherv, MPI_Igatherv_c;
+        MPI_Gatherv_init, MPI_Gatherv_init_c(
+        sendbuf: *const c_void,
+        sendcount: Count,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcounts: *const Count,
+        displs: *const Disp,
+        recvtype: Handle,
+        root: c_int,
+        comm: Handle,
+    ) on comm as name {
+        let send = Spec::One(sendcount, sendtype);
+        let recv = Spec::V(recvcounts, displs, recvtype);
+    }
+    moves gather / igather(sendbuf, send, recvbuf, recv, root);
 }
 
 /// The common part of scatter and scatterv: the root sends every block;
@@ -370,85 +302,63 @@ pub(crate) unsafe extern "C" fn MPI_Gatherv(
 /// # Safety
 ///
 /// As for `MPI_Scatterv`.
-unsafe fn scatter_common(
+unsafe fn scatter<C: Int, D: Int>(
     name: &str,
     comm: Handle,
     sendbuf: *const c_void,
-    send_blocks: Blocks,
-    recv: Buf<*mut c_void>,
+    send: Spec<C, D>,
+    recvbuf: *mut c_void,
+    recv: Spec<C, D>,
     root: c_int,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
-        let in_place = is_in_place(recv.0);
+        let in_place = is_in_place(recvbuf);
         // SAFETY: the root's arrays are valid by the caller's contract.
-        let (root, layout) = unsafe { rooted(&c, root, in_place, send_blocks) }?;
-        let Some((counts, displs, need)) = layout else {
+        let (root, side) = unsafe { rooted(&c, root, in_place, sendbuf, send) }?;
+        // SAFETY: the receive buffer holds its elements (unless in place).
+        let out = unsafe { recv.side(recvbuf, 1) };
+        let Some(side) = side else {
             // SAFETY: the caller's receive buffer holds its elements.
-            let recv = unsafe { recv.bytes_mut() }?;
-            return Ok(c.comm.scatter_varcount_into(None, recv, root)?);
+            return unsafe { out?.run(|b, _, _| Ok(c.comm.scatter_varcount_into(None, b, root)?)) };
         };
         // SAFETY: the root's send buffer covers every block.
-        let send = unsafe { ffi::bytes(sendbuf, need) }?;
-        let me = root as usize;
-        let mut scratch;
-        let recv: &mut [u8] = if in_place {
-            scratch = vec![0u8; counts[me]];
-            &mut scratch
-        } else {
-            // SAFETY: the caller's receive buffer holds its elements.
-            unsafe { recv.bytes_mut() }?
-        };
-        Ok(c.comm
-            .scatter_varcount_into(Some((send, &counts, &displs)), recv, root)?)
+        let data = unsafe { side.input() }?;
+        let blocks = Some((&data[..], side.counts(), side.displs()));
+        if in_place {
+            let mut scratch = vec![0u8; side.counts()[root as usize]];
+            return Ok(c.comm.scatter_varcount_into(blocks, &mut scratch, root)?);
+        }
+        // SAFETY: the caller's receive buffer holds its elements.
+        unsafe { out?.run(|b, _, _| Ok(c.comm.scatter_varcount_into(blocks, b, root)?)) }
     })
 }
 
-/// `MPI_Scatter` (§6.6); `MPI_IN_PLACE` as `recvbuf` at the root.
-///
-/// # Safety
-///
-/// At the root `sendbuf` valid for `size × sendcount` elements of
-/// `sendtype`; `recvbuf` valid for `recvcount` elements of `recvtype`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Scatter(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    let send = Blocks::Uniform(sendcount, sendtype);
-    let recv = Buf(recvbuf, recvcount, recvtype);
-    // SAFETY: the caller's contract is the one scatter_common needs.
-    unsafe { scatter_common("MPI_Scatter", comm, sendbuf, send, recv, root) }
-}
-
-/// `MPI_Scatterv` (§6.6); `MPI_IN_PLACE` as `recvbuf` at the root.
-///
-/// # Safety
-///
-/// At the root `sendcounts` and `displs` valid for `size` `int`s and
-/// `sendbuf` for every block; `recvbuf` valid for `recvcount` elements.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Scatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    let send = Blocks::Vector(sendcounts, displs, sendtype);
-    let recv = Buf(recvbuf, recvcount, recvtype);
-    // SAFETY: the caller's contract is the one scatter_common needs.
-    unsafe { scatter_common("MPI_Scatterv", comm, sendbuf, send, recv, root) }
+family! {
+    /// `MPI_Scatterv` (§6.6); `MPI_IN_PLACE` as `recvbuf` at the root.
+    ///
+    /// # Safety
+    ///
+    /// At the root `sendcounts` and `displs` valid for `size` elements
+    /// and `sendbuf` for every block; `recvbuf` valid for `recvcount`
+    /// elements.
+    fn MPI_Scatterv, MPI_Scatterv_c;
+        MPI_Iscatterv, MPI_Iscatterv_c;
+        MPI_Scatterv_init, MPI_Scatterv_init_c(
+        sendbuf: *const c_void,
+        sendcounts: *const Count,
+        displs: *const Disp,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: Count,
+        recvtype: Handle,
+        root: c_int,
+        comm: Handle,
+    ) on comm as name {
+        let send = Spec::V(sendcounts, displs, sendtype);
+        let recv = Spec::One(recvcount, recvtype);
+    }
+    moves scatter / iscatter(sendbuf, send, recvbuf, recv, root);
 }
 
 /// The common part of allgather and allgatherv: with `MPI_IN_PLACE` a
@@ -457,230 +367,203 @@ pub(crate) unsafe extern "C" fn MPI_Scatterv(
 /// # Safety
 ///
 /// As for `MPI_Allgatherv`.
-unsafe fn allgather_common(
+unsafe fn allgather<C: Int, D: Int>(
     name: &str,
     comm: Handle,
-    send: Buf<*const c_void>,
+    sendbuf: *const c_void,
+    send: Spec<C, D>,
     recvbuf: *mut c_void,
-    recv_blocks: Blocks,
+    recv: Spec<C, D>,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
         let (p, me) = (c.comm.size() as usize, c.comm.rank() as usize);
-        // SAFETY: the arrays are valid by the caller's contract.
-        let (counts, displs, need) = unsafe { recv_blocks.layout(p) }?;
-        // SAFETY: the caller's receive buffer covers every block.
-        let recv = unsafe { ffi::bytes_mut(recvbuf, need) }?;
-        let copy;
-        let send: &[u8] = if is_in_place(send.0) {
-            copy = recv[displs[me]..displs[me] + counts[me]].to_vec();
-            &copy
-        } else {
-            // SAFETY: the caller's send buffer holds its elements.
-            unsafe { send.bytes() }?
-        };
-        Ok(c.comm
-            .all_gather_varcount_into(send, recv, &counts, &displs)?)
+        // SAFETY: the arrays and buffers are valid by the caller's
+        // contract.
+        unsafe {
+            let side = recv.side(recvbuf, p)?;
+            let data = contribution(sendbuf, send, &side, Some(me))?;
+            side.run(|b, n, d| Ok(c.comm.all_gather_varcount_into(&data, b, n, d)?))
+        }
     })
 }
 
-/// `MPI_Allgather` (§6.7); `MPI_IN_PLACE` as `sendbuf`.
-///
-/// # Safety
-///
-/// `sendbuf` valid for `sendcount` elements of `sendtype`, `recvbuf` for
-/// `size × recvcount` elements of `recvtype`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Allgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    let send = Buf(sendbuf, sendcount, sendtype);
-    let recv = Blocks::Uniform(recvcount, recvtype);
-    // SAFETY: the caller's contract is the one allgather_common needs.
-    unsafe { allgather_common("MPI_Allgather", comm, send, recvbuf, recv) }
+families! {
+    (
+        sendbuf: *const c_void,
+        sendcount: Count,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: Count,
+        recvtype: Handle,
+        comm: Handle,
+    ) on comm as name;
+
+    /// `MPI_Allgather` (§6.7); `MPI_IN_PLACE` as `sendbuf`.
+    ///
+    /// # Safety
+    ///
+    /// `sendbuf` valid for `sendcount` elements of `sendtype`, `recvbuf`
+    /// for `size × recvcount` elements of `recvtype`.
+    fn MPI_Allgather, MPI_Allgather_c;
+        MPI_Iallgather, MPI_Iallgather_c;
+        MPI_Allgather_init, MPI_Allgather_init_c
+    {
+        let send = Spec::<Count, Disp>::One(sendcount, sendtype);
+        let recv = Spec::Each(recvcount, recvtype);
+    }
+    moves allgather / iallgather(sendbuf, send, recvbuf, recv);
+
+    /// `MPI_Alltoall` (§6.8); `MPI_IN_PLACE` as `sendbuf`.
+    ///
+    /// # Safety
+    ///
+    /// `sendbuf` valid for `size × sendcount` elements of `sendtype`,
+    /// `recvbuf` for `size × recvcount` elements of `recvtype`.
+    fn MPI_Alltoall, MPI_Alltoall_c;
+        MPI_Ialltoall, MPI_Ialltoall_c;
+        MPI_Alltoall_init, MPI_Alltoall_init_c
+    {
+        let send = Spec::<Count, Disp>::Each(sendcount, sendtype);
+        let recv = Spec::Each(recvcount, recvtype);
+    }
+    moves alltoall / ialltoall(sendbuf, send, recvbuf, recv);
 }
 
-/// `MPI_Allgatherv` (§6.7); `MPI_IN_PLACE` as `sendbuf`.
-///
-/// # Safety
-///
-/// `sendbuf` valid for `sendcount` elements; `recvcounts` and `displs`
-/// for `size` `int`s and `recvbuf` for every block they describe.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    let send = Buf(sendbuf, sendcount, sendtype);
-    let recv = Blocks::Vector(recvcounts, displs, recvtype);
-    // SAFETY: the caller's contract is the one allgather_common needs.
-    unsafe { allgather_common("MPI_Allgatherv", comm, send, recvbuf, recv) }
+family! {
+    /// `MPI_Allgatherv` (§6.7); `MPI_IN_PLACE` as `sendbuf`.
+    ///
+    /// # Safety
+    ///
+    /// `sendbuf` valid for `sendcount` elements; `recvcounts` and
+    /// `displs` for `size` elements and `recvbuf` for every block they
+    /// describe.
+    fn MPI_Allgatherv, MPI_Allgatherv_c;
+        MPI_Iallgatherv, MPI_Iallgatherv_c;
+        MPI_Allgatherv_init, MPI_Allgatherv_init_c(
+        sendbuf: *const c_void,
+        sendcount: Count,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcounts: *const Count,
+        displs: *const Disp,
+        recvtype: Handle,
+        comm: Handle,
+    ) on comm as name {
+        let send = Spec::One(sendcount, sendtype);
+        let recv = Spec::V(recvcounts, displs, recvtype);
+    }
+    moves allgather / iallgather(sendbuf, send, recvbuf, recv);
 }
 
-/// The common part of alltoall and alltoallv: `MPI_IN_PLACE` sends from a
-/// copy of the receive buffer with its layout.
+/// The common part of alltoall, alltoallv and alltoallw: `MPI_IN_PLACE`
+/// sends from a copy of the receive buffer with its layout.
 ///
 /// # Safety
 ///
-/// As for `MPI_Alltoallv`.
-unsafe fn alltoall_common(
+/// As for `MPI_Alltoallw`.
+unsafe fn alltoall<C: Int, D: Int>(
     name: &str,
     comm: Handle,
     sendbuf: *const c_void,
-    send_blocks: Blocks,
+    send: Spec<C, D>,
     recvbuf: *mut c_void,
-    recv_blocks: Blocks,
+    recv: Spec<C, D>,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
         let p = c.comm.size() as usize;
-        // SAFETY: the arrays are valid by the caller's contract.
-        let (rc, rd, rneed) = unsafe { recv_blocks.layout(p) }?;
-        // SAFETY: the caller's receive buffer covers every block.
-        let recv = unsafe { ffi::bytes_mut(recvbuf, rneed) }?;
-        let copy;
-        let (send, sc, sd): (&[u8], Vec<usize>, Vec<usize>) = if is_in_place(sendbuf) {
-            copy = recv.to_vec();
-            (&copy, rc.clone(), rd.clone())
-        } else {
-            // SAFETY: the arrays are valid by the caller's contract.
-            let (sc, sd, sneed) = unsafe { send_blocks.layout(p) }?;
-            // SAFETY: the caller's send buffer covers every block.
-            (unsafe { ffi::bytes(sendbuf, sneed) }?, sc, sd)
-        };
-        Ok(c.comm
-            .all_to_all_varcount_into(send, &sc, &sd, recv, &rc, &rd)?)
+        // SAFETY: the arrays and buffers are valid by the caller's
+        // contract.
+        let (rside, sside, data) = unsafe { alltoall_sides(p, sendbuf, send, recvbuf, recv) }?;
+        let (sc, sd) = (sside.counts(), sside.displs());
+        // SAFETY: the receive buffer covers every block.
+        unsafe { rside.run(|b, rc, rd| Ok(c.comm.all_to_all_w_into(&data, sc, sd, b, rc, rd)?)) }
     })
 }
 
-/// `MPI_Alltoall` (§6.8); `MPI_IN_PLACE` as `sendbuf`.
+/// The sides of an alltoall in a communicator of `p` processes: the
+/// receive side, and the send side with the data it sends. With
+/// `MPI_IN_PLACE` the send side is the receive buffer's layout and its
+/// data a copy of it.
 ///
 /// # Safety
 ///
-/// `sendbuf` valid for `size × sendcount` elements of `sendtype`,
-/// `recvbuf` for `size × recvcount` elements of `recvtype`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    let send = Blocks::Uniform(sendcount, sendtype);
-    let recv = Blocks::Uniform(recvcount, recvtype);
-    // SAFETY: the caller's contract is the one alltoall_common needs.
-    unsafe { alltoall_common("MPI_Alltoall", comm, sendbuf, send, recvbuf, recv) }
-}
-
-/// `MPI_Alltoallv` (§6.8); `MPI_IN_PLACE` as `sendbuf`.
-///
-/// # Safety
-///
-/// The count and displacement arrays valid for `size` `int`s each, and
-/// the buffers for every block they describe.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    let send = Blocks::Vector(sendcounts, sdispls, sendtype);
-    let recv = Blocks::Vector(recvcounts, rdispls, recvtype);
-    // SAFETY: the caller's contract is the one alltoall_common needs.
-    unsafe { alltoall_common("MPI_Alltoallv", comm, sendbuf, send, recvbuf, recv) }
-}
-
-/// The per-rank blocks of an alltoallw buffer: `counts[i]` elements of
-/// `types[i]` at byte displacement `displs[i]` (§6.8).
-///
-/// # Safety
-///
-/// The non-null arrays are valid for `p` elements each.
-pub(crate) unsafe fn w_layout(
-    counts: *const c_int,
-    displs: *const c_int,
-    types: *const Handle,
+/// The arrays and buffers hold what the arguments describe.
+pub(crate) unsafe fn alltoall_sides<'a, C: Int, D: Int>(
     p: usize,
-) -> Res<Layout> {
+    sendbuf: *const c_void,
+    send: Spec<C, D>,
+    recvbuf: *mut c_void,
+    recv: Spec<C, D>,
+) -> Res<(Side, Side, Cow<'a, [u8]>)> {
     // SAFETY: by the caller's contract.
-    let (c, d, t) = unsafe {
-        (
-            ffi::array(counts, p)?,
-            ffi::array(displs, p)?,
-            ffi::array(types, p)?,
-        )
-    };
-    let mut bytes = Vec::with_capacity(p);
-    let mut offsets = Vec::with_capacity(p);
-    let mut end = 0usize;
-    for i in 0..p {
-        let (n, _) = buffer_len(c[i], t[i])?;
-        let o = usize::try_from(d[i]).map_err(|_| Code(MPI_ERR_ARG))?;
-        end = end.max(o.checked_add(n).ok_or(Code(MPI_ERR_ARG))?);
-        bytes.push(n);
-        offsets.push(o);
+    unsafe {
+        let rside = recv.side(recvbuf, p)?;
+        let in_place = is_in_place(sendbuf);
+        let sside = if in_place {
+            recv.side(recvbuf, p)?
+        } else {
+            send.side(sendbuf, p)?
+        };
+        let mut data = sside.input()?;
+        if in_place {
+            data = Cow::Owned(data.into_owned());
+        }
+        Ok((rside, sside, data))
     }
-    Ok((bytes, offsets, end))
 }
 
-/// `MPI_Alltoallw` (§6.8): blocks of a datatype each, at byte
-/// displacements; `MPI_IN_PLACE` as `sendbuf` sends from a copy of the
-/// receive buffer with its layout.
-///
-/// # Safety
-///
-/// The count, displacement and type arrays valid for `size` elements
-/// each, and the buffers for every block they describe.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Alltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const Handle,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const Handle,
-    comm: Handle,
-) -> c_int {
-    boundary("MPI_Alltoallw", comm, || {
-        let c = handles::comm(comm)?;
-        let p = c.comm.size() as usize;
-        // SAFETY: the arrays hold `size` elements each.
-        let (rc, rd, rneed) = unsafe { w_layout(recvcounts, rdispls, recvtypes, p) }?;
-        // SAFETY: the caller's receive buffer covers every block.
-        let recv = unsafe { ffi::bytes_mut(recvbuf, rneed) }?;
-        let copy;
-        let (send, sc, sd): (&[u8], Vec<usize>, Vec<usize>) = if is_in_place(sendbuf) {
-            copy = recv.to_vec();
-            (&copy, rc.clone(), rd.clone())
-        } else {
-            // SAFETY: the arrays hold `size` elements each.
-            let (sc, sd, sneed) = unsafe { w_layout(sendcounts, sdispls, sendtypes, p) }?;
-            // SAFETY: the caller's send buffer covers every block.
-            (unsafe { ffi::bytes(sendbuf, sneed) }?, sc, sd)
-        };
-        Ok(c.comm.all_to_all_w_into(send, &sc, &sd, recv, &rc, &rd)?)
-    })
+family! {
+    /// `MPI_Alltoallv` (§6.8); `MPI_IN_PLACE` as `sendbuf`.
+    ///
+    /// # Safety
+    ///
+    /// The count and displacement arrays valid for `size` elements each,
+    /// and the buffers for every block they describe.
+    fn MPI_Alltoallv, MPI_Alltoallv_c;
+        MPI_Ialltoallv, MPI_Ialltoallv_c;
+        MPI_Alltoallv_init, MPI_Alltoallv_init_c(
+        sendbuf: *const c_void,
+        sendcounts: *const Count,
+        sdispls: *const Disp,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcounts: *const Count,
+        rdispls: *const Disp,
+        recvtype: Handle,
+        comm: Handle,
+    ) on comm as name {
+        let send = Spec::V(sendcounts, sdispls, sendtype);
+        let recv = Spec::V(recvcounts, rdispls, recvtype);
+    }
+    moves alltoall / ialltoall(sendbuf, send, recvbuf, recv);
+}
+
+family! {
+    /// `MPI_Alltoallw` (§6.8): blocks of a datatype each, at byte
+    /// displacements; `MPI_IN_PLACE` as `sendbuf` sends from a copy of
+    /// the receive buffer with its layout.
+    ///
+    /// # Safety
+    ///
+    /// The count, displacement and type arrays valid for `size` elements
+    /// each, and the buffers for every block they describe.
+    fn MPI_Alltoallw, MPI_Alltoallw_c;
+        MPI_Ialltoallw, MPI_Ialltoallw_c;
+        MPI_Alltoallw_init, MPI_Alltoallw_init_c(
+        sendbuf: *const c_void,
+        sendcounts: *const Count,
+        sdispls: *const Disp,
+        sendtypes: *const Handle,
+        recvbuf: *mut c_void,
+        recvcounts: *const Count,
+        rdispls: *const Disp,
+        recvtypes: *const Handle,
+        comm: Handle,
+    ) on comm as name {
+        let send = Spec::W(sendcounts, sdispls, sendtypes);
+        let recv = Spec::W(recvcounts, rdispls, recvtypes);
+    }
+    moves alltoall / ialltoall(sendbuf, send, recvbuf, recv);
 }

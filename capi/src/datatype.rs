@@ -80,13 +80,28 @@ pub(crate) enum TypeRef {
 }
 
 /// The constructor call that made a derived datatype (§5.1.13): the
-/// combiner and its integer, address and datatype arguments.
+/// combiner and its integer, address, large-count (the `_c`
+/// constructors') and datatype arguments.
 #[derive(Clone)]
 pub(crate) struct Contents {
     pub(crate) combiner: c_int,
     pub(crate) ints: Vec<c_int>,
     pub(crate) aints: Vec<isize>,
+    pub(crate) counts: Vec<i64>,
     pub(crate) types: Vec<TypeRef>,
+}
+
+impl Contents {
+    /// The contents of a `combiner` call, its arguments still to add.
+    pub(crate) fn new(combiner: c_int) -> Self {
+        Self {
+            combiner,
+            ints: Vec::new(),
+            aints: Vec::new(),
+            counts: Vec::new(),
+            types: Vec::new(),
+        }
+    }
 }
 
 /// A datatype: its type map, its element kind, and for a derived one how
@@ -280,42 +295,18 @@ pub(crate) fn lookup(h: Handle) -> Res<TypeInfo> {
     Ok(resolve(h)?.info())
 }
 
-/// A `count` argument: negative is `MPI_ERR_COUNT`.
-pub(crate) fn count(n: c_int) -> Res<usize> {
-    usize::try_from(n).map_err(|_| Code(MPI_ERR_COUNT))
-}
+/// A count argument of either width: an `int` or, in the large-count
+/// `_c` functions (§2.5.8), an `MPI_Count`. One conversion
+/// ([`count`]) serves both, so each `_c` function shares its body with
+/// its `int` twin.
+pub(crate) trait Count: Copy + TryInto<usize> {}
 
-/// A committed datatype that the calls moving raw memory (the
-/// collectives other than `MPI_Bcast`, the reductions) can take: a
-/// predefined type, whose layout both ends share, or a derived type
-/// whose elements are exactly the `count × extent` bytes at the buffer's
-/// address. Any other derived type is refused with `MPI_ERR_TYPE` and a
-/// message, never moved wrongly: those calls do not stage
-/// non-contiguous data yet.
-pub(crate) fn in_memory(h: Handle) -> Res<TypeInfo> {
-    let d = resolve_committed(h)?;
-    let size = d.map.size();
-    let flat = d.map.contiguous_range(2) == Some((0, 2 * size));
-    if is_predefined(handles::value(h)) || flat {
-        Ok(d.info())
-    } else {
-        Err(crate::error::explained(
-            MPI_ERR_TYPE,
-            "a non-contiguous datatype in a collective or reduction is not supported yet",
-        ))
-    }
-}
+impl<T: Copy + TryInto<usize>> Count for T {}
 
-/// Bytes of `count` elements of datatype `h` as laid out in memory
-/// (`count × extent`): the buffer of a reduction on a predefined or
-/// contiguous type.
-pub(crate) fn buffer_len(n: c_int, h: Handle) -> Res<(usize, TypeInfo)> {
-    let t = in_memory(h)?;
-    let bytes = count(n)?
-        .checked_mul(t.extent)
-        .filter(|&b| b <= isize::MAX as usize)
-        .ok_or(Code(MPI_ERR_COUNT))?;
-    Ok((bytes, t))
+/// A `count` argument (`int` or `MPI_Count`): negative, or more than
+/// `usize` holds, is `MPI_ERR_COUNT`, never truncated.
+pub(crate) fn count<N: Count>(n: N) -> Res<usize> {
+    n.try_into().map_err(|_| Code(MPI_ERR_COUNT))
 }
 
 /// The MPI error class of an error of the type-map engine.
@@ -373,36 +364,30 @@ pub(crate) fn type_ref(h: Handle, d: &Arc<Datatype>) -> TypeRef {
     }
 }
 
-fn to_int<T: TryInto<c_int>>(v: T) -> Res<c_int> {
-    v.try_into()
-        .map_err(|_| Code(crate::error::MPI_ERR_VALUE_TOO_LARGE))
+/// `MPI_Type_size` and its `MPI_Count` forms: the size as a `T`,
+/// `MPI_UNDEFINED` if it does not fit (§5.1.5).
+///
+/// # Safety
+///
+/// `size` must be valid for a write of one `T`.
+unsafe fn size_count<T: TryFrom<u64> + From<c_int>>(name: &str, dt: Handle, size: *mut T) -> c_int {
+    boundary(name, std::ptr::null_mut(), || {
+        let s = resolve(dt)?.map.size() as u64;
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(size, crate::status::count_or_undefined(Some(s))) }
+    })
 }
 
-/// `MPI_Type_size` (§5.1.5): bytes of data in one element.
+/// `MPI_Type_size` (§5.1.5): bytes of data in one element;
+/// `MPI_UNDEFINED` if they do not fit in an `int`.
 ///
 /// # Safety
 ///
 /// `size` must be valid for a write of one `int`.
 #[export]
 pub(crate) unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
-    boundary("MPI_Type_size", std::ptr::null_mut(), || {
-        let s = to_int(resolve(dt)?.map.size())?;
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(size, s) }
-    })
-}
-
-/// `MPI_Type_size_c` (§5.1.5), and the deprecated `MPI_Type_size_x`.
-///
-/// # Safety
-///
-/// `size` must be valid for a write of one `MPI_Count`.
-unsafe fn size_count(name: &str, dt: Handle, size: *mut i64) -> c_int {
-    boundary(name, std::ptr::null_mut(), || {
-        let s = resolve(dt)?.map.size() as i64;
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(size, s) }
-    })
+    // SAFETY: the caller's contract is size_count's.
+    unsafe { size_count("MPI_Type_size", dt, size) }
 }
 
 /// `MPI_Type_size_c` (§5.1.5): the size as an `MPI_Count`.
@@ -536,10 +521,8 @@ pub(crate) unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Hand
     boundary("MPI_Type_dup", std::ptr::null_mut(), || {
         let old = resolve(oldtype)?;
         let contents = Contents {
-            combiner: 102,
-            ints: vec![],
-            aints: vec![],
             types: vec![type_ref(oldtype, &old)],
+            ..Contents::new(102)
         };
         // SAFETY: the caller passes a valid output pointer.
         unsafe { create(old.map.clone(), old.kind, contents, old.committed, newtype) }

@@ -24,8 +24,10 @@
 //!   `errhandler.rs` (user error handlers, classes and codes) one
 //!   concept each, so too `bsend.rs` (the buffer of buffered sends),
 //!   `persistent.rs` (persistent requests), `mprobe.rs` (matched probe),
-//!   `isendrecv.rs` (nonblocking send-receive) and `grequest.rs`
-//!   (generalized requests).
+//!   `isendrecv.rs` (nonblocking send-receive), `grequest.rs`
+//!   (generalized requests), `coll_stage.rs` (the buffers of collectives,
+//!   any datatype, and their `int`/`_c` and blocking/nonblocking/
+//!   persistent forms) and `pcoll.rs` (persistent collectives).
 //!
 //! Threads: `MPI_THREAD_SINGLE`; all state is thread-local, and a call
 //! from another thread than the initialising one ends the job
@@ -38,6 +40,7 @@ mod bsend;
 mod buffer;
 mod coll;
 mod coll_reduce;
+mod coll_stage;
 mod comm;
 mod datatype;
 mod env;
@@ -56,6 +59,7 @@ mod op;
 mod op_types;
 mod p2p;
 mod pack;
+mod pcoll;
 mod persistent;
 mod request;
 mod status;

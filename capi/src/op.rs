@@ -12,8 +12,10 @@
 
 use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
-use crate::datatype::{Kind, TypeInfo};
+use crate::coll_stage::{reduction_side, with_c, Side};
+use crate::datatype::{Datatype, Kind, TypeInfo};
 use crate::error::{boundary, Code, Res, MPI_ERR_OP};
 use crate::ffi;
 use crate::handles::{self, Handle};
@@ -31,9 +33,21 @@ pub(crate) type UserFn = unsafe extern "C" fn(
     dt: *mut Handle,
 );
 
+/// `MPI_User_function_c` (§6.9.5, large counts).
+pub(crate) type UserFnC =
+    unsafe extern "C" fn(invec: *mut c_void, inoutvec: *mut c_void, len: *mut i64, dt: *mut Handle);
+
+/// The function of a user operation, as `MPI_Op_create` or
+/// `MPI_Op_create_c` got it.
+#[derive(Clone, Copy)]
+pub(crate) enum UserFunc {
+    Int(UserFn),
+    Count(UserFnC),
+}
+
 /// A user-defined operation.
 pub(crate) struct UserOp {
-    f: UserFn,
+    f: UserFunc,
     /// `commute` of `MPI_Op_create`: non-commutative operations are
     /// applied in rank order (the `mpi` crate's `Operation::commutes`).
     commute: bool,
@@ -192,29 +206,83 @@ fn aligned(b: &[u8]) -> Vec<u128> {
         .collect()
 }
 
-fn user_reducer(f: UserFn, t: TypeInfo, dt: Handle) -> Reducer {
+/// Calls user function `f` on `len` elements of `dt` at `a` (input) and
+/// `b` (input and output).
+///
+/// # Safety
+///
+/// `a` and `b` hold `len` elements of `dt` each, in its layout, aligned
+/// for its elements.
+unsafe fn call_user(f: UserFunc, a: *mut c_void, b: *mut c_void, len: usize, dt: Handle) {
+    let mut dt = dt;
+    // SAFETY: `f` is the user's MPI_User_function(_c); it gets two
+    // buffers of `len` whole elements of `dt` (the caller's contract),
+    // and valid pointers to `len` and `dt`, as §6.9.5 says.
+    unsafe {
+        match f {
+            UserFunc::Int(f) => {
+                let mut n = c_int::try_from(len).unwrap_or(c_int::MAX);
+                f(a, b, &mut n, &mut dt)
+            }
+            UserFunc::Count(f) => {
+                let mut n = i64::try_from(len).unwrap_or(i64::MAX);
+                f(a, b, &mut n, &mut dt)
+            }
+        }
+    }
+}
+
+fn user_reducer(f: UserFunc, t: TypeInfo, dt: Handle) -> Reducer {
     Box::new(move |input, inout| {
-        let mut len = match t.extent {
+        let len = match t.extent {
             0 => 0,
-            e => c_int::try_from(input.len() / e).unwrap_or(c_int::MAX),
+            e => input.len() / e,
         };
         let mut a = aligned(input);
         let mut b = aligned(inout);
-        let mut dt = dt;
-        // SAFETY: `f` is the user's MPI_User_function; it gets two buffers
-        // of `len` whole elements of `dt` (aligned, at least as long as
-        // `input`), and valid pointers to `len` and `dt`, as §6.9.5 says.
-        unsafe {
-            f(
-                a.as_mut_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                &mut len,
-                &mut dt,
-            )
-        };
+        let (pa, pb) = (a.as_mut_ptr().cast(), b.as_mut_ptr().cast());
+        // SAFETY: aligned copies of `len` whole elements each, at least
+        // as long as `input`.
+        unsafe { call_user(f, pa, pb, len, dt) };
         for (dst, src) in inout.chunks_mut(16).zip(&b) {
             dst.copy_from_slice(&src.to_ne_bytes()[..dst.len()]);
         }
+    })
+}
+
+/// A user operation on a non-contiguous datatype, whose elements a
+/// staged reduction holds packed: they are unpacked into 16-byte-aligned
+/// buffers in the type's layout, the function runs on those, and its
+/// result is packed back.
+fn staged_user_reducer(f: UserFunc, d: Arc<Datatype>, dt: Handle) -> Reducer {
+    Box::new(move |input, inout| {
+        let map = &d.map;
+        let n = input.len().checked_div(map.size()).unwrap_or(0);
+        if n == 0 {
+            return;
+        }
+        // The bytes the n elements' data span, from `lo`.
+        let last = (n as isize - 1) * map.extent();
+        let lo = map.true_lb() + last.min(0);
+        let span = (map.true_extent() + last.abs()) as usize;
+        let mut a = vec![0u128; span.div_ceil(16)];
+        let mut b = vec![0u128; span.div_ceil(16)];
+        let pa = ffi::offset(a.as_mut_ptr().cast(), -lo).cast_mut().cast();
+        let pb = ffi::offset(b.as_mut_ptr().cast(), -lo).cast_mut().cast();
+        map.for_each_run(n, input.len(), |off, r| {
+            // SAFETY: every run of the n elements lies in the span the
+            // two buffers cover from `lo`.
+            unsafe {
+                ffi::write_at(pa, off, &input[r.clone()]);
+                ffi::write_at(pb, off, &inout[r]);
+            }
+        });
+        // SAFETY: the buffers hold the n elements in the type's layout.
+        unsafe { call_user(f, pa, pb, n, dt) };
+        map.for_each_run(n, inout.len(), |off, r| {
+            // SAFETY: as above.
+            unsafe { ffi::read_at(pb, off, &mut inout[r]) }
+        });
     })
 }
 
@@ -247,23 +315,63 @@ pub(crate) fn commutes(op: Handle) -> Res<bool> {
     Ok(OPS.get(op).ok_or(Code(MPI_ERR_OP))?.commute)
 }
 
-/// `op` over `count` elements of `dt` as the `mpi` crate's operation on
-/// bytes, with its commutativity and the datatype's extent as its grain
-/// (a reduction that cuts long vectors into blocks cuts only between
-/// elements); also the byte length of the elements.
-pub(crate) fn operation(
-    count: c_int,
+/// `opr` over the elements of `dt` in a reduction's buffer `side`, and
+/// the bytes of one element there: the extent in the user's memory, the
+/// size in packed data. A predefined operation reduces a staged
+/// (non-contiguous) derived type over its packed primitive elements, so
+/// it needs one homogeneous type; a user function gets the elements in
+/// the type's layout.
+pub(crate) fn reducer_for(side: &Side, dt: Handle, opr: Handle) -> Res<(Reducer, usize)> {
+    let d = crate::datatype::resolve_committed(dt)?;
+    let mut t = d.info();
+    if !side.direct() {
+        t.extent = t.size;
+        if let Some(user) = OPS.get(opr) {
+            return Ok((staged_user_reducer(user.f, d, dt), t.size));
+        }
+    }
+    let f = reducer(opr, t, dt).map_err(|e| match (&d.contents, t.kind) {
+        (Some(_), Kind::Opaque) => crate::error::explained(
+            MPI_ERR_OP,
+            "a predefined operation on a derived datatype needs one primitive type throughout",
+        ),
+        _ => e,
+    })?;
+    Ok((f, t.extent))
+}
+
+/// [`reducer_for`] as the `mpi` crate's operation on bytes, with its
+/// commutativity and the element's bytes as its grain (a reduction that
+/// cuts long vectors into blocks cuts only between elements).
+pub(crate) fn operation_for(
+    side: &Side,
     dt: Handle,
     opr: Handle,
-) -> Res<(usize, mpi::UserOperation<Reducer>)> {
-    let (len, t) = crate::datatype::buffer_len(count, dt)?;
-    let f = reducer(opr, t, dt)?;
+) -> Res<mpi::UserOperation<Reducer>> {
+    let (f, grain) = reducer_for(side, dt, opr)?;
     let op = if commutes(opr)? {
         mpi::UserOperation::commutative(f)
     } else {
         mpi::UserOperation::non_commutative(f)
     };
-    Ok((len, op.with_grain(t.extent)))
+    Ok(op.with_grain(grain))
+}
+
+/// `MPI_Op_create` and `MPI_Op_create_c`.
+///
+/// # Safety
+///
+/// `op` must be valid for a write of one handle.
+unsafe fn create(name: &str, f: Option<UserFunc>, commute: c_int, op: *mut Handle) -> c_int {
+    boundary(name, std::ptr::null_mut(), || {
+        let f = f.ok_or(Code(crate::error::MPI_ERR_ARG))?;
+        let h = OPS.insert(UserOp {
+            f,
+            commute: commute != 0,
+        });
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(op, h) }
+    })
 }
 
 /// `MPI_Op_create` (§6.9.5): `commute = 0` makes an operation the
@@ -279,15 +387,24 @@ pub(crate) unsafe extern "C" fn MPI_Op_create(
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
-    boundary("MPI_Op_create", std::ptr::null_mut(), || {
-        let f = user_fn.ok_or(Code(crate::error::MPI_ERR_ARG))?;
-        let h = OPS.insert(UserOp {
-            f,
-            commute: commute != 0,
-        });
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(op, h) }
-    })
+    // SAFETY: the caller's contract is create's.
+    unsafe { create("MPI_Op_create", user_fn.map(UserFunc::Int), commute, op) }
+}
+
+/// `MPI_Op_create_c` (§6.9.5): `MPI_Op_create` with an
+/// `MPI_User_function_c`, which gets its length as an `MPI_Count`.
+///
+/// # Safety
+///
+/// As for `MPI_Op_create`.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Op_create_c(
+    user_fn: Option<UserFnC>,
+    commute: c_int,
+    op: *mut Handle,
+) -> c_int {
+    // SAFETY: the caller's contract is create's.
+    unsafe { create("MPI_Op_create_c", user_fn.map(UserFunc::Count), commute, op) }
 }
 
 /// `MPI_Op_free` (§6.9.5): frees a user operation and sets the handle to
@@ -326,27 +443,43 @@ pub(crate) unsafe extern "C" fn MPI_Op_commutative(op: Handle, commute: *mut c_i
     })
 }
 
-/// `MPI_Reduce_local` (§6.9.7): `inoutbuf = inbuf op inoutbuf`, element
-/// by element, with no communication.
-///
-/// # Safety
-///
-/// `inbuf` valid for reading and `inoutbuf` for reading and writing
-/// `count` elements of `dt`; the two do not overlap.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Reduce_local(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    opr: Handle,
-) -> c_int {
-    boundary("MPI_Reduce_local", std::ptr::null_mut(), || {
-        let (len, t) = crate::datatype::buffer_len(count, dt)?;
-        let f = reducer(opr, t, dt)?;
-        // SAFETY: the caller's buffers hold `count` elements each.
-        let (a, b) = unsafe { (ffi::bytes(inbuf, len)?, ffi::bytes_mut(inoutbuf, len)?) };
-        f(a, b);
-        Ok(())
-    })
+with_c! {
+    /// `MPI_Reduce_local` (§6.9.7): `inoutbuf = inbuf op inoutbuf`,
+    /// element by element, with no communication; a non-contiguous type
+    /// is packed, reduced and unpacked into `inoutbuf`'s layout.
+    ///
+    /// # Safety
+    ///
+    /// `inbuf` valid for reading and `inoutbuf` for reading and writing
+    /// `count` elements of `dt`; the two do not overlap.
+    fn MPI_Reduce_local, MPI_Reduce_local_c(
+        inbuf: *const c_void,
+        inoutbuf: *mut c_void,
+        count: Count,
+        dt: Handle,
+        opr: Handle,
+    ) as name => {
+        boundary(name, std::ptr::null_mut(), || {
+            let out = reduction_side(inoutbuf, count, dt)?;
+            let (f, _) = reducer_for(&out, dt, opr)?;
+            // SAFETY: the caller's buffers hold `count` elements each.
+            let a = unsafe { reduction_side(inbuf, count, dt)?.input() }?;
+            let now = if out.direct() {
+                None
+            } else {
+                // SAFETY: as above.
+                Some(unsafe { out.input() }?.into_owned())
+            };
+            // SAFETY: as above; the buffers do not overlap.
+            unsafe {
+                out.run(|b, _, _| {
+                    if let Some(now) = now {
+                        b.copy_from_slice(&now);
+                    }
+                    f(&a, b);
+                    Ok(())
+                })
+            }
+        })
+    }
 }

@@ -1,21 +1,29 @@
 //! Persistent requests (MPI 5.0 §3.9): `MPI_Send_init`, `Bsend_init`,
-//! `Ssend_init`, `Rsend_init`, `Recv_init`, `MPI_Start`, `MPI_Startall`.
+//! `Ssend_init`, `Rsend_init`, `Recv_init` (and their `_c` forms),
+//! `MPI_Start`, `MPI_Startall`.
 //!
-//! A persistent request keeps the arguments of its operation and is
-//! inactive until started; each `MPI_Start` begins the operation anew
-//! exactly as the matching nonblocking call (`MPI_Isend`, ...) would, with
-//! the arguments checked again, and a completion call (`request.rs`) makes
-//! it inactive again instead of setting the handle to `MPI_REQUEST_NULL`.
-//! The arguments are checked at initialisation too, so that a wrong one
-//! is reported where the program gave it.
+//! A persistent request keeps the arguments of its operation, checked at
+//! initialisation, with the datatype and the communicator they name
+//! resolved: the program may free either while the request exists
+//! (§2.5.1: MPI keeps an object in use alive), and every later
+//! `MPI_Start` still uses it. It is inactive until started; each
+//! `MPI_Start` begins the operation anew exactly as the matching
+//! nonblocking call (`MPI_Isend`, ...) would, and a completion call
+//! (`request.rs`) makes it inactive again instead of setting the handle
+//! to `MPI_REQUEST_NULL`.
+
+use std::ffi::{c_int, c_void};
+use std::rc::Rc;
+use std::sync::Arc;
 
 use o2g_mpi_abi_macros::export;
-use std::ffi::{c_int, c_void};
 
+use crate::buffer;
+use crate::datatype::{Count, Datatype};
 use crate::error::{boundary, boundary_req, Code, Res, MPI_ERR_RANK, MPI_ERR_REQUEST};
-use crate::ffi;
-use crate::handles::{self, ErrMode, Handle, ReqEntry};
-use crate::p2p::{self, SendMode};
+use crate::ffi::{self, int_and_c};
+use crate::handles::{self, CommEntry, ErrMode, Handle, ReqEntry};
+use crate::p2p::{self, Peer, SendMode};
 
 /// The operation a persistent request starts.
 #[derive(Clone, Copy)]
@@ -24,20 +32,46 @@ enum Kind {
     Recv,
 }
 
-/// A persistent request: its operation's arguments, and the operation of
-/// its active phase (`None` while inactive).
+/// A persistent request: its operation's checked arguments, and the
+/// operation of its active phase (`None` while inactive).
 pub(crate) struct Persistent {
     kind: Kind,
     buf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    peer: c_int,
-    tag: c_int,
-    comm: Handle,
+    /// `count` elements of `dt`.
+    count: usize,
+    dt: Arc<Datatype>,
+    peer: Peer,
+    tag: i32,
+    comm: Rc<CommEntry>,
     /// The error mode of its communicator.
     pub(crate) mode: ErrMode,
     /// The operation started last, until a completion call reported it.
     pub(crate) active: Option<ReqEntry>,
+    /// A persistent collective's start (`pcoll.rs`), which replaces the
+    /// point-to-point operation above.
+    coll: Option<CollStart>,
+}
+
+/// What starts a persistent collective: the nonblocking collective with
+/// the arguments of its `MPI_*_init` call (`pcoll.rs`).
+pub(crate) type CollStart = Box<dyn Fn(&CommEntry) -> Res<mpi::Request<'static>>>;
+
+/// Files an inactive persistent collective request on `comm`, started
+/// by `f`; its handle.
+pub(crate) fn collective(comm: Rc<CommEntry>, f: CollStart) -> Res<Handle> {
+    let p = Persistent {
+        kind: Kind::Recv,
+        buf: std::ptr::null_mut(),
+        count: 0,
+        dt: crate::datatype::resolve(handles::handle(0x247))?,
+        peer: Peer::Null,
+        tag: 0,
+        mode: comm.errh.get(),
+        comm,
+        active: None,
+        coll: Some(f),
+    };
+    handles::new_request(ReqEntry::Persistent(Box::new(p)))
 }
 
 impl Persistent {
@@ -49,14 +83,20 @@ impl Persistent {
     /// The buffer given at initialisation is valid for the operation until
     /// it completes (the caller's promise at `MPI_*_init`, §3.9).
     unsafe fn start(&self) -> Res<ReqEntry> {
-        let (buf, count, dt, peer, tag, comm) = (
-            self.buf, self.count, self.dt, self.peer, self.tag, self.comm,
-        );
+        let (c, d, n, buf) = (&self.comm, &self.dt, self.count, self.buf);
+        if let Some(f) = &self.coll {
+            return Ok(ReqEntry::Live(f(c)?, self.mode));
+        }
         match self.kind {
-            // SAFETY: the initialisation's promise, forwarded.
-            Kind::Send(mode) => unsafe { p2p::start_send(mode, buf, count, dt, peer, tag, comm) },
-            // SAFETY: as above.
-            Kind::Recv => unsafe { p2p::start_recv(buf, count, dt, peer, tag, comm) },
+            Kind::Send(mode) => {
+                // SAFETY: the initialisation's promise: `buf` holds the
+                // elements until the send completes.
+                let data = unsafe { buffer::send_typed(d, n, buf) }?;
+                // SAFETY: as above.
+                unsafe { p2p::start_send_data(mode, c, data, self.tag, self.peer) }
+            }
+            // SAFETY: as above, for the receive's elements.
+            Kind::Recv => unsafe { p2p::start_recv(c, buf, d.clone(), n, self.peer, self.tag) },
         }
     }
 }
@@ -65,34 +105,42 @@ impl Persistent {
 ///
 /// # Safety
 ///
-/// `buf` is valid for the operation whenever the request is active;
-/// `req` is valid for a write of one handle.
+/// `buf` is valid for the operation whenever the request is active
+/// (for writes too if it is a receive); `req` is valid for a write of
+/// one handle.
 #[allow(clippy::too_many_arguments)]
-unsafe fn init(
+unsafe fn init<N: Count>(
     name: &str,
     kind: Kind,
-    buf: *mut c_void,
-    count: c_int,
+    buf: *const c_void,
+    count: N,
     dt: Handle,
     peer: c_int,
     tag: c_int,
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let buf = buf.cast_mut();
     boundary(name, comm, || {
-        let c = handles::comm(comm)?;
         // The checks of the nonblocking call, without starting it.
-        match kind {
-            // SAFETY: only checks and makes a slice that is not kept.
-            Kind::Send(_) => unsafe { p2p::check_send(buf, count, dt, peer, tag, comm) }?,
-            // SAFETY: as above.
-            Kind::Recv => unsafe { p2p::check_recv(buf, count, dt, peer, tag, comm) }?,
-        }
+        let (c, tag, peer) = match kind {
+            Kind::Send(_) => {
+                // SAFETY: only checks and makes a slice that is not kept.
+                let (c, _, tag, to) = unsafe { p2p::outgoing(comm, buf, count, dt, peer, tag) }?;
+                (c, tag, to)
+            }
+            Kind::Recv => {
+                // SAFETY: as above.
+                let (c, _, tag, from) = unsafe { p2p::incoming(comm, buf, count, dt, peer, tag) }?;
+                (c, tag, from)
+            }
+        };
         // The nonblocking call learns this from the `mpi` crate when it
         // starts; a persistent request must say it now.
-        if peer >= c.comm.size() {
+        if matches!(peer, Peer::Rank(r) if r >= c.comm.size()) {
             return Err(Code(MPI_ERR_RANK));
         }
+        let (dt, count) = buffer::typed(count, dt)?;
         let p = Persistent {
             kind,
             buf,
@@ -100,9 +148,10 @@ unsafe fn init(
             dt,
             peer,
             tag,
-            comm,
             mode: c.errh.get(),
+            comm: c,
             active: None,
+            coll: None,
         };
         let h = handles::new_request(ReqEntry::Persistent(Box::new(p)))?;
         // SAFETY: the caller passes a valid output pointer.
@@ -110,168 +159,31 @@ unsafe fn init(
     })
 }
 
-/// `MPI_Send_init` (§3.9): a persistent standard-mode send.
-///
-/// # Safety
-///
-/// `buf` must hold `count` elements of `dt` whenever the request is
-/// active; `req` valid for a write of one handle.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Send_init(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    let kind = Kind::Send(SendMode::Standard);
-    // SAFETY: the caller's contract is `init`'s (a send only reads).
-    unsafe {
-        init(
-            "MPI_Send_init",
-            kind,
-            buf.cast_mut(),
-            count,
-            dt,
-            dst,
-            tag,
-            comm,
-            req,
-        )
-    }
+int_and_c! {
+    (
+        buf: [*const c_void], count: [N], dt: [Handle], dst: [c_int], tag: [c_int],
+        comm: [Handle], req: [*mut Handle],
+    ) => init;
+    /// `MPI_Send_init` (§3.9): a persistent standard-mode send.
+    fn MPI_Send_init / MPI_Send_init_c(Kind::Send(SendMode::Standard));
+    /// `MPI_Bsend_init` (§3.9): a persistent buffered-mode send; each start
+    /// copies the message into the attached buffer (`bsend.rs`).
+    fn MPI_Bsend_init / MPI_Bsend_init_c(Kind::Send(SendMode::Buffered));
+    /// `MPI_Ssend_init` (§3.9): a persistent synchronous-mode send.
+    fn MPI_Ssend_init / MPI_Ssend_init_c(Kind::Send(SendMode::Synchronous));
+    /// `MPI_Rsend_init` (§3.9): a persistent ready-mode send (sent as a
+    /// standard-mode one, which §3.4 allows).
+    fn MPI_Rsend_init / MPI_Rsend_init_c(Kind::Send(SendMode::Ready));
 }
 
-/// `MPI_Bsend_init` (§3.9): a persistent buffered-mode send; each start
-/// copies the message into the attached buffer (`bsend.rs`).
-///
-/// # Safety
-///
-/// As for `MPI_Send_init`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Bsend_init(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    let kind = Kind::Send(SendMode::Buffered);
-    // SAFETY: the caller's contract is `init`'s (a send only reads).
-    unsafe {
-        init(
-            "MPI_Bsend_init",
-            kind,
-            buf.cast_mut(),
-            count,
-            dt,
-            dst,
-            tag,
-            comm,
-            req,
-        )
-    }
-}
-
-/// `MPI_Ssend_init` (§3.9): a persistent synchronous-mode send.
-///
-/// # Safety
-///
-/// As for `MPI_Send_init`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Ssend_init(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    let kind = Kind::Send(SendMode::Synchronous);
-    // SAFETY: the caller's contract is `init`'s (a send only reads).
-    unsafe {
-        init(
-            "MPI_Ssend_init",
-            kind,
-            buf.cast_mut(),
-            count,
-            dt,
-            dst,
-            tag,
-            comm,
-            req,
-        )
-    }
-}
-
-/// `MPI_Rsend_init` (§3.9): a persistent ready-mode send (sent as a
-/// standard-mode one, which §3.4 allows).
-///
-/// # Safety
-///
-/// As for `MPI_Send_init`.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Rsend_init(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dst: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    let kind = Kind::Send(SendMode::Ready);
-    // SAFETY: the caller's contract is `init`'s (a send only reads).
-    unsafe {
-        init(
-            "MPI_Rsend_init",
-            kind,
-            buf.cast_mut(),
-            count,
-            dt,
-            dst,
-            tag,
-            comm,
-            req,
-        )
-    }
-}
-
-/// `MPI_Recv_init` (§3.9): a persistent receive.
-///
-/// # Safety
-///
-/// `buf` must have room for `count` elements of `dt`, untouched by the
-/// caller, whenever the request is active; `req` valid for a write of one
-/// handle.
-#[export]
-pub(crate) unsafe extern "C" fn MPI_Recv_init(
-    buf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    src: c_int,
-    tag: c_int,
-    comm: Handle,
-    req: *mut Handle,
-) -> c_int {
-    // SAFETY: the caller's contract is `init`'s.
-    unsafe {
-        init(
-            "MPI_Recv_init",
-            Kind::Recv,
-            buf,
-            count,
-            dt,
-            src,
-            tag,
-            comm,
-            req,
-        )
-    }
+int_and_c! {
+    /// `MPI_Recv_init` (§3.9): a persistent receive; `buf` must have room
+    /// for `count` elements of `dt`, untouched by the caller, whenever the
+    /// request is active.
+    fn MPI_Recv_init / MPI_Recv_init_c(
+        buf: [*mut c_void], count: [N], dt: [Handle], src: [c_int], tag: [c_int],
+        comm: [Handle], req: [*mut Handle],
+    ) => init(Kind::Recv);
 }
 
 /// Starts the persistent request behind `h`: `MPI_ERR_REQUEST` for one
