@@ -561,10 +561,23 @@ impl Communicator {
     ///
     /// Invalid rank or tag; [`Error::PeerGone`] when the source died.
     pub fn probe(&self, source: i32, tag: i32) -> Result<Status> {
+        self.wait_probed(source, tag, |c| c.iprobe(source, tag))
+    }
+
+    /// Repeats the nonblocking probe `attempt` until it finds a message,
+    /// making progress in between: what [`Communicator::probe`] and
+    /// [`Communicator::mprobe`] wait with. Fails with
+    /// [`Error::PeerGone`] when a named source died.
+    fn wait_probed<T>(
+        &self,
+        source: i32,
+        tag: i32,
+        attempt: impl Fn(&Self) -> Result<Option<T>>,
+    ) -> Result<T> {
         let (_, watch) = self.selector(source, tag, self.context)?;
         loop {
-            if let Some(s) = self.iprobe(source, tag)? {
-                return Ok(s);
+            if let Some(found) = attempt(self)? {
+                return Ok(found);
             }
             if let Some(w) = watch.source {
                 if let Some(reason) = self.rt.with(|t| Ok(t.peer_failure(w)))? {
@@ -635,18 +648,7 @@ impl Communicator {
     ///
     /// Invalid rank or tag; [`Error::PeerGone`] when the source died.
     pub fn mprobe(&self, source: i32, tag: i32) -> Result<Message> {
-        let (_, watch) = self.selector(source, tag, self.context)?;
-        loop {
-            if let Some(m) = self.improbe(source, tag)? {
-                return Ok(m);
-            }
-            if let Some(w) = watch.source {
-                if let Some(reason) = self.rt.with(|t| Ok(t.peer_failure(w)))? {
-                    return Err(Error::PeerGone { rank: w, reason });
-                }
-            }
-            self.rt.progress(None)?;
-        }
+        self.wait_probed(source, tag, |c| c.improbe(source, tag))
     }
 
     /// Probes, then receives exactly the probed message into a new vector.
