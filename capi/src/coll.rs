@@ -58,6 +58,63 @@ pub(crate) unsafe fn rooted<C: Int, D: Int>(
     Ok((root, Some(side)))
 }
 
+/// Where a collective's input comes from, resolved before it starts (for
+/// a persistent collective once, at `MPI_*_init`) and read when it
+/// starts: a send side, or with `MPI_IN_PLACE` block `me` of the receive
+/// side (all of it for `None`), copied because the collective overwrites
+/// it.
+#[derive(Clone)]
+pub(crate) enum Input {
+    Send(Side),
+    InPlace(Side, Option<usize>),
+}
+
+impl Input {
+    /// `send`'s side of `n` blocks at `sendbuf`, or with `MPI_IN_PLACE`
+    /// (`sendbuf`) block `me` of `recv`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Spec::side`].
+    pub(crate) unsafe fn new<C: Int, D: Int>(
+        sendbuf: *const c_void,
+        send: Spec<C, D>,
+        n: usize,
+        recv: &Side,
+        me: Option<usize>,
+    ) -> Res<Input> {
+        Ok(if is_in_place(sendbuf) {
+            Input::InPlace(recv.clone(), me)
+        } else {
+            // SAFETY: by the caller's contract.
+            Input::Send(unsafe { send.side(sendbuf, n) }?)
+        })
+    }
+
+    /// The side whose layout the input has.
+    pub(crate) fn side(&self) -> &Side {
+        match self {
+            Input::Send(s) | Input::InPlace(s, _) => s,
+        }
+    }
+
+    /// The bytes the process contributes now.
+    ///
+    /// # Safety
+    ///
+    /// The buffers hold the elements their sides describe.
+    pub(crate) unsafe fn read<'a>(&self) -> Res<Cow<'a, [u8]>> {
+        // SAFETY: by the caller's contract.
+        unsafe {
+            Ok(match self {
+                Input::Send(s) => s.input()?,
+                Input::InPlace(r, Some(i)) => Cow::Owned(r.input_of(*i)?),
+                Input::InPlace(r, None) => Cow::Owned(r.input()?.into_owned()),
+            })
+        }
+    }
+}
+
 /// What a process contributes to a collective: `send`'s data, or with
 /// `MPI_IN_PLACE` (`in_place`) a copy of block `me` of `recv` (all of it
 /// for `None`).
@@ -72,20 +129,42 @@ pub(crate) unsafe fn contribution<'a, C: Int, D: Int>(
     me: Option<usize>,
 ) -> Res<Cow<'a, [u8]>> {
     // SAFETY: by the caller's contract.
-    unsafe {
-        if !is_in_place(sendbuf) {
-            return send.side(sendbuf, 1)?.input();
-        }
-        Ok(Cow::Owned(match me {
-            Some(i) => recv.input_of(i)?,
-            None => recv.input()?.into_owned(),
-        }))
+    unsafe { Input::new(sendbuf, send, 1, recv, me)?.read() }
+}
+
+/// A reduction over `count` elements of `dt`, resolved: the receive side
+/// at `recvbuf`, the operation, and the input (`sendbuf`'s elements, or
+/// with `MPI_IN_PLACE` the receive buffer's).
+#[derive(Clone)]
+pub(crate) struct Reduction {
+    pub(crate) out: Side,
+    pub(crate) op: op::Resolved,
+    pub(crate) input: Input,
+}
+
+impl Reduction {
+    /// Checks and resolves the arguments; no buffer is read until
+    /// [`Input::read`].
+    pub(crate) fn new<C: Int>(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: C,
+        dt: Handle,
+        opr: Handle,
+    ) -> Res<Reduction> {
+        let out = reduction_side(recvbuf, count, dt)?;
+        let op = op::Resolved::new(&out, dt, opr)?;
+        let input = if is_in_place(sendbuf) {
+            Input::InPlace(out.clone(), None)
+        } else {
+            Input::Send(reduction_side(sendbuf, count, dt)?)
+        };
+        Ok(Reduction { out, op, input })
     }
 }
 
-/// A reduction over `count` elements of `dt`: the receive side at
-/// `recvbuf`, the operation, and the input (`sendbuf`'s elements, or with
-/// `MPI_IN_PLACE` a copy of the receive buffer's).
+/// [`Reduction::new`] with its input read and its operation made, for a
+/// blocking reduction.
 ///
 /// # Safety
 ///
@@ -98,17 +177,10 @@ pub(crate) unsafe fn reduction<'a, C: Int>(
     dt: Handle,
     opr: Handle,
 ) -> Res<(Side, mpi::UserOperation<Reducer>, Cow<'a, [u8]>)> {
-    let out = reduction_side(recvbuf, count, dt)?;
-    let op = op::operation_for(&out, dt, opr)?;
+    let r = Reduction::new(sendbuf, recvbuf, count, dt, opr)?;
     // SAFETY: by the caller's contract.
-    let send = unsafe {
-        if is_in_place(sendbuf) {
-            Cow::Owned(out.input()?.into_owned())
-        } else {
-            reduction_side(sendbuf, count, dt)?.input()?
-        }
-    };
-    Ok((out, op, send))
+    let send = unsafe { r.input.read() }?;
+    Ok((r.out, r.op.operation(), send))
 }
 
 /// `MPI_Barrier` (§6.3).
@@ -475,42 +547,35 @@ unsafe fn alltoall<C: Int, D: Int>(
         let p = c.comm.size() as usize;
         // SAFETY: the arrays and buffers are valid by the caller's
         // contract.
-        let (rside, sside, data) = unsafe { alltoall_sides(p, sendbuf, send, recvbuf, recv) }?;
-        let (sc, sd) = (sside.counts(), sside.displs());
+        let (rside, input) = unsafe { alltoall_sides(p, sendbuf, send, recvbuf, recv) }?;
+        // SAFETY: the send buffer (or the receive one, in place) holds
+        // every block.
+        let data = unsafe { input.read() }?;
+        let (sc, sd) = (input.side().counts(), input.side().displs());
         // SAFETY: the receive buffer covers every block.
         unsafe { rside.run(|b, rc, rd| Ok(c.comm.all_to_all_w_into(&data, sc, sd, b, rc, rd)?)) }
     })
 }
 
 /// The sides of an alltoall in a communicator of `p` processes: the
-/// receive side, and the send side with the data it sends. With
-/// `MPI_IN_PLACE` the send side is the receive buffer's layout and its
-/// data a copy of it.
+/// receive side, and the input. With `MPI_IN_PLACE` the input has the
+/// receive buffer's layout and is a copy of it.
 ///
 /// # Safety
 ///
-/// The arrays and buffers hold what the arguments describe.
-pub(crate) unsafe fn alltoall_sides<'a, C: Int, D: Int>(
+/// The arrays hold what the arguments describe.
+pub(crate) unsafe fn alltoall_sides<C: Int, D: Int>(
     p: usize,
     sendbuf: *const c_void,
     send: Spec<C, D>,
     recvbuf: *mut c_void,
     recv: Spec<C, D>,
-) -> Res<(Side, Side, Cow<'a, [u8]>)> {
+) -> Res<(Side, Input)> {
     // SAFETY: by the caller's contract.
     unsafe {
         let rside = recv.side(recvbuf, p)?;
-        let in_place = is_in_place(sendbuf);
-        let sside = if in_place {
-            recv.side(recvbuf, p)?
-        } else {
-            send.side(sendbuf, p)?
-        };
-        let mut data = sside.input()?;
-        if in_place {
-            data = Cow::Owned(data.into_owned());
-        }
-        Ok((rside, sside, data))
+        let input = Input::new(sendbuf, send, p, &rside, None)?;
+        Ok((rside, input))
     }
 }
 

@@ -8,8 +8,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::coll::reduction;
-use crate::coll_stage::{families, family, reduction_side, Int, Side};
+use crate::coll::{reduction, Reduction};
+use crate::coll_stage::{families, family, reduction_side, Int};
 use crate::datatype::count;
 use crate::error::{boundary, Code, Res, MPI_ERR_COUNT};
 use crate::ffi;
@@ -133,23 +133,16 @@ pub(crate) unsafe fn scatter_counts<C: Int>(
     Ok((counts, total.ok_or(Code(MPI_ERR_COUNT))?))
 }
 
-/// The parts of a reduce-scatter: this rank's output side, the operation,
-/// the whole input, and each rank's block in bytes of the input.
-pub(crate) type ScatterParts<'a> = (
-    Side,
-    mpi::UserOperation<crate::op::Reducer>,
-    std::borrow::Cow<'a, [u8]>,
-    Vec<usize>,
-);
-
-/// The common start of reduce-scatter (blocking or not): with
+/// The common start of reduce-scatter (blocking or not), resolved: the
+/// reduction of the whole input with this rank's block as its output
+/// side, and each rank's block in bytes of the input. With
 /// `MPI_IN_PLACE` the receive buffer holds the whole input.
 ///
 /// # Safety
 ///
-/// As for `MPI_Reduce_scatter`.
+/// `counts` (if given) valid for `p` elements.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn scatter_parts<'a, C: Int>(
+pub(crate) unsafe fn scatter_parts<C: Int>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     counts: Option<*const C>,
@@ -158,17 +151,15 @@ pub(crate) unsafe fn scatter_parts<'a, C: Int>(
     opr: Handle,
     p: usize,
     r: usize,
-) -> Res<ScatterParts<'a>> {
+) -> Res<(Reduction, Vec<usize>)> {
     // SAFETY: the caller passes `size` counts.
     let (counts, total) = unsafe { scatter_counts(counts, block, p) }?;
     let total = i64::try_from(total).map_err(|_| Code(MPI_ERR_COUNT))?;
-    // SAFETY: the buffers hold the whole input (the receive buffer with
-    // MPI_IN_PLACE).
-    let (whole, op, send) = unsafe { reduction(sendbuf, recvbuf, total, dt, opr) }?;
-    let grain = whole.grain();
+    let mut red = Reduction::new(sendbuf, recvbuf, total, dt, opr)?;
+    let grain = red.out.grain();
     let bytes = counts.iter().map(|&n| n * grain).collect();
-    let out = reduction_side(recvbuf, counts[r], dt)?;
-    Ok((out, op, send, bytes))
+    red.out = reduction_side(recvbuf, counts[r], dt)?;
+    Ok((red, bytes))
 }
 
 family! {
@@ -244,9 +235,16 @@ unsafe fn reduce_scatter<C: Int>(
         let c = handles::comm(comm)?;
         let (p, r) = (c.comm.size() as usize, c.comm.rank() as usize);
         // SAFETY: by the caller's contract.
-        let (out, op, send, bytes) =
+        let (red, bytes) =
             unsafe { scatter_parts(sendbuf, recvbuf, counts, block, dt, opr, p, r) }?;
+        // SAFETY: the send buffer (the receive one in place) holds the
+        // whole input.
+        let send = unsafe { red.input.read() }?;
+        let op = red.op.operation();
         // SAFETY: the receive buffer holds this rank's block.
-        unsafe { out.run(|b, _, _| Ok(c.comm.reduce_scatter_into(&send, b, &bytes, &op)?)) }
+        unsafe {
+            red.out
+                .run(|b, _, _| Ok(c.comm.reduce_scatter_into(&send, b, &bytes, &op)?))
+        }
     })
 }

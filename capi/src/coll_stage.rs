@@ -57,6 +57,7 @@ pub(crate) enum Spec<C, D> {
 
 /// One block of a side: `n` elements of `d`, `off` bytes from the
 /// buffer's address.
+#[derive(Clone)]
 struct Piece {
     off: isize,
     d: Arc<Datatype>,
@@ -149,6 +150,9 @@ pub(crate) fn reduction_side<C: Int>(buf: *const c_void, n: C, dt: Handle) -> Re
 /// One side of a collective: its pieces, and the byte layout the `mpi`
 /// crate's collectives see (per-rank byte counts and offsets in a buffer
 /// of `len` bytes: the user's memory if `direct`, else the packed data).
+/// Resolved once, a side can start a collective any number of times (a
+/// persistent one's, cloned at each `MPI_Start`).
+#[derive(Clone)]
 pub(crate) struct Side {
     base: *const c_void,
     pieces: Vec<Piece>,
@@ -431,17 +435,16 @@ macro_rules! family {
             /// argument's hints change nothing.
             ///
             /// # Safety
-            #[doc = concat!("As for `", stringify!($b), "`, the buffers and arrays")]
-            /// whenever the request is active; `req` valid for a write of
-            /// one handle.
+            #[doc = concat!("As for `", stringify!($b), "`, the buffers whenever the")]
+            /// request is active (the arrays are copied at the call); `req`
+            /// valid for a write of one handle.
             fn $p, $p_c($($a: $t,)* info: Handle, req: *mut Handle) as $n => {
                 let _ = info;
                 $($prep;)*
-                let start = move || {
-                    // SAFETY: the init call's promise (§6.13): the buffers
-                    // and arrays are valid whenever the request is active.
-                    unsafe { $start }
-                };
+                // SAFETY: the init call's promise (§6.13): the buffers are
+                // valid whenever the request is active (the arrays are
+                // read now).
+                let start = unsafe { $start };
                 // SAFETY: the caller's contract is the init's.
                 unsafe { $crate::pcoll::init($n, $comm, req, start) }
             }

@@ -15,15 +15,22 @@
 use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
 
-use crate::coll::{alltoall_sides, contribution, reduction, root_of, rooted};
+use crate::coll::{alltoall_sides, root_of, rooted, Input, Reduction};
 use crate::coll_reduce::scatter_parts;
 use crate::coll_stage::{Int, Spec};
 use crate::error::{boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_BUFFER};
 use crate::ffi::{self, is_in_place};
 use crate::handles::{self, CommEntry, Handle, ReqEntry};
 
-/// A nonblocking collective being started: what [`start`] runs.
-pub(crate) type Starter<'f> = dyn FnOnce(&CommEntry) -> Res<mpi::Request<'static>> + 'f;
+/// A nonblocking collective with its arguments resolved (checked, arrays
+/// copied, datatypes and operation looked up): what starts it, once for
+/// the nonblocking call, at every `MPI_Start` for a persistent one. It
+/// reads the input buffers when it runs.
+pub(crate) type Run = dyn Fn(&CommEntry) -> Res<mpi::Request<'static>>;
+
+/// What resolves a nonblocking collective's arguments on its
+/// communicator into its [`Run`].
+pub(crate) type Starter<'f> = dyn FnOnce(&CommEntry) -> Res<Box<Run>> + 'f;
 
 /// Starts a nonblocking collective on `comm` with `f` and writes its
 /// request handle to `req`.
@@ -42,11 +49,16 @@ pub(crate) unsafe fn start(
         if req.is_null() {
             return Err(Code(MPI_ERR_ARG));
         }
-        let r = f(&c)?;
+        let r = f(&c)?(&c)?;
         let h = handles::new_request(ReqEntry::Live(r, c.errh.get()))?;
         // SAFETY: non-null, valid for one handle by the caller's contract.
         unsafe { ffi::out(req, h) }
     })
+}
+
+/// A [`Run`] from a closure (which names the boxed type once).
+fn run(f: impl Fn(&CommEntry) -> Res<mpi::Request<'static>> + 'static) -> Res<Box<Run>> {
+    Ok(Box::new(f))
 }
 
 /// `MPI_Ibarrier` (§6.12.1).
@@ -57,14 +69,12 @@ pub(crate) unsafe fn start(
 #[export]
 pub(crate) unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
     // SAFETY: the caller's contract is start's.
-    unsafe {
-        start(
-            "MPI_Ibarrier",
-            comm,
-            req,
-            Box::new(|c| Ok(c.comm.ibarrier()?)),
-        )
-    }
+    unsafe { start("MPI_Ibarrier", comm, req, ibarrier()) }
+}
+
+/// The start of `MPI_Ibarrier`, which has no arguments to resolve.
+pub(crate) fn ibarrier() -> Box<Starter<'static>> {
+    Box::new(|_| run(|c| Ok(c.comm.ibarrier()?)))
 }
 
 /// The start of `MPI_Ibcast`: a non-contiguous type is packed at the
@@ -72,7 +82,8 @@ pub(crate) unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> 
 ///
 /// # Safety
 ///
-/// `buf` valid for `count` elements of `dt` until the request completes.
+/// `buf` valid for `count` elements of `dt` whenever the request is
+/// active.
 pub(crate) unsafe fn ibcast<'f, C: Int + 'f>(
     buf: *mut c_void,
     count: C,
@@ -83,19 +94,24 @@ pub(crate) unsafe fn ibcast<'f, C: Int + 'f>(
         let root = root_of(c, root)?;
         // SAFETY: a single piece reads no array.
         let side = unsafe { Spec::<C, C>::One(count, dt).side(buf, 1) }?;
-        if c.comm.rank() == root && !side.direct() {
-            // SAFETY: the root's buffer holds `count` elements.
-            let mut data = unsafe { side.input() }?.into_owned();
-            // SAFETY: the vector's heap memory is held by the request
-            // (`hold`) until the broadcast has let go of it, and nothing
-            // else touches it.
-            let b = unsafe { ffi::bytes_mut(data.as_mut_ptr().cast(), data.len()) }?;
-            let r = c.comm.ibroadcast_into(b, root)?;
-            return Ok(mpi::raw::hold(r, data));
-        }
-        // SAFETY: the caller's buffer holds `count` elements, the
-        // request's until it completes (§6.12).
-        unsafe { side.start(|b, _, _| Ok(c.comm.ibroadcast_into(b, root)?)) }
+        run(move |c| {
+            if c.comm.rank() == root && !side.direct() {
+                // SAFETY: the root's buffer holds `count` elements.
+                let mut data = unsafe { side.input() }?.into_owned();
+                // SAFETY: the vector's heap memory is held by the request
+                // (`hold`) until the broadcast has let go of it, and
+                // nothing else touches it.
+                let b = unsafe { ffi::bytes_mut(data.as_mut_ptr().cast(), data.len()) }?;
+                let r = c.comm.ibroadcast_into(b, root)?;
+                return Ok(mpi::raw::hold(r, data));
+            }
+            // SAFETY: the caller's buffer holds `count` elements, the
+            // request's until it completes (§6.12).
+            unsafe {
+                side.clone()
+                    .start(|b, _, _| Ok(c.comm.ibroadcast_into(b, root)?))
+            }
+        })
     })
 }
 
@@ -103,7 +119,7 @@ pub(crate) unsafe fn ibcast<'f, C: Int + 'f>(
 ///
 /// # Safety
 ///
-/// As for `MPI_Ireduce`.
+/// As for `MPI_Ireduce`, whenever the request is active.
 pub(crate) unsafe fn ireduce<'f, C: Int + 'f>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -117,14 +133,22 @@ pub(crate) unsafe fn ireduce<'f, C: Int + 'f>(
         if c.comm.rank() != root && is_in_place(sendbuf) {
             return Err(Code(MPI_ERR_BUFFER));
         }
-        // SAFETY: the buffers hold `count` elements where used.
-        let (out, op, send) = unsafe { reduction(sendbuf, recvbuf, count, dt, opr) }?;
-        if c.comm.rank() != root {
-            return Ok(c.comm.ireduce_into(&send, None, op, root)?);
-        }
-        // SAFETY: the root's receive buffer holds `count` elements, the
-        // request's until it completes.
-        unsafe { out.start(|b, _, _| Ok(c.comm.ireduce_into(&send, Some(b), op, root)?)) }
+        let red = Reduction::new(sendbuf, recvbuf, count, dt, opr)?;
+        run(move |c| {
+            // SAFETY: the buffers hold `count` elements where used.
+            let send = unsafe { red.input.read() }?;
+            let op = red.op.operation();
+            if c.comm.rank() != root {
+                return Ok(c.comm.ireduce_into(&send, None, op, root)?);
+            }
+            // SAFETY: the root's receive buffer holds `count` elements,
+            // the request's until it completes.
+            unsafe {
+                red.out
+                    .clone()
+                    .start(|b, _, _| Ok(c.comm.ireduce_into(&send, Some(b), op, root)?))
+            }
+        })
     })
 }
 
@@ -141,7 +165,7 @@ pub(crate) enum AllKind {
 ///
 /// # Safety
 ///
-/// As for `MPI_Iallreduce`.
+/// As for `MPI_Iallreduce`, whenever the request is active.
 pub(crate) unsafe fn iallreduce<'f, C: Int + 'f>(
     kind: AllKind,
     sendbuf: *const c_void,
@@ -150,27 +174,33 @@ pub(crate) unsafe fn iallreduce<'f, C: Int + 'f>(
     dt: Handle,
     opr: Handle,
 ) -> Box<Starter<'f>> {
-    Box::new(move |c| {
-        // SAFETY: the buffers hold `count` elements.
-        let (out, op, send) = unsafe { reduction(sendbuf, recvbuf, count, dt, opr) }?;
-        if kind == AllKind::Exscan && c.comm.rank() == 0 && !out.direct() {
-            let scratch = vec![0u8; out.len()];
-            // SAFETY: the vector's heap memory is held by the request.
-            let b = unsafe { ffi::bytes_mut(scratch.as_ptr().cast_mut().cast(), scratch.len()) }?;
-            let r = c.comm.iexscan_into(&send, b, op)?;
-            return Ok(mpi::raw::hold(r, scratch));
-        }
-        // SAFETY: the receive buffer holds `count` elements, the
-        // request's until it completes.
-        unsafe {
-            out.start(|b, _, _| {
-                Ok(match kind {
-                    AllKind::Allreduce => c.comm.iall_reduce_into(&send, b, op)?,
-                    AllKind::Scan => c.comm.iscan_into(&send, b, op)?,
-                    AllKind::Exscan => c.comm.iexscan_into(&send, b, op)?,
+    Box::new(move |_| {
+        let red = Reduction::new(sendbuf, recvbuf, count, dt, opr)?;
+        run(move |c| {
+            // SAFETY: the buffers hold `count` elements.
+            let send = unsafe { red.input.read() }?;
+            let op = red.op.operation();
+            let out = &red.out;
+            if kind == AllKind::Exscan && c.comm.rank() == 0 && !out.direct() {
+                let scratch = vec![0u8; out.len()];
+                // SAFETY: the vector's heap memory is held by the request.
+                let b =
+                    unsafe { ffi::bytes_mut(scratch.as_ptr().cast_mut().cast(), scratch.len()) }?;
+                let r = c.comm.iexscan_into(&send, b, op)?;
+                return Ok(mpi::raw::hold(r, scratch));
+            }
+            // SAFETY: the receive buffer holds `count` elements, the
+            // request's until it completes.
+            unsafe {
+                out.clone().start(|b, _, _| {
+                    Ok(match kind {
+                        AllKind::Allreduce => c.comm.iall_reduce_into(&send, b, op)?,
+                        AllKind::Scan => c.comm.iscan_into(&send, b, op)?,
+                        AllKind::Exscan => c.comm.iexscan_into(&send, b, op)?,
+                    })
                 })
-            })
-        }
+            }
+        })
     })
 }
 
@@ -179,7 +209,8 @@ pub(crate) unsafe fn iallreduce<'f, C: Int + 'f>(
 ///
 /// # Safety
 ///
-/// As for `MPI_Ireduce_scatter`.
+/// As for `MPI_Ireduce_scatter`, the buffers whenever the request is
+/// active.
 pub(crate) unsafe fn ireduce_scatter<'f, C: Int + 'f>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -191,11 +222,21 @@ pub(crate) unsafe fn ireduce_scatter<'f, C: Int + 'f>(
     Box::new(move |c| {
         let (p, r) = (c.comm.size() as usize, c.comm.rank() as usize);
         // SAFETY: by the caller's contract.
-        let (out, op, send, bytes) =
+        let (red, bytes) =
             unsafe { scatter_parts(sendbuf, recvbuf, counts, block, dt, opr, p, r) }?;
-        // SAFETY: the receive buffer holds this rank's block, the
-        // request's until it completes.
-        unsafe { out.start(|b, _, _| Ok(c.comm.ireduce_scatter_into(&send, b, &bytes, op)?)) }
+        run(move |c| {
+            // SAFETY: the send buffer (the receive one in place) holds the
+            // whole input.
+            let send = unsafe { red.input.read() }?;
+            let op = red.op.operation();
+            // SAFETY: the receive buffer holds this rank's block, the
+            // request's until it completes.
+            unsafe {
+                red.out
+                    .clone()
+                    .start(|b, _, _| Ok(c.comm.ireduce_scatter_into(&send, b, &bytes, op)?))
+            }
+        })
     })
 }
 
@@ -204,7 +245,7 @@ pub(crate) unsafe fn ireduce_scatter<'f, C: Int + 'f>(
 ///
 /// # Safety
 ///
-/// As for `MPI_Igatherv`.
+/// As for `MPI_Igatherv`, the buffers whenever the request is active.
 pub(crate) unsafe fn igather<'f, C: Int + 'f, D: Int + 'f>(
     sendbuf: *const c_void,
     send: Spec<C, D>,
@@ -216,17 +257,27 @@ pub(crate) unsafe fn igather<'f, C: Int + 'f, D: Int + 'f>(
         // SAFETY: the root's arrays are valid by the caller's contract.
         let (root, side) = unsafe { rooted(c, root, is_in_place(sendbuf), recvbuf, recv) }?;
         let Some(side) = side else {
-            // SAFETY: the send buffer holds its elements.
-            let data = unsafe { send.side(sendbuf, 1)?.input() }?;
-            return Ok(c.comm.igather_varcount_into(&data, None, root)?);
+            // SAFETY: a single piece reads no array.
+            let input = unsafe { send.side(sendbuf, 1) }?;
+            return run(move |c| {
+                // SAFETY: the send buffer holds its elements.
+                let data = unsafe { input.input() }?;
+                Ok(c.comm.igather_varcount_into(&data, None, root)?)
+            });
         };
-        // SAFETY: the buffers hold their elements.
-        let data = unsafe { contribution(sendbuf, send, &side, Some(root as usize)) }?;
-        // SAFETY: the root's receive buffer covers every block, the
-        // request's until it completes.
-        unsafe {
-            side.start(|b, n, d| Ok(c.comm.igather_varcount_into(&data, Some((b, n, d)), root)?))
-        }
+        // SAFETY: a single piece reads no array.
+        let input = unsafe { Input::new(sendbuf, send, 1, &side, Some(root as usize)) }?;
+        run(move |c| {
+            // SAFETY: the buffers hold their elements.
+            let data = unsafe { input.read() }?;
+            // SAFETY: the root's receive buffer covers every block, the
+            // request's until it completes.
+            unsafe {
+                side.clone().start(|b, n, d| {
+                    Ok(c.comm.igather_varcount_into(&data, Some((b, n, d)), root)?)
+                })
+            }
+        })
     })
 }
 
@@ -235,7 +286,7 @@ pub(crate) unsafe fn igather<'f, C: Int + 'f, D: Int + 'f>(
 ///
 /// # Safety
 ///
-/// As for `MPI_Iscatterv`.
+/// As for `MPI_Iscatterv`, the buffers whenever the request is active.
 pub(crate) unsafe fn iscatter<'f, C: Int + 'f, D: Int + 'f>(
     sendbuf: *const c_void,
     send: Spec<C, D>,
@@ -247,27 +298,35 @@ pub(crate) unsafe fn iscatter<'f, C: Int + 'f, D: Int + 'f>(
         let in_place = is_in_place(recvbuf);
         // SAFETY: the root's arrays are valid by the caller's contract.
         let (root, side) = unsafe { rooted(c, root, in_place, sendbuf, send) }?;
-        // SAFETY: the receive buffer holds its elements (unless in place).
+        // SAFETY: a single piece reads no array.
         let out = unsafe { recv.side(recvbuf, 1) };
         let Some(side) = side else {
+            let out = out?;
             // SAFETY: the receive buffer holds its elements, the
             // request's until it completes.
-            return unsafe {
-                out?.start(|b, _, _| Ok(c.comm.iscatter_varcount_into(None, b, root)?))
-            };
+            return run(move |c| unsafe {
+                out.clone()
+                    .start(|b, _, _| Ok(c.comm.iscatter_varcount_into(None, b, root)?))
+            });
         };
-        // SAFETY: the root's send buffer covers every block.
-        let data = unsafe { side.input() }?;
-        if in_place {
-            let mut counts = side.counts().to_vec();
-            counts[root as usize] = 0;
-            let blocks = Some((&data[..], &counts[..], side.displs()));
-            return Ok(c.comm.iscatter_varcount_into(blocks, &mut [], root)?);
-        }
-        let blocks = Some((&data[..], side.counts(), side.displs()));
-        // SAFETY: the receive buffer holds its elements, the request's
-        // until it completes.
-        unsafe { out?.start(|b, _, _| Ok(c.comm.iscatter_varcount_into(blocks, b, root)?)) }
+        let out = if in_place { None } else { Some(out?) };
+        run(move |c| {
+            // SAFETY: the root's send buffer covers every block.
+            let data = unsafe { side.input() }?;
+            let Some(out) = &out else {
+                let mut counts = side.counts().to_vec();
+                counts[root as usize] = 0;
+                let blocks = Some((&data[..], &counts[..], side.displs()));
+                return Ok(c.comm.iscatter_varcount_into(blocks, &mut [], root)?);
+            };
+            let blocks = Some((&data[..], side.counts(), side.displs()));
+            // SAFETY: the receive buffer holds its elements, the
+            // request's until it completes.
+            unsafe {
+                out.clone()
+                    .start(|b, _, _| Ok(c.comm.iscatter_varcount_into(blocks, b, root)?))
+            }
+        })
     })
 }
 
@@ -276,7 +335,7 @@ pub(crate) unsafe fn iscatter<'f, C: Int + 'f, D: Int + 'f>(
 ///
 /// # Safety
 ///
-/// As for `MPI_Iallgatherv`.
+/// As for `MPI_Iallgatherv`, the buffers whenever the request is active.
 pub(crate) unsafe fn iallgather<'f, C: Int + 'f, D: Int + 'f>(
     sendbuf: *const c_void,
     send: Spec<C, D>,
@@ -285,13 +344,21 @@ pub(crate) unsafe fn iallgather<'f, C: Int + 'f, D: Int + 'f>(
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
         let (p, me) = (c.comm.size() as usize, c.comm.rank() as usize);
-        // SAFETY: the arrays and buffers are valid by the caller's
-        // contract, the receive buffer the request's until it completes.
-        unsafe {
+        // SAFETY: the arrays are valid by the caller's contract.
+        let (side, input) = unsafe {
             let side = recv.side(recvbuf, p)?;
-            let data = contribution(sendbuf, send, &side, Some(me))?;
-            side.start(|b, n, d| Ok(c.comm.iall_gather_varcount_into(&data, b, n, d)?))
-        }
+            let input = Input::new(sendbuf, send, 1, &side, Some(me))?;
+            (side, input)
+        };
+        run(move |c| {
+            // SAFETY: the buffers hold their elements, the receive buffer
+            // the request's until it completes.
+            unsafe {
+                let data = input.read()?;
+                side.clone()
+                    .start(|b, n, d| Ok(c.comm.iall_gather_varcount_into(&data, b, n, d)?))
+            }
+        })
     })
 }
 
@@ -300,7 +367,7 @@ pub(crate) unsafe fn iallgather<'f, C: Int + 'f, D: Int + 'f>(
 ///
 /// # Safety
 ///
-/// As for `MPI_Ialltoallw`.
+/// As for `MPI_Ialltoallw`, the buffers whenever the request is active.
 pub(crate) unsafe fn ialltoall<'f, C: Int + 'f, D: Int + 'f>(
     sendbuf: *const c_void,
     send: Spec<C, D>,
@@ -309,16 +376,20 @@ pub(crate) unsafe fn ialltoall<'f, C: Int + 'f, D: Int + 'f>(
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
         let p = c.comm.size() as usize;
-        // SAFETY: the arrays and buffers are valid by the caller's
-        // contract.
-        let (rside, sside, data) = unsafe { alltoall_sides(p, sendbuf, send, recvbuf, recv) }?;
-        let (sc, sd) = (sside.counts(), sside.displs());
-        // SAFETY: the receive buffer covers every block, the request's
-        // until it completes.
-        unsafe {
-            rside.start(|b, rc, rd| {
-                Ok(c.comm.iall_to_all_varcount_into(&data, sc, sd, b, rc, rd)?)
-            })
-        }
+        // SAFETY: the arrays are valid by the caller's contract.
+        let (rside, input) = unsafe { alltoall_sides(p, sendbuf, send, recvbuf, recv) }?;
+        run(move |c| {
+            // SAFETY: the send buffer (the receive one, in place) holds
+            // every block.
+            let data = unsafe { input.read() }?;
+            let (sc, sd) = (input.side().counts(), input.side().displs());
+            // SAFETY: the receive buffer covers every block, the
+            // request's until it completes.
+            unsafe {
+                rside.clone().start(|b, rc, rd| {
+                    Ok(c.comm.iall_to_all_varcount_into(&data, sc, sd, b, rc, rd)?)
+                })
+            }
+        })
     })
 }

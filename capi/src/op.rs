@@ -12,6 +12,7 @@
 
 use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::coll_stage::{reduction_side, with_c, Side};
@@ -340,21 +341,39 @@ pub(crate) fn reducer_for(side: &Side, dt: Handle, opr: Handle) -> Res<(Reducer,
     Ok((f, t.extent))
 }
 
-/// [`reducer_for`] as the `mpi` crate's operation on bytes, with its
+/// A reduction's operation resolved once from its handles (a persistent
+/// one's at `MPI_*_init`, so that freeing the operation or the datatype
+/// afterwards changes nothing, §6.13): [`reducer_for`] with its
 /// commutativity and the element's bytes as its grain (a reduction that
 /// cuts long vectors into blocks cuts only between elements).
-pub(crate) fn operation_for(
-    side: &Side,
-    dt: Handle,
-    opr: Handle,
-) -> Res<mpi::UserOperation<Reducer>> {
-    let (f, grain) = reducer_for(side, dt, opr)?;
-    let op = if commutes(opr)? {
-        mpi::UserOperation::commutative(f)
-    } else {
-        mpi::UserOperation::non_commutative(f)
-    };
-    Ok(op.with_grain(grain))
+#[derive(Clone)]
+pub(crate) struct Resolved {
+    f: Rc<Reducer>,
+    grain: usize,
+    commutes: bool,
+}
+
+impl Resolved {
+    pub(crate) fn new(side: &Side, dt: Handle, opr: Handle) -> Res<Self> {
+        let (f, grain) = reducer_for(side, dt, opr)?;
+        Ok(Self {
+            f: Rc::new(f),
+            grain,
+            commutes: commutes(opr)?,
+        })
+    }
+
+    /// The `mpi` crate's operation on bytes, for one collective.
+    pub(crate) fn operation(&self) -> mpi::UserOperation<Reducer> {
+        let f = self.f.clone();
+        let f: Reducer = Box::new(move |a, b| f(a, b));
+        let op = if self.commutes {
+            mpi::UserOperation::commutative(f)
+        } else {
+            mpi::UserOperation::non_commutative(f)
+        };
+        op.with_grain(self.grain)
+    }
 }
 
 /// `MPI_Op_create` and `MPI_Op_create_c`.

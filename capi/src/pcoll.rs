@@ -18,8 +18,9 @@ use crate::handles::{self, Handle};
 use crate::icoll::Starter;
 use crate::persistent;
 
-/// Files a persistent collective on `comm` whose every start runs the
-/// starter `make` returns, and writes its handle to `req`.
+/// Files a persistent collective on `comm` whose arguments `starter`
+/// resolves now and whose every start runs what it resolved them into,
+/// and writes its handle to `req`.
 ///
 /// # Safety
 ///
@@ -28,14 +29,15 @@ pub(crate) unsafe fn init(
     name: &str,
     comm: Handle,
     req: *mut Handle,
-    make: impl Fn() -> Box<Starter<'static>> + 'static,
+    starter: Box<Starter<'_>>,
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
         if req.is_null() {
             return Err(Code(MPI_ERR_ARG));
         }
-        let h = persistent::collective(c, Box::new(move |c| make()(c)))?;
+        let run = starter(&c)?;
+        let h = persistent::collective(c, run)?;
         // SAFETY: non-null, valid for one handle by the caller's contract.
         unsafe { ffi::out(req, h) }
     })
@@ -53,7 +55,6 @@ pub(crate) unsafe extern "C" fn MPI_Barrier_init(
     req: *mut Handle,
 ) -> c_int {
     let _ = info;
-    let start = || -> Box<Starter<'static>> { Box::new(|c| Ok(c.comm.ibarrier()?)) };
     // SAFETY: the caller's contract is init's.
-    unsafe { init("MPI_Barrier_init", comm, req, start) }
+    unsafe { init("MPI_Barrier_init", comm, req, crate::icoll::ibarrier()) }
 }

@@ -54,7 +54,7 @@ pub(crate) struct Persistent {
 
 /// What starts a persistent collective: the nonblocking collective with
 /// the arguments of its `MPI_*_init` call (`pcoll.rs`).
-pub(crate) type CollStart = Box<dyn Fn(&CommEntry) -> Res<mpi::Request<'static>>>;
+pub(crate) type CollStart = Box<crate::icoll::Run>;
 
 /// Files an inactive persistent collective request on `comm`, started
 /// by `f`; its handle.

@@ -4,7 +4,13 @@
  * the send data change between rounds, so each start must read them
  * anew; every received value is checked, the request stays valid and
  * inactive between rounds, and MPI_Request_free frees it. A vector type
- * checks the staging of non-contiguous data in a persistent collective. */
+ * checks the staging of non-contiguous data in a persistent collective.
+ * The init calls read their count, displacement and type arrays and look
+ * up their datatypes and operation once (§6.13): a last part frees all
+ * of them (the arrays scribbled over first) right after the init calls,
+ * as mpi4py does with its temporary arrays, and the collectives must
+ * still be right at every start. */
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 
@@ -26,6 +32,11 @@ static void go(MPI_Request *r, int round) {
 static void done(MPI_Request *r) {
     OK(MPI_Request_free(r));
     CHECK(*r == MPI_REQUEST_NULL);
+}
+
+static void add_ints(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
 }
 
 static int v(int round, int from, int to, int k) {
@@ -189,6 +200,52 @@ int main(int argc, char **argv) {
             if (n == 1) CHECK(sum[1] == -1);
         }
         done(&r);
+    }
+
+    /* arguments released after init: alltoallv, alltoallw, and
+     * reduce_scatter with a user operation on a user datatype */
+    {
+        int *cnt = malloc(size * sizeof(int)), *dsp = malloc(size * sizeof(int));
+        MPI_Datatype *tys = malloc(size * sizeof(MPI_Datatype)), two, mine;
+        MPI_Op plus;
+        MPI_Request rr[3];
+        int rs_out[2];
+        OK(MPI_Type_contiguous(2, MPI_INT, &two));
+        OK(MPI_Type_commit(&two));
+        OK(MPI_Type_dup(MPI_INT, &mine));
+        OK(MPI_Op_create(add_ints, 1, &plus));
+        for (int i = 0; i < size; i++) cnt[i] = 1, dsp[i] = i, tys[i] = two;
+        OK(MPI_Alltoallv_init(s, cnt, dsp, MPI_INT, g, cnt, dsp, MPI_INT, w, in, &rr[0]));
+        for (int i = 0; i < size; i++) dsp[i] = 2 * i * (int)sizeof(int);
+        OK(MPI_Alltoallw_init(s + size, cnt, dsp, tys, g + size, cnt, dsp, tys, w, in, &rr[1]));
+        for (int i = 0; i < size; i++) cnt[i] = 2;
+        OK(MPI_Reduce_scatter_init(s + 3 * size, rs_out, cnt, mine, plus, w, in, &rr[2]));
+        for (int i = 0; i < size; i++) cnt[i] = dsp[i] = 0x7fff0000, tys[i] = MPI_DATATYPE_NULL;
+        free(cnt), free(dsp), free(tys);
+        OK(MPI_Type_free(&two));
+        OK(MPI_Type_free(&mine));
+        OK(MPI_Op_free(&plus));
+        CHECK(5 * size <= 2 * MAXP && 3 * size <= 3 * MAXP);
+        for (int round = 0; round < ROUNDS; round++) {
+            int *sa = s, *sw = s + size, *sr = s + 3 * size;
+            for (int i = 0; i < size; i++) {
+                sa[i] = v(round, rank, i, 0);
+                sw[2 * i] = v(round, rank, i, 1), sw[2 * i + 1] = v(round, rank, i, 2);
+                sr[2 * i] = round + rank + i, sr[2 * i + 1] = 7 * round + i;
+            }
+            for (int i = 0; i < 3 * size; i++) g[i] = -1;
+            rs_out[0] = rs_out[1] = -1;
+            OK(MPI_Startall(3, rr));
+            OK(MPI_Waitall(3, rr, MPI_STATUSES_IGNORE));
+            for (int i = 0; i < size; i++) {
+                CHECK(g[i] == v(round, i, rank, 0));
+                CHECK(g[size + 2 * i] == v(round, i, rank, 1));
+                CHECK(g[size + 2 * i + 1] == v(round, i, rank, 2));
+            }
+            CHECK(rs_out[0] == size * (round + rank) + size * (size - 1) / 2);
+            CHECK(rs_out[1] == size * (7 * round + rank));
+        }
+        for (int i = 0; i < 3; i++) done(&rr[i]);
     }
 
     /* several at once: Startall and Waitall, a persistent reduction with
