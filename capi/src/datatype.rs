@@ -569,8 +569,14 @@ pub(crate) unsafe extern "C" fn MPI_Type_get_name(
     len: *mut c_int,
 ) -> c_int {
     boundary("MPI_Type_get_name", std::ptr::null_mut(), || {
-        resolve(dt)?;
         let v = handles::value(dt);
+        if v == 0x200 {
+            // The null handle is named too, as in MPICH and Open MPI
+            // (mpi4py relies on it).
+            // SAFETY: the caller passes MPI_MAX_OBJECT_NAME bytes and an int.
+            return unsafe { ffi::write_str(name, 128, "MPI_DATATYPE_NULL", len) };
+        }
+        resolve(dt)?;
         let set = NAMES
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -586,8 +592,10 @@ pub(crate) unsafe extern "C" fn MPI_Type_get_name(
     })
 }
 
-/// `MPI_Type_match_size` (§19.1.9): the predefined C type of a type class
-/// (`MPI_TYPECLASS_INTEGER`, `_REAL`, `_COMPLEX`) and size in bytes.
+/// `MPI_Type_match_size` (§19.1.9): a predefined type of a type class
+/// (`MPI_TYPECLASS_INTEGER`, `_REAL`, `_COMPLEX`) and size in bytes: the
+/// C type where C has one, else the Fortran type of that size
+/// (`MPI_INTEGER16`, `MPI_REAL2`, `MPI_COMPLEX4`), as MPICH answers.
 ///
 /// # Safety
 ///
@@ -604,9 +612,12 @@ pub(crate) unsafe extern "C" fn MPI_Type_match_size(
             (192, 2) => 0x208,  // MPI_SHORT
             (192, 4) => 0x209,  // MPI_INT
             (192, 8) => 0x20a,  // MPI_LONG
+            (192, 16) => 0x2e1, // MPI_INTEGER16
+            (193, 2) => 0x2ca,  // MPI_REAL2
             (193, 4) => 0x210,  // MPI_FLOAT
             (193, 8) => 0x214,  // MPI_DOUBLE
             (193, 16) => 0x220, // MPI_LONG_DOUBLE
+            (194, 4) => 0x2d3,  // MPI_COMPLEX4
             (194, 8) => 0x212,  // MPI_C_FLOAT_COMPLEX
             (194, 16) => 0x216, // MPI_C_DOUBLE_COMPLEX
             (194, 32) => 0x224, // MPI_C_LONG_DOUBLE_COMPLEX

@@ -231,8 +231,9 @@ pub(crate) unsafe extern "C" fn MPI_Add_error_string(
     })
 }
 
-/// `MPI_Remove_error_class` (§9.5): removes an added class that no added
-/// code belongs to, and its string.
+/// `MPI_Remove_error_class` (§9.5): removes an added class once its
+/// codes and its string have been removed (removing it before is
+/// erroneous, and reported).
 #[export]
 pub(crate) extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
     boundary("MPI_Remove_error_class", std::ptr::null_mut(), || {
@@ -242,24 +243,23 @@ pub(crate) extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
             .classes
             .iter()
             .any(|(&k, &c)| c == errorclass && k != errorclass);
-        if !is_class || used {
+        if !is_class || used || a.strings.contains_key(&errorclass) {
             return Err(Code(MPI_ERR_ARG));
         }
         a.classes.remove(&errorclass);
-        a.strings.remove(&errorclass);
         Ok(())
     })
 }
 
-/// `MPI_Remove_error_code` (§9.5): removes an added code and its string.
+/// `MPI_Remove_error_code` (§9.5): removes an added code once its string
+/// has been removed.
 #[export]
 pub(crate) extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
     boundary("MPI_Remove_error_code", std::ptr::null_mut(), || {
         let mut a = added();
         match a.classes.get(&errorcode) {
-            Some(&c) if c != errorcode => {
+            Some(&c) if c != errorcode && !a.strings.contains_key(&errorcode) => {
                 a.classes.remove(&errorcode);
-                a.strings.remove(&errorcode);
                 Ok(())
             }
             _ => Err(Code(MPI_ERR_ARG)),
@@ -268,15 +268,14 @@ pub(crate) extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
 }
 
 /// `MPI_Remove_error_string` (§9.5): the added class or code has an
-/// empty string again.
+/// empty string again; one without a string is an error.
 #[export]
 pub(crate) extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
     boundary("MPI_Remove_error_string", std::ptr::null_mut(), || {
         let mut a = added();
-        if !a.classes.contains_key(&errorcode) {
+        if !a.classes.contains_key(&errorcode) || a.strings.remove(&errorcode).is_none() {
             return Err(Code(MPI_ERR_ARG));
         }
-        a.strings.remove(&errorcode);
         Ok(())
     })
 }

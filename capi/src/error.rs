@@ -223,11 +223,16 @@ pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
     }
     let detail = LAST.with(|l| std::mem::take(&mut *l.borrow_mut()));
     let text = class_text(code).unwrap_or("unknown error");
+    let handler = if mode == ErrMode::Abort {
+        "MPI_ERRORS_ABORT"
+    } else {
+        "MPI_ERRORS_ARE_FATAL"
+    };
     // One write, so that the lines of several ranks do not interleave.
     let line = if detail.is_empty() {
-        format!("o2g: {name}: {text} (MPI_ERRORS_ARE_FATAL: aborting the job)\n")
+        format!("o2g: {name}: {text} ({handler}: aborting the job)\n")
     } else {
-        format!("o2g: {name}: {detail} ({text}; MPI_ERRORS_ARE_FATAL: aborting the job)\n")
+        format!("o2g: {name}: {detail} ({text}; {handler}: aborting the job)\n")
     };
     eprint!("{line}");
     crate::env::abort_job(code)
@@ -237,7 +242,8 @@ pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
 /// communicator `comm`.
 fn mode_of(errh: Handle, comm: Handle) -> Res<ErrMode> {
     match handles::value(errh) {
-        handles::ERRORS_ARE_FATAL | handles::ERRORS_ABORT => Ok(ErrMode::Fatal),
+        handles::ERRORS_ARE_FATAL => Ok(ErrMode::Fatal),
+        handles::ERRORS_ABORT => Ok(ErrMode::Abort),
         handles::ERRORS_RETURN => Ok(ErrMode::Return),
         _ => crate::errhandler::mode(errh, comm).ok_or(Code(MPI_ERR_ERRHANDLER)),
     }
@@ -265,6 +271,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errh: *mut
     boundary("MPI_Comm_get_errhandler", comm, || {
         let v = match handles::comm(comm)?.errh.get() {
             ErrMode::Fatal => handles::ERRORS_ARE_FATAL,
+            ErrMode::Abort => handles::ERRORS_ABORT,
             ErrMode::Return => handles::ERRORS_RETURN,
             ErrMode::User { errh, .. } => {
                 crate::errhandler::retain(errh);

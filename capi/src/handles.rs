@@ -58,8 +58,12 @@ pub(crate) const FIRST_DYNAMIC: usize = 0x10000;
 /// What an error raised on a communicator does (§9.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ErrMode {
-    /// `MPI_ERRORS_ARE_FATAL` (the default) and `MPI_ERRORS_ABORT`.
+    /// `MPI_ERRORS_ARE_FATAL` (the default).
     Fatal,
+    /// `MPI_ERRORS_ABORT`: ends the job as `Fatal` does (o2g aborts
+    /// the whole job, which covers the communicator's processes), kept
+    /// apart so that `MPI_Comm_get_errhandler` returns the handle set.
+    Abort,
     /// `MPI_ERRORS_RETURN`: the call returns the error code.
     Return,
     /// A handler made by `MPI_Comm_create_errhandler` (`errhandler.rs`):

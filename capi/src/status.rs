@@ -8,7 +8,7 @@ use std::ffi::c_int;
 
 use o2g_mpi_abi_macros::export;
 
-use crate::error::{boundary_any_thread, Code, Res, MPI_ERR_ARG};
+use crate::error::{boundary_any_thread, Code, Res, MPI_ERR_ARG, MPI_SUCCESS};
 use crate::ffi::{self, out};
 
 /// `MPI_ANY_SOURCE` of the standard ABI.
@@ -86,7 +86,9 @@ impl Status {
 
     /// Stores this status in the caller's `MPI_Status` unless it is
     /// `MPI_STATUS_IGNORE`, leaving `MPI_ERROR` alone as single-completion
-    /// calls must (§3.2.5).
+    /// calls must (§3.2.5), except in the empty status, whose `MPI_ERROR`
+    /// is `MPI_SUCCESS` (§3.7.3; no completed operation has
+    /// `MPI_ANY_SOURCE` as its source).
     ///
     /// # Safety
     ///
@@ -94,7 +96,12 @@ impl Status {
     pub(crate) unsafe fn store(&self, p: *mut Status) {
         // SAFETY: by the caller's contract.
         if let Some(st) = unsafe { ffi::optional(p) } {
-            *st = self.with_error(st.error);
+            let error = if self.source == ANY_SOURCE {
+                MPI_SUCCESS
+            } else {
+                st.error
+            };
+            *st = self.with_error(error);
         }
     }
 }

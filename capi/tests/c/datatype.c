@@ -183,6 +183,27 @@ int main(int argc, char **argv) {
     MPI_Datatype t;
     OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &t));
     CHECK(t == MPI_DOUBLE);
+    /* No C type of these sizes: the Fortran one (as MPICH). */
+    OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 16, &t));
+    CHECK(t == MPI_INTEGER16);
+    OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 2, &t));
+    CHECK(t == MPI_REAL2);
+    OK(MPI_Type_match_size(MPI_TYPECLASS_COMPLEX, 4, &t));
+    CHECK(t == MPI_COMPLEX4);
+    /* Pair types: the predefined one, else MPI_DATATYPE_NULL (no new
+     * type is made). */
+    OK(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &t));
+    CHECK(t == MPI_DOUBLE_INT);
+    OK(MPI_Type_get_value_index(MPI_FLOAT, MPI_FLOAT, &t));
+    CHECK(t == MPI_DATATYPE_NULL);
+    OK(MPI_Type_get_value_index(MPI_LONG_LONG, MPI_LONG, &t));
+    CHECK(t == MPI_DATATYPE_NULL);
+    {
+        char nm[MPI_MAX_OBJECT_NAME];
+        int nl;
+        OK(MPI_Type_get_name(MPI_DATATYPE_NULL, nm, &nl));
+        CHECK(strcmp(nm, "MPI_DATATYPE_NULL") == 0 && nl == 17);
+    }
     OK(MPI_Type_free(&st2));
     OK(MPI_Type_free(&rs));
     OK(MPI_Type_free(&st));

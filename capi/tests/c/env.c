@@ -108,6 +108,9 @@ int main(int argc, char **argv) {
     MPI_Errhandler eh;
     OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
     CHECK(eh == MPI_ERRORS_ARE_FATAL);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ABORT));
+    OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
+    CHECK(eh == MPI_ERRORS_ABORT);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
     CHECK(eh == MPI_ERRORS_RETURN);

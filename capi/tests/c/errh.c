@@ -99,14 +99,18 @@ int main(int argc, char **argv) {
     CHECK(strcmp(msg, "changed") == 0);
     CHECK(MPI_Add_error_string(MPI_ERR_ARG, "no") != MPI_SUCCESS);
     CHECK(MPI_Add_error_code(c2 + 1000, &e1) != MPI_SUCCESS);
-    /* Removal: a class with codes cannot go; codes first. */
+    /* Removal: strings first, then codes, then their class. */
     CHECK(MPI_Remove_error_class(c1) != MPI_SUCCESS);
+    CHECK(MPI_Remove_error_code(e2) != MPI_SUCCESS);
     OK(MPI_Remove_error_string(e2));
+    CHECK(MPI_Remove_error_string(e2) != MPI_SUCCESS);
     OK(MPI_Error_string(e2, msg, &len));
     CHECK(len == 0);
     OK(MPI_Remove_error_code(e1));
     OK(MPI_Remove_error_code(e2));
     CHECK(MPI_Remove_error_code(e2) != MPI_SUCCESS);
+    CHECK(MPI_Remove_error_class(c1) != MPI_SUCCESS);
+    OK(MPI_Remove_error_string(c1));
     OK(MPI_Remove_error_class(c1));
     CHECK(MPI_Remove_error_class(c1) != MPI_SUCCESS);
     OK(MPI_Remove_error_class(c2));

@@ -43,8 +43,14 @@ int main(int argc, char **argv) {
     CHECK(flag == 1 && st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG);
     OK(MPI_Get_count(&st, MPI_INT, &n));
     CHECK(n == 0);
+    /* The empty status (§3.7.3) has MPI_ERROR = MPI_SUCCESS. */
+    st.MPI_ERROR = MPI_ERR_OTHER;
     OK(MPI_Request_get_status_any(N, reqs, &index, &flag, &st));
-    CHECK(flag == 1 && index == MPI_UNDEFINED);
+    CHECK(flag == 1 && index == MPI_UNDEFINED && st.MPI_SOURCE == MPI_ANY_SOURCE &&
+          st.MPI_ERROR == MPI_SUCCESS);
+    st.MPI_ERROR = MPI_ERR_OTHER;
+    OK(MPI_Wait(&reqs[0], &st));
+    CHECK(st.MPI_TAG == MPI_ANY_TAG && st.MPI_ERROR == MPI_SUCCESS);
     OK(MPI_Request_get_status_some(N, reqs, &outcount, idx, sts));
     CHECK(outcount == MPI_UNDEFINED);
     OK(MPI_Request_get_status_all(N, reqs, &flag, sts));
