@@ -284,6 +284,11 @@ pub struct TypeMap {
     sticky: bool,
 }
 
+/// The most separate blocks a type map may have: a flat map of more
+/// would take gigabytes (a vector of 2^31 single bytes), so the
+/// constructor fails with a clear error instead of exhausting memory.
+const MAX_BLOCKS: usize = 1 << 24;
+
 /// Collects blocks in type-map order, merging adjacent ones.
 #[derive(Default)]
 struct Builder {
@@ -364,12 +369,21 @@ impl TypeMap {
 
     /// Builds the type map of the segments in order; `pad` applies a
     /// struct's alignment padding.
-    fn build(segs: &[Segment<'_>], pad: bool) -> TypeResult<Self> {
+    fn build<'a>(
+        segs: impl IntoIterator<Item = TypeResult<Segment<'a>>>,
+        pad: bool,
+    ) -> TypeResult<Self> {
         let mut b = Builder::default();
         let (mut size, mut ext_size, mut elements) = (0usize, 0usize, 0usize);
         let mut bounds: Option<(isize, isize)> = None;
         let (mut align, mut sticky) = (1usize, false);
+        let too_many =
+            || TypeError::Invalid("more than 2^24 separate blocks (o2g keeps a type map flat)");
         for s in segs {
+            let s = s?;
+            if b.blocks.len() > MAX_BLOCKS {
+                return Err(too_many());
+            }
             if s.copies == 0 {
                 continue;
             }
@@ -391,10 +405,22 @@ impl TypeMap {
                 .ok_or(TypeError::Overflow)?;
             align = align.max(t.align);
             sticky |= t.sticky;
+            if let [blk] = &t.blocks[..] {
+                if signed(blk.len)? == t.extent() {
+                    // One block filling its extent: the copies are one
+                    // block, whatever their number (a contiguous type of
+                    // 2^31 bytes is made in constant time).
+                    b.push(add(s.disp, blk.disp)?, scaled(blk.len)?, blk.prim)?;
+                    continue;
+                }
+            }
             let mut at = s.disp;
             for j in 0..n {
                 for blk in &t.blocks {
                     b.push(add(at, blk.disp)?, blk.len, blk.prim)?;
+                }
+                if b.blocks.len() > MAX_BLOCKS {
+                    return Err(too_many());
                 }
                 if j + 1 < n {
                     at = add(at, t.extent())?;
@@ -427,14 +453,12 @@ impl TypeMap {
 
     /// `MPI_Type_contiguous` (§5.1.2): `count` copies back to back.
     pub fn contiguous(count: usize, old: &TypeMap) -> TypeResult<Self> {
-        Self::build(
-            &[Segment {
-                disp: 0,
-                copies: count,
-                old,
-            }],
-            false,
-        )
+        let seg = Segment {
+            disp: 0,
+            copies: count,
+            old,
+        };
+        Self::build([Ok(seg)], false)
     }
 
     /// `MPI_Type_vector` (§5.1.2): `count` blocks of `blocklen` elements,
@@ -451,16 +475,26 @@ impl TypeMap {
         stride: isize,
         old: &TypeMap,
     ) -> TypeResult<Self> {
-        let segs = (0..count)
-            .map(|i| {
-                Ok(Segment {
-                    disp: mul(signed(i)?, stride)?,
-                    copies: blocklen,
-                    old,
-                })
+        if signed(blocklen)
+            .ok()
+            .and_then(|b| b.checked_mul(old.extent()))
+            == Some(stride)
+        {
+            // Blocks back to back: the same type map as one contiguous
+            // run of all the elements.
+            let n = count.checked_mul(blocklen).ok_or(TypeError::Overflow)?;
+            return Self::contiguous(n, old);
+        }
+        // Made lazily: a vector of 2^31 blocks must fail on the block
+        // limit, not first allocate 2^31 segments.
+        let segs = (0..count).map(|i| {
+            Ok(Segment {
+                disp: mul(signed(i)?, stride)?,
+                copies: blocklen,
+                old,
             })
-            .collect::<TypeResult<Vec<_>>>()?;
-        Self::build(&segs, false)
+        });
+        Self::build(segs, false)
     }
 
     /// `MPI_Type_indexed` (§5.1.2): blocks of `blocklens[i]` elements at
@@ -479,12 +513,11 @@ impl TypeMap {
         if blocklens.len() != disps.len() {
             return Err(TypeError::Invalid("as many block lengths as displacements"));
         }
-        let segs: Vec<_> = blocklens
+        let segs = blocklens
             .iter()
             .zip(disps)
-            .map(|(&copies, &disp)| Segment { disp, copies, old })
-            .collect();
-        Self::build(&segs, false)
+            .map(|(&copies, &disp)| Ok(Segment { disp, copies, old }));
+        Self::build(segs, false)
     }
 
     /// `MPI_Type_create_indexed_block` (§5.1.2): blocks of one length at
@@ -508,14 +541,14 @@ impl TypeMap {
                 "as many block lengths, displacements and types",
             ));
         }
-        let segs: Vec<_> = (0..types.len())
-            .map(|i| Segment {
+        let segs = (0..types.len()).map(|i| {
+            Ok(Segment {
                 disp: disps[i],
                 copies: blocklens[i],
                 old: types[i],
             })
-            .collect();
-        Self::build(&segs, true)
+        });
+        Self::build(segs, true)
     }
 
     /// `MPI_Type_create_resized` (§5.1.7): the same data with lower bound

@@ -45,6 +45,22 @@ fn contiguous_types_merge_into_one_block() {
 }
 
 #[test]
+fn huge_counts_stay_cheap_or_fail_clearly() {
+    // 2^31 - 1 bytes back to back: one block, made at once (mpi4py's
+    // testContiguousBigMPI), and a contiguous type of those.
+    let big = TypeMap::contiguous(i32::MAX as usize, &p(CHAR)).unwrap();
+    assert_eq!((big.size(), big.blocks().len()), (i32::MAX as usize, 1));
+    let bigger = TypeMap::contiguous(3, &big).unwrap();
+    assert_eq!(
+        (bigger.size(), bigger.blocks().len()),
+        (3 * i32::MAX as usize, 1)
+    );
+    // 2^31 separate blocks would take gigabytes as a flat map: an error.
+    let holes = TypeMap::vector(1 << 31, 1, 2, &p(CHAR));
+    assert!(matches!(holes, Err(TypeError::Invalid(_))));
+}
+
+#[test]
 fn struct_padding_and_resized_bounds() {
     // struct { double; char; } has extent 16 (alignment of the double).
     let s = TypeMap::structure(&[1, 1], &[0, 8], &[&p(DOUBLE), &p(CHAR)]).unwrap();
