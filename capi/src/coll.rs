@@ -187,6 +187,7 @@ pub(crate) unsafe fn reduction<'a, C: Int>(
 #[export]
 pub(crate) extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
     boundary("MPI_Barrier", comm, || {
+        // The `mpi` crate's barrier serves inter-communicators too.
         Ok(handles::comm(comm)?.comm.barrier()?)
     })
 }
@@ -210,6 +211,10 @@ family! {
     blocking {
         boundary(name, comm, || {
             let c = handles::comm(comm)?;
+            if c.comm.is_inter() {
+                // SAFETY: by the caller's contract.
+                return unsafe { crate::intercoll::bcast::<Count, Disp>(&c, buf, count, dt, root) };
+            }
             let root = root_of(&c, root)?;
             // SAFETY: a single piece reads no array.
             let side = unsafe { Spec::<Count, Disp>::One(count, dt).side(buf, 1) }?;
@@ -246,6 +251,12 @@ family! {
     blocking {
         boundary(name, comm, || {
             let c = handles::comm(comm)?;
+            if c.comm.is_inter() {
+                // SAFETY: by the caller's contract.
+                return unsafe {
+                    crate::intercoll::reduce(&c, sendbuf, recvbuf, count, dt, opr, root)
+                };
+            }
             let root = root_of(&c, root)?;
             if c.comm.rank() != root && is_in_place(sendbuf) {
                 return Err(Code(MPI_ERR_BUFFER));
@@ -280,6 +291,10 @@ unsafe fn gather<C: Int, D: Int>(
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
+        if c.comm.is_inter() {
+            // SAFETY: by the caller's contract.
+            return unsafe { crate::intercoll::gather(&c, sendbuf, send, recvbuf, recv, root) };
+        }
         // SAFETY: the root's arrays are valid by the caller's contract.
         let (root, side) = unsafe { rooted(&c, root, is_in_place(sendbuf), recvbuf, recv) }?;
         let Some(side) = side else {
@@ -385,6 +400,10 @@ unsafe fn scatter<C: Int, D: Int>(
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
+        if c.comm.is_inter() {
+            // SAFETY: by the caller's contract.
+            return unsafe { crate::intercoll::scatter(&c, sendbuf, send, recvbuf, recv, root) };
+        }
         let in_place = is_in_place(recvbuf);
         // SAFETY: the root's arrays are valid by the caller's contract.
         let (root, side) = unsafe { rooted(&c, root, in_place, sendbuf, send) }?;
@@ -449,6 +468,10 @@ unsafe fn allgather<C: Int, D: Int>(
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
+        if c.comm.is_inter() {
+            // SAFETY: by the caller's contract.
+            return unsafe { crate::intercoll::allgather(&c, sendbuf, send, recvbuf, recv) };
+        }
         let (p, me) = (c.comm.size() as usize, c.comm.rank() as usize);
         // SAFETY: the arrays and buffers are valid by the caller's
         // contract.
@@ -544,6 +567,10 @@ unsafe fn alltoall<C: Int, D: Int>(
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
+        if c.comm.is_inter() {
+            // SAFETY: by the caller's contract.
+            return unsafe { crate::intercoll::alltoall(&c, sendbuf, send, recvbuf, recv) };
+        }
         let p = c.comm.size() as usize;
         // SAFETY: the arrays and buffers are valid by the caller's
         // contract.

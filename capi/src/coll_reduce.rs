@@ -34,7 +34,15 @@ unsafe fn all_reduce<C: Int>(
     opr: Handle,
 ) -> c_int {
     boundary(name, comm, || {
-        let c = handles::comm(comm)?;
+        // Of these, only allreduce is provided on inter-communicators.
+        let c = match kind {
+            AllKind::Allreduce => handles::comm(comm)?,
+            _ => handles::intra(comm)?,
+        };
+        if c.comm.is_inter() {
+            // SAFETY: by the caller's contract.
+            return unsafe { crate::intercoll::allreduce(&c, sendbuf, recvbuf, count, dt, opr) };
+        }
         // SAFETY: the buffers hold `count` elements.
         let (out, op, send) = unsafe { reduction(sendbuf, recvbuf, count, dt, opr) }?;
         if kind == AllKind::Exscan && c.comm.rank() == 0 && !out.direct() {
@@ -232,7 +240,7 @@ unsafe fn reduce_scatter<C: Int>(
     comm: Handle,
 ) -> c_int {
     boundary(name, comm, || {
-        let c = handles::comm(comm)?;
+        let c = handles::intra(comm)?;
         let (p, r) = (c.comm.size() as usize, c.comm.rank() as usize);
         // SAFETY: by the caller's contract.
         let (red, bytes) =

@@ -325,6 +325,25 @@ impl Side {
     }
 }
 
+impl Side {
+    /// This side with the pieces `skip` names left empty, so that the
+    /// collective neither reads nor writes them: the blocks of a
+    /// neighborhood collective's `MPI_PROC_NULL` neighbours (§8.6), which
+    /// a staged side would otherwise unpack its zeros into.
+    pub(crate) fn skipping(&self, skip: impl Fn(usize) -> bool) -> Res<Side> {
+        let pieces = self
+            .pieces
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Piece {
+                n: if skip(i) { 0 } else { p.n },
+                ..p.clone()
+            })
+            .collect();
+        Side::new(self.base, pieces, self.direct)
+    }
+}
+
 /// Defines an exported MPI function in its `int` form and its large-count
 /// `_c` form (MPI 5.0 §2.5.8) from one body: in the parameter types
 /// `Count` is `int` or `MPI_Count`, `Disp` `int` or `MPI_Aint`; `as name`

@@ -71,6 +71,17 @@ pub(crate) fn adopt(
     Ok(h)
 }
 
+/// The intra-communicator behind `comm`, for `what`, which is not
+/// defined on inter-communicators (`MPI_ERR_COMM`, saying so).
+fn intra(comm: Handle, what: &str) -> Res<std::rc::Rc<handles::CommEntry>> {
+    let c = handles::comm(comm)?;
+    if c.comm.is_inter() {
+        let why = format!("{what} needs an intra-communicator, not an inter-communicator");
+        return Err(crate::error::explained(MPI_ERR_COMM, &why));
+    }
+    Ok(c)
+}
+
 /// `MPI_Comm_dup(_with_info)`: a new communicator with the attributes
 /// (by their copy callbacks), topology and error handler of `comm`, and
 /// `hints` or else those of `comm`.
@@ -249,16 +260,20 @@ pub(crate) unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
             return Err(Code(MPI_ERR_COMM));
         }
         let meta = handles::comm(*h)?.meta.clone();
+        // Its attached buffer's messages go out first (§3.6.1).
+        let flushed = crate::bsend::comm_freed(&meta);
         let deleted = attr::delete_all(*h, &meta);
         handles::free_comm(*h)?;
         *h = handles::handle(handles::COMM_NULL);
-        deleted
+        flushed.and(deleted)
     })
 }
 
 /// `MPI_Comm_compare` (§7.4.1): `MPI_IDENT` for the same communicator,
 /// `MPI_CONGRUENT` for the same members in the same order, `MPI_SIMILAR`
-/// for the same members in another order, `MPI_UNEQUAL` otherwise.
+/// for the same members in another order, `MPI_UNEQUAL` otherwise. Two
+/// inter-communicators compare both their local and their remote groups
+/// (§7.6.1); an inter- and an intra-communicator are `MPI_UNEQUAL`.
 ///
 /// # Safety
 ///
@@ -271,16 +286,25 @@ pub(crate) unsafe extern "C" fn MPI_Comm_compare(
 ) -> c_int {
     boundary("MPI_Comm_compare", a, || {
         let (x, y) = (handles::comm(a)?, handles::comm(b)?);
-        let (mx, my) = (
-            mpi::raw::world_ranks(&x.comm),
-            mpi::raw::world_ranks(&y.comm),
-        );
-        let r = if mx == my && mpi::raw::context_id(&x.comm) == mpi::raw::context_id(&y.comm) {
-            IDENT
-        } else if mx == my {
-            CONGRUENT
-        } else if mx.len() == my.len()
-            && mx.iter().collect::<HashSet<_>>() == my.iter().collect::<HashSet<_>>()
+        let ranks = |c: &mpi::Communicator| {
+            let remote = c.remote_group().map(|g| g.world_ranks().to_vec());
+            (mpi::raw::world_ranks(c).to_vec(), remote)
+        };
+        let ((lx, rx), (ly, ry)) = (ranks(&x.comm), ranks(&y.comm));
+        let same_set = |p: &[u32], q: &[u32]| {
+            p.len() == q.len()
+                && p.iter().collect::<HashSet<_>>() == q.iter().collect::<HashSet<_>>()
+        };
+        let r = if rx.is_some() != ry.is_some() {
+            UNEQUAL
+        } else if lx == ly && rx == ry {
+            if mpi::raw::context_id(&x.comm) == mpi::raw::context_id(&y.comm) {
+                IDENT
+            } else {
+                CONGRUENT
+            }
+        } else if same_set(&lx, &ly)
+            && same_set(rx.as_deref().unwrap_or(&[]), ry.as_deref().unwrap_or(&[]))
         {
             SIMILAR
         } else {
@@ -332,7 +356,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_create_group(
     newcomm: *mut Handle,
 ) -> c_int {
     boundary("MPI_Comm_create_group", comm, || {
-        let c = handles::comm(comm)?;
+        let c = intra(comm, "MPI_Comm_create_group")?;
         let g = crate::group::lookup(group)?;
         let h = match c.comm.create_group(&g, tag)? {
             Some(n) => adopt(&c, n, Vec::new())?,
@@ -363,7 +387,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_split_type(
     newcomm: *mut Handle,
 ) -> c_int {
     boundary("MPI_Comm_split_type", comm, || {
-        let c = handles::comm(comm)?;
+        let c = intra(comm, "MPI_Comm_split_type")?;
         let hints = info::pairs(info, true)?;
         let host = ffi::hostname();
         let by_host = match split_type {
@@ -463,8 +487,8 @@ pub(crate) unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info_used: *mut 
     })
 }
 
-/// `MPI_Comm_test_inter` (§7.6.1): false, every communicator here being
-/// an intra-communicator.
+/// `MPI_Comm_test_inter` (§7.6.1): whether `comm` is an
+/// inter-communicator (`intercomm.rs`).
 ///
 /// # Safety
 ///
@@ -472,8 +496,8 @@ pub(crate) unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info_used: *mut 
 #[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
     boundary("MPI_Comm_test_inter", comm, || {
-        handles::comm(comm)?;
+        let inter = handles::comm(comm)?.comm.is_inter();
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(flag, 0) }
+        unsafe { ffi::out(flag, c_int::from(inter)) }
     })
 }

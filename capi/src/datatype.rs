@@ -491,8 +491,11 @@ pub(crate) unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
     })
 }
 
-/// `MPI_Type_free` (§5.1.10): frees a derived type and sets the handle to
-/// `MPI_DATATYPE_NULL`; predefined types cannot be freed. Operations in
+/// `MPI_Type_free` (§5.1.10): calls the delete callbacks of its
+/// attributes (§7.7.4, last set first, while the type still exists), then
+/// frees a derived type and sets the handle to `MPI_DATATYPE_NULL`; a
+/// callback's error is returned after the type is freed, as
+/// `MPI_Comm_free` does. Predefined types cannot be freed. Operations in
 /// progress and types built from it keep what they need.
 ///
 /// # Safety
@@ -503,15 +506,20 @@ pub(crate) unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
     boundary("MPI_Type_free", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid in-out pointer.
         let h = unsafe { ffi::inout(dt) }?;
+        TYPES.get(*h).ok_or(Code(MPI_ERR_TYPE))?;
+        let deleted = crate::attr::type_free(*h);
         TYPES.remove(*h).ok_or(Code(MPI_ERR_TYPE))?;
         names_mut(|n| n.remove(&handles::value(*h)));
         *h = handles::handle(DATATYPE_NULL);
-        Ok(())
+        deleted
     })
 }
 
 /// `MPI_Type_dup` (§5.1.13): a new handle for the same type, committed if
-/// the old one is, with combiner `MPI_COMBINER_DUP`.
+/// the old one is, with combiner `MPI_COMBINER_DUP`, and the attributes
+/// the copy callbacks give it (§7.7.4). If a copy callback fails, the new
+/// type is freed again, `*newtype` is `MPI_DATATYPE_NULL` and its error
+/// is returned.
 ///
 /// # Safety
 ///
@@ -525,7 +533,13 @@ pub(crate) unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Hand
             ..Contents::new(102)
         };
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { create(old.map.clone(), old.kind, contents, old.committed, newtype) }
+        unsafe { create(old.map.clone(), old.kind, contents, old.committed, newtype) }?;
+        // SAFETY: `create` has just written the new handle there.
+        let new = unsafe { ffi::inout(newtype) }?;
+        crate::attr::type_dup(oldtype, *new).inspect_err(|_| {
+            TYPES.remove(*new);
+            *new = handles::handle(DATATYPE_NULL);
+        })
     })
 }
 

@@ -1,13 +1,16 @@
 //! The environment (MPI 5.0 §11.2 "The World Model", §9.1 version
-//! inquiries, §9.6 timers, §11.6 thread support; `MPI_Abi_get_version`
-//! of §20.2).
+//! inquiries, §9.6 timers, §11.4 hardware resource information, §11.6
+//! thread support; `MPI_Abi_get_version` and `MPI_Abi_get_info` of
+//! §20.2).
 
 use o2g_mpi_abi_macros::export;
 use std::cell::Cell;
 use std::ffi::{c_char, c_double, c_int};
 
 use crate::comm::CommMeta;
-use crate::error::{boundary, boundary_any_thread, boundary_init, Code, Res, MPI_ERR_OTHER};
+use crate::error::{
+    boundary, boundary_any_thread, boundary_init, Code, Res, MPI_ERR_ARG, MPI_ERR_OTHER,
+};
 use crate::ffi;
 use crate::handles::{self, CommEntry, ErrMode, Handle, Phase};
 use crate::thread;
@@ -201,6 +204,78 @@ pub(crate) unsafe extern "C" fn MPI_Abi_get_version(major: *mut c_int, minor: *m
             ffi::out(major, 1)?;
             ffi::out(minor, 0)
         }
+    })
+}
+
+/// `MPI_Abi_get_info` (§20.2): a new info object with the sizes, in
+/// bytes, of this ABI's integer types: `mpi_aint_size`, `mpi_count_size`
+/// and `mpi_offset_size` (8 each on LP64). May be called at any time,
+/// before `MPI_Init` too.
+///
+/// # Safety
+///
+/// `info` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
+    boundary_any_thread("MPI_Abi_get_info", || {
+        if info.is_null() {
+            return Err(Code(MPI_ERR_ARG));
+        }
+        // `MPI_Aint` is an `isize`, `MPI_Count` and `MPI_Offset` `i64`s.
+        let sizes = [
+            ("mpi_aint_size", std::mem::size_of::<isize>()),
+            ("mpi_count_size", std::mem::size_of::<i64>()),
+            ("mpi_offset_size", std::mem::size_of::<i64>()),
+        ];
+        let pairs = sizes
+            .iter()
+            .map(|(k, n)| ((*k).to_owned(), n.to_string()))
+            .collect();
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(info, crate::info::new_info(pairs)) }
+    })
+}
+
+/// The number of processors the system has online (`sysconf(3)`), if it
+/// says.
+fn online_cpus() -> Option<usize> {
+    // SAFETY: `sysconf` only reads the name it is given.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).ok().filter(|&n| n > 0)
+}
+
+/// `MPI_Get_hw_resource_info` (§11.4): a new info object describing the
+/// hardware this process runs on, as far as o2g knows it:
+/// `mpi_hw_resource_type` is `mpi_shared_memory` (the one resource type
+/// `MPI_Comm_split_type` with `MPI_COMM_TYPE_HW_GUIDED` groups by here),
+/// `host` the host's name, `num_cpus_online` the processors the system
+/// has online and `num_cpus_available` those this process may run on
+/// (its CPU affinity); a count the system does not give is left out.
+///
+/// # Safety
+///
+/// `hw_info` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut Handle) -> c_int {
+    boundary_any_thread("MPI_Get_hw_resource_info", || {
+        if hw_info.is_null() {
+            return Err(Code(MPI_ERR_ARG));
+        }
+        let mut pairs = vec![
+            (
+                "mpi_hw_resource_type".to_owned(),
+                "mpi_shared_memory".to_owned(),
+            ),
+            ("host".to_owned(), ffi::hostname()),
+        ];
+        if let Some(n) = online_cpus() {
+            pairs.push(("num_cpus_online".to_owned(), n.to_string()));
+        }
+        if let Ok(n) = std::thread::available_parallelism() {
+            pairs.push(("num_cpus_available".to_owned(), n.to_string()));
+        }
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { ffi::out(hw_info, crate::info::new_info(pairs)) }
     })
 }
 

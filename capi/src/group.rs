@@ -65,7 +65,8 @@ fn ranks_err(e: mpi::Error) -> Code {
     }
 }
 
-/// `MPI_Comm_group` (§7.3.1).
+/// `MPI_Comm_group` (§7.3.1): the group (the local group of an
+/// inter-communicator, §7.6.1).
 ///
 /// # Safety
 ///
@@ -74,6 +75,26 @@ fn ranks_err(e: mpi::Error) -> Code {
 pub(crate) unsafe extern "C" fn MPI_Comm_group(comm: Handle, group: *mut Handle) -> c_int {
     boundary("MPI_Comm_group", comm, || {
         let g = handles::comm(comm)?.comm.group();
+        // SAFETY: the caller passes a valid output pointer.
+        unsafe { give(g, group) }
+    })
+}
+
+/// `MPI_Comm_remote_group` (§7.6.1): the remote group of an
+/// inter-communicator (`MPI_ERR_COMM` for an intra-communicator).
+///
+/// # Safety
+///
+/// `group` must be valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Comm_remote_group(comm: Handle, group: *mut Handle) -> c_int {
+    boundary("MPI_Comm_remote_group", comm, || {
+        let g = handles::comm(comm)?.comm.remote_group().ok_or_else(|| {
+            crate::error::explained(
+                crate::error::MPI_ERR_COMM,
+                "MPI_Comm_remote_group needs an inter-communicator",
+            )
+        })?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { give(g, group) }
     })

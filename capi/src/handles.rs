@@ -188,6 +188,22 @@ pub(crate) fn comm(h: Handle) -> Res<Rc<CommEntry>> {
     with(|s| s.comms.get(&value(h)).cloned())?.ok_or(Code(MPI_ERR_COMM))
 }
 
+/// The communicator behind `h` for a collective operation not provided
+/// on inter-communicators (the nonblocking and persistent ones, scan,
+/// exscan, the reduce-scatters; `intercoll.rs` has the others, §6.2.2):
+/// as [`comm`], and `MPI_ERR_COMM`, saying why, for an
+/// inter-communicator.
+pub(crate) fn intra(h: Handle) -> Res<Rc<CommEntry>> {
+    let c = comm(h)?;
+    if c.comm.is_inter() {
+        return Err(crate::error::explained(
+            MPI_ERR_COMM,
+            "this collective operation is not provided on inter-communicators",
+        ));
+    }
+    Ok(c)
+}
+
 /// The error mode of the communicator behind `h`, `MPI_COMM_WORLD`'s if
 /// `h` is not one, and "return" before `MPI_Init` or after finalize.
 pub(crate) fn errmode(h: Handle) -> ErrMode {

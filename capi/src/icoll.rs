@@ -45,7 +45,7 @@ pub(crate) unsafe fn start(
     f: Box<Starter<'_>>,
 ) -> c_int {
     boundary(name, comm, || {
-        let c = handles::comm(comm)?;
+        let c = handles::intra(comm)?;
         if req.is_null() {
             return Err(Code(MPI_ERR_ARG));
         }

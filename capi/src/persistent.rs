@@ -137,7 +137,7 @@ unsafe fn init<N: Count>(
         };
         // The nonblocking call learns this from the `mpi` crate when it
         // starts; a persistent request must say it now.
-        if matches!(peer, Peer::Rank(r) if r >= c.comm.size()) {
+        if matches!(peer, Peer::Rank(r) if r >= c.comm.target_size()) {
             return Err(Code(MPI_ERR_RANK));
         }
         let (dt, count) = buffer::typed(count, dt)?;

@@ -10,11 +10,11 @@ use std::ffi::c_int;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mpi::topology::{Cartesian, DistGraph, Graph, Topology};
+use mpi::topology::{Cartesian, DistGraph, Graph, Neighborhood, Topology};
 
 use crate::comm::{adopt, lock};
 use crate::error::{
-    boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_DIMS, MPI_ERR_RANK, MPI_ERR_TOPOLOGY,
+    boundary, explained, Code, Res, MPI_ERR_ARG, MPI_ERR_DIMS, MPI_ERR_RANK, MPI_ERR_TOPOLOGY,
 };
 use crate::ffi;
 use crate::handles::{self, CommEntry, Handle};
@@ -70,6 +70,19 @@ fn dist_graph(comm: Handle) -> Res<DistGraph> {
         Some(Topology::DistGraph(g)) => Ok(g.clone()),
         _ => Err(Code(MPI_ERR_TOPOLOGY)),
     }
+}
+
+/// The neighbourhood of this process in `c`'s topology, for the
+/// neighborhood collectives (§8.6); `MPI_ERR_TOPOLOGY` without one.
+pub(crate) fn neighborhood(c: &CommEntry) -> Res<Neighborhood> {
+    let Some(t) = lock(&c.meta.topo).clone() else {
+        return Err(explained(
+            MPI_ERR_TOPOLOGY,
+            "a neighborhood collective needs a communicator with a Cartesian, graph \
+             or distributed graph topology",
+        ));
+    };
+    Ok(t.neighborhood(c.comm.rank())?)
 }
 
 /// Makes the communicator of the first `n` processes of `old` with the

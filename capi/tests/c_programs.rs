@@ -274,6 +274,12 @@ fn main() {
         "info",
         "errh",
         "topo",
+        "neighbor",
+        "intercomm",
+        "type_attr",
+        "comm_buffer",
+        "comm_from_group",
+        "abi_info",
     ];
 
     tests.push((

@@ -8,6 +8,10 @@
 //! has not used, and the maximum wins (one allreduce). Processes in
 //! different groups of one `split` share the new id, which is safe because
 //! a group only ever talks to itself.
+//!
+//! An inter-communicator (§7.6) is a `Communicator` too, whose point-to-
+//! point ranks name its remote group: see [`crate::intercomm`] for its
+//! representation and how its contexts are agreed on.
 
 use o2g_core::proto::envelope::{Selector, SourceSel, TagSel, SYNC_FLAG};
 use std::rc::Rc;
@@ -15,6 +19,7 @@ use std::rc::Rc;
 use crate::environment::Runtime;
 use crate::error::{Error, Result};
 use crate::group::Group;
+use crate::intercomm::Inter;
 use crate::operation::SystemOperation;
 use crate::point_to_point::{AnyProcess, Process};
 use crate::request::{RecvBuf, Request, Watch};
@@ -22,14 +27,20 @@ use crate::request::{RecvBuf, Request, Watch};
 /// A communicator: `MPI_COMM_WORLD` from [`crate::Universe::world`], or one
 /// derived from it with [`Communicator::dup`] / [`Communicator::split`].
 ///
+/// An inter-communicator (§7.6) is one too: see [`crate::intercomm`].
+///
 /// Not `Send`: MPI runs in `MPI_THREAD_SINGLE` mode here.
 pub struct Communicator {
     pub(crate) rt: Rc<Runtime>,
     /// The point-to-point context id (even); collectives use `context + 1`.
     pub(crate) context: u32,
-    /// World rank of each member, indexed by rank in this communicator.
+    /// World rank of each member, indexed by rank in this communicator
+    /// (of an inter-communicator: its local group).
     pub(crate) members: Rc<[u32]>,
     pub(crate) rank: u32,
+    /// The remote group and the local intra-communicator of an
+    /// inter-communicator; `None` for an intra-communicator.
+    pub(crate) inter: Option<Rc<Inter>>,
 }
 
 /// The color argument of [`Communicator::split`] (`MPI_Comm_split`, §7.4.2).
@@ -48,6 +59,7 @@ impl Communicator {
             context,
             members: members.into(),
             rank,
+            inter: None,
         }
     }
 
@@ -58,6 +70,7 @@ impl Communicator {
             context: self.context,
             members: self.members.clone(),
             rank: self.rank,
+            inter: self.inter.clone(),
         }
     }
 
@@ -71,23 +84,78 @@ impl Communicator {
         self.members.len() as i32
     }
 
-    /// The world rank of member `rank`, checked.
+    /// The world rank of each process that point-to-point ranks name: the
+    /// members, or the remote group of an inter-communicator (§7.6.1).
+    pub(crate) fn peers(&self) -> &Rc<[u32]> {
+        match &self.inter {
+            Some(i) => &i.remote,
+            None => &self.members,
+        }
+    }
+
+    /// This process's world rank.
+    pub(crate) fn me(&self) -> u32 {
+        self.members[self.rank as usize]
+    }
+
+    /// How many processes point-to-point ranks may name: [`Self::size`],
+    /// or the remote group's size on an inter-communicator (§7.6.1).
+    pub fn target_size(&self) -> i32 {
+        self.peers().len() as i32
+    }
+
+    /// The world rank of the process that point-to-point rank `rank`
+    /// names (in the remote group of an inter-communicator), checked.
     pub(crate) fn world_rank(&self, rank: i32) -> Result<u32> {
         usize::try_from(rank)
             .ok()
-            .and_then(|r| self.members.get(r).copied())
+            .and_then(|r| self.peers().get(r).copied())
             .ok_or(Error::InvalidRank {
                 rank,
-                size: self.size(),
+                size: self.target_size(),
             })
     }
 
-    /// The process with `rank` in this communicator, for point-to-point
-    /// and rooted collective calls.
+    /// Fails on an inter-communicator: `what` is defined for
+    /// intra-communicators only.
+    pub(crate) fn intra_only(&self, what: &str) -> Result<()> {
+        match self.inter {
+            None => Ok(()),
+            Some(_) => Err(Error::InvalidArgument(format!(
+                "{what} needs an intra-communicator, not an inter-communicator"
+            ))),
+        }
+    }
+
+    /// Marks the `count` context ids from `first` (every other one: `first`,
+    /// `first + 2`, ...) used, so this process proposes none of them again.
+    pub(crate) fn claim_contexts(&self, first: u32, count: u32) -> Result<()> {
+        // Bit 31 of a context is the synchronous-send mark (SYNC_FLAG).
+        let next = count
+            .checked_mul(2)
+            .and_then(|n| first.checked_add(n))
+            .filter(|n| n & SYNC_FLAG == 0)
+            .ok_or(Error::ResourceExhausted("communicator context ids"))?;
+        self.rt.next_context.set(next);
+        Ok(())
+    }
+
+    /// The highest of the members' lowest unused context ids (an
+    /// allreduce): one that none of them has used.
+    pub(crate) fn max_next_context(&self) -> Result<u32> {
+        let mine = [self.rt.next_context.get()];
+        let mut agreed = [0u32];
+        self.all_reduce_into(&mine, &mut agreed, &SystemOperation::Max)?;
+        Ok(agreed[0])
+    }
+
+    /// The process with `rank` in this communicator (in the remote group
+    /// of an inter-communicator), for point-to-point and rooted
+    /// collective calls.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRank`] outside `0..size`.
+    /// [`Error::InvalidRank`] outside `0..size` (`0..remote size`).
     pub fn process_at_rank(&self, rank: i32) -> Result<Process<'_>> {
         self.world_rank(rank)?;
         Ok(Process::new(self, rank))
@@ -100,26 +168,22 @@ impl Communicator {
 
     /// Agrees on a fresh context id with every member (collective).
     fn new_context(&self) -> Result<u32> {
-        let mine = [self.rt.next_context.get()];
-        let mut agreed = [0u32];
-        self.all_reduce_into(&mine, &mut agreed, &SystemOperation::Max)?;
-        let ctx = agreed[0];
-        // Bit 31 of a context is the synchronous-send mark (SYNC_FLAG).
-        let next = ctx
-            .checked_add(2)
-            .filter(|n| n & SYNC_FLAG == 0)
-            .ok_or(Error::ResourceExhausted("communicator context ids"))?;
-        self.rt.next_context.set(next);
+        let ctx = self.max_next_context()?;
+        self.claim_contexts(ctx, 1)?;
         Ok(ctx)
     }
 
     /// `MPI_Comm_dup` (§7.4.2): the same group with a new context, so its
-    /// traffic cannot mix with this one's. Collective.
+    /// traffic cannot mix with this one's. Collective. On an
+    /// inter-communicator, the same local and remote groups (§7.6.2).
     ///
     /// # Errors
     ///
     /// Those of the allreduce that agrees on the context.
     pub fn dup(&self) -> Result<Communicator> {
+        if self.inter.is_some() {
+            return self.inter_dup();
+        }
         let ctx = self.new_context()?;
         Ok(Communicator::new(
             self.rt.clone(),
@@ -131,7 +195,9 @@ impl Communicator {
 
     /// `MPI_Comm_split` (§7.4.2): one new communicator per color; members
     /// ordered by `key`, ties by rank here. Collective; `None` for
-    /// [`Color::Undefined`].
+    /// [`Color::Undefined`]. On an inter-communicator, one new
+    /// inter-communicator per color, of the processes of that color on
+    /// each side; `None` too for a color only one side has (§7.6.2).
     ///
     /// # Errors
     ///
@@ -147,6 +213,9 @@ impl Communicator {
             }
             Color::Undefined => -1,
         };
+        if self.inter.is_some() {
+            return self.inter_split(c, key);
+        }
         let mine = [[c, i64::from(key)]];
         let mut all = vec![[0i64; 2]; self.members.len()];
         self.all_gather_into(&mine, &mut all)?;
@@ -169,14 +238,16 @@ impl Communicator {
         Ok(Some(Communicator::new(self.rt.clone(), ctx, members, rank)))
     }
 
-    /// `MPI_Comm_group` (§7.3.1): this communicator's group.
+    /// `MPI_Comm_group` (§7.3.1): this communicator's group (the local
+    /// group of an inter-communicator).
     pub fn group(&self) -> Group {
         Group::new(self.members.to_vec(), self.members[self.rank as usize])
             .unwrap_or_else(|_| Group::empty(self.members[self.rank as usize]))
     }
 
-    /// The members of `group`, checked to be members of this communicator.
-    fn subgroup(&self, group: &Group) -> Result<()> {
+    /// The members of `group`, checked to be members of this communicator
+    /// (of its local group).
+    pub(crate) fn subgroup(&self, group: &Group) -> Result<()> {
         match group
             .world_ranks()
             .iter()
@@ -192,7 +263,7 @@ impl Communicator {
     /// A communicator of `members` (world ranks) with context `ctx`, if
     /// this process is one of them.
     fn of_members(&self, ctx: u32, members: &[u32]) -> Option<Communicator> {
-        let me = self.members[self.rank as usize];
+        let me = self.me();
         let rank = members.iter().position(|&m| m == me)? as u32;
         Some(Communicator::new(
             self.rt.clone(),
@@ -206,7 +277,11 @@ impl Communicator {
     /// `group`, which must be members of this one; `None` for the other
     /// processes. Collective over this communicator; each process may pass
     /// a different group, as long as the groups of different processes
-    /// are the same or disjoint (MPI 2.2's rule).
+    /// are the same or disjoint (MPI 2.2's rule). On an
+    /// inter-communicator, `group` is a subgroup of the local group, the
+    /// same on all its processes, and the result an inter-communicator
+    /// with the groups both sides passed; `None` for all if either is
+    /// empty (§7.4.2).
     ///
     /// # Errors
     ///
@@ -214,6 +289,9 @@ impl Communicator {
     /// communicator; those of the allreduce that agrees on the context.
     pub fn create(&self, group: &Group) -> Result<Option<Communicator>> {
         self.subgroup(group)?;
+        if self.inter.is_some() {
+            return self.inter_create(group);
+        }
         let ctx = self.new_context()?;
         Ok(self.of_members(ctx, group.world_ranks()))
     }
@@ -235,6 +313,7 @@ impl Communicator {
     ///
     /// As for [`Communicator::create`]; [`Error::InvalidTag`].
     pub fn create_group(&self, group: &Group, tag: i32) -> Result<Option<Communicator>> {
+        self.intra_only("MPI_Comm_create_group")?;
         self.subgroup(group)?;
         if tag < 0 {
             return Err(Error::InvalidTag(tag));
@@ -277,11 +356,7 @@ impl Communicator {
                 sub.send_bytes(&word(best), (r + mask) as i32, wire, coll)?;
             }
         }
-        let next = best
-            .checked_add(2)
-            .filter(|n| n & SYNC_FLAG == 0)
-            .ok_or(Error::ResourceExhausted("communicator context ids"))?;
-        self.rt.next_context.set(next);
+        self.claim_contexts(best, 1)?;
         Ok(self.of_members(best, group.world_ranks()))
     }
 
@@ -296,7 +371,7 @@ impl Communicator {
         };
         let watch = Watch {
             members: self.members.clone(),
-            me: self.members[self.rank as usize],
+            me: self.me(),
             source: Some(world),
         };
         let mut b = [0u8; 8];
@@ -328,6 +403,7 @@ impl Communicator {
     /// [`Error::InvalidArgument`] if `n` is above the size; those of the
     /// allreduce that agrees on the context.
     pub fn create_first(&self, n: usize) -> Result<Option<Communicator>> {
+        self.intra_only("a virtual topology")?;
         if n > self.members.len() {
             return Err(Error::InvalidArgument(format!(
                 "{n} processes asked of a communicator of {}",
@@ -348,6 +424,7 @@ impl Communicator {
     /// [`Error::InvalidArgument`] for a host name of 256 bytes or more;
     /// those of the collectives.
     pub fn split_by_host(&self, host: Option<&str>, key: i32) -> Result<Option<Communicator>> {
+        self.intra_only("MPI_Comm_split_type")?;
         const LEN: usize = 256;
         let mut mine = [0u8; LEN + 1];
         if let Some(h) = host {

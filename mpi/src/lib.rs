@@ -34,6 +34,8 @@
 //!   `external32` (chapter 5, §14.5.2).
 //! - [`group`]: [`Group`] and its set operations (§7.3); communicators
 //!   from groups are [`Communicator::create`] and `create_group`.
+//! - [`intercomm`]: inter-communicators (§7.6): `intercomm_create`,
+//!   `merge`, point-to-point to the remote group.
 //! - [`topology`]: Cartesian, graph and distributed-graph topologies and
 //!   `dims_create` (chapter 8).
 //!
@@ -72,6 +74,7 @@ pub mod datatype;
 pub mod environment;
 mod error;
 pub mod group;
+pub mod intercomm;
 pub mod operation;
 mod pmi;
 pub mod point_to_point;

@@ -7,6 +7,10 @@
 //! [`AnyProcess`] through the [`Destination`] and [`Source`] traits.
 //! Sends are standard mode (§3.4): they return once the buffer may be
 //! reused, which for o2g is once the bytes are in the kernel.
+//!
+//! On an inter-communicator (§7.6.1, [`crate::intercomm`]) destination
+//! and source ranks, and the source a status reports, are ranks of the
+//! remote group: every call maps them through `Communicator::peers`.
 
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 
@@ -39,7 +43,8 @@ impl Status {
         Self::default()
     }
 
-    /// `MPI_SOURCE`: the sender's rank in the communicator.
+    /// `MPI_SOURCE`: the sender's rank in the communicator (in the remote
+    /// group of an inter-communicator, §7.6.1).
     pub fn source_rank(&self) -> i32 {
         self.source
     }
@@ -81,20 +86,37 @@ impl Communicator {
     /// whatever the communicator (the o2g module relies on that).
     pub(crate) fn envelope(&self, tag: u32, context: u32) -> Envelope {
         Envelope {
-            source: self.members[self.rank as usize],
+            source: self.me(),
             tag,
             context,
         }
     }
 
+    /// Fails for traffic on an inter-communicator's context other than
+    /// its point-to-point one: only `intercomm.rs` and
+    /// `collective/inter.rs` talk on the others, through a view of it
+    /// (`Communicator::bridge`), so what comes here is a collective
+    /// algorithm for intra-communicators, which must not run on it.
+    fn route(&self, context: u32) -> Result<()> {
+        if self.inter.is_some() && context != self.context {
+            return Err(Error::InvalidArgument(
+                crate::intercomm::NOT_PROVIDED.to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The selector of a receive or probe from `source` (a rank of the
+    /// remote group on an inter-communicator, §7.6.1) and what it watches.
     fn selector(&self, source: i32, tag: i32, context: u32) -> Result<(Selector, Watch)> {
+        self.route(context)?;
         let world = match source {
             ANY_SOURCE => None,
             r => Some(self.world_rank(r)?),
         };
         let watch = Watch {
-            members: self.members.clone(),
-            me: self.members[self.rank as usize],
+            members: self.peers().clone(),
+            me: self.me(),
             source: world,
         };
         let source = world.map_or(SourceSel::Any, SourceSel::Rank);
@@ -114,6 +136,7 @@ impl Communicator {
 
     /// Blocking send of raw bytes on `context`.
     pub(crate) fn send_bytes(&self, data: &[u8], dest: i32, tag: u32, context: u32) -> Result<()> {
+        self.route(context)?;
         let world = self.world_rank(dest)?;
         let env = self.envelope(tag, context);
         self.rt.with(|t| t.send(world, env, data))
@@ -122,6 +145,7 @@ impl Communicator {
     /// Synchronous-mode blocking send of raw bytes on `context`: returns
     /// once a receive has matched the message (see `synchronous.rs`).
     pub(crate) fn ssend_bytes(&self, data: &[u8], dest: i32, tag: u32, context: u32) -> Result<()> {
+        self.route(context)?;
         let world = self.world_rank(dest)?;
         let env = synchronous::marked(self.envelope(tag, context));
         let ack = self.post_ack(world, tag, context)?;
@@ -134,8 +158,8 @@ impl Communicator {
     fn post_ack(&self, world: u32, tag: u32, context: u32) -> Result<Request<'static>> {
         let sel = synchronous::ack_selector(world, context, tag);
         let watch = Watch {
-            members: self.members.clone(),
-            me: self.members[self.rank as usize],
+            members: self.peers().clone(),
+            me: self.me(),
             source: Some(world),
         };
         let ack = self.rt.with(|t| t.post_recv(sel, 0))?;
@@ -155,6 +179,7 @@ impl Communicator {
         tag: u32,
         context: u32,
     ) -> Result<Request<'static>> {
+        self.route(context)?;
         let world = self.world_rank(dest)?;
         let env = self.envelope(tag, context);
         let token = self.rt.with(|t| t.isend(world, env, data))?;
@@ -212,6 +237,7 @@ impl Communicator {
         sync: bool,
         start: impl FnOnce(&mut dyn Transport, u32, Envelope) -> Result<Option<SendToken>>,
     ) -> Result<Request<'b>> {
+        self.route(context)?;
         let world = self.world_rank(dest)?;
         let mut env = self.envelope(tag, context);
         // The acknowledgement's receive is posted before the message goes.
@@ -547,7 +573,7 @@ impl Communicator {
             Ok(t.iprobe(sel))
         })?;
         Ok(found.map(|(env, len)| Status {
-            source: Watch::comm_rank(&self.members, env.source),
+            source: Watch::comm_rank(self.peers(), env.source),
             tag: env.tag as i32,
             bytes: len as usize,
             cancelled: false,
@@ -633,7 +659,7 @@ impl Communicator {
                 ..watch
             },
             status: Status {
-                source: Watch::comm_rank(&self.members, env.source),
+                source: Watch::comm_rank(self.peers(), env.source),
                 tag: env.tag as i32,
                 bytes: len as usize,
                 cancelled: false,

@@ -344,6 +344,116 @@ pub enum Topology {
     DistGraph(DistGraph),
 }
 
+/// The neighbours of one process as the neighborhood collectives (§8.6)
+/// use them: the ranks whose blocks it receives, in the order of the
+/// blocks of its receive buffer, and those it sends its blocks to, in
+/// the order of its send buffer. `None` is `MPI_PROC_NULL`: nothing is
+/// sent to it, nothing received from it, and its receive block is left
+/// as it is.
+///
+/// A rank may appear several times (a multigraph, or both neighbours of
+/// a periodic dimension of size 1 or 2). Which sent block lands in which
+/// received one is then decided by [`Neighborhood::cartesian`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Neighborhood {
+    /// Whom each receive block comes from.
+    pub sources: Vec<Option<i32>>,
+    /// Whom each send block goes to.
+    pub destinations: Vec<Option<i32>>,
+    /// The Cartesian pairing (§8.6, and the MPI 4.0 erratum for periodic
+    /// dimensions of size 1 or 2): a process's block `2d + e` (sent to
+    /// its neighbour back, `e = 0`, or forward, `e = 1`, along dimension
+    /// `d`) lands in the receiver's block `2d + 1 − e`. Otherwise the
+    /// k-th block a process sends to another lands in the k-th block that
+    /// one receives from it.
+    pub cartesian: bool,
+}
+
+impl Neighborhood {
+    /// The neighbourhood of a graph or distributed-graph process: the
+    /// k-th block sent to a process lands in the k-th block it receives
+    /// from the sender.
+    pub fn graph(sources: Vec<Option<i32>>, destinations: Vec<Option<i32>>) -> Self {
+        Self {
+            sources,
+            destinations,
+            cartesian: false,
+        }
+    }
+
+    /// The order in which the receive blocks are matched with the
+    /// messages from their sources: a sender sends its blocks in order,
+    /// and the k-th message from a given source matches the k-th
+    /// receive posted for it (§3.5), so posting the blocks in this order
+    /// pairs them as [`Neighborhood::cartesian`] says.
+    pub fn receive_order(&self) -> Vec<usize> {
+        let n = self.sources.len();
+        if self.cartesian && n % 2 == 0 {
+            // Block 2d + e of the sender, sent in order, lands in block
+            // 2d + 1 − e: post 1, 0, 3, 2, …
+            (0..n).map(|i| i ^ 1).collect()
+        } else {
+            (0..n).collect()
+        }
+    }
+}
+
+impl Cartesian {
+    /// The neighbourhood of the process at `rank` (§8.6): in each
+    /// dimension its neighbour back then forward, both ways.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cartesian::shift`].
+    pub fn neighborhood(&self, rank: i32) -> Result<Neighborhood> {
+        let n = self.neighbors(rank)?;
+        Ok(Neighborhood {
+            sources: n.clone(),
+            destinations: n,
+            cartesian: true,
+        })
+    }
+}
+
+impl Graph {
+    /// The neighbourhood of node `rank` (§8.6): its `MPI_Graph_neighbors`
+    /// both ways.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Graph::neighbors`].
+    pub fn neighborhood(&self, rank: i32) -> Result<Neighborhood> {
+        let n: Vec<Option<i32>> = self.neighbors(rank)?.iter().map(|&r| Some(r)).collect();
+        Ok(Neighborhood::graph(n.clone(), n))
+    }
+}
+
+impl DistGraph {
+    /// The neighbourhood of this process (§8.6): its sources and
+    /// destinations as `MPI_Dist_graph_neighbors` gives them, repeated
+    /// edges included; the weights play no part.
+    pub fn neighborhood(&self) -> Neighborhood {
+        let some = |v: &[i32]| v.iter().map(|&r| Some(r)).collect();
+        Neighborhood::graph(some(&self.sources), some(&self.destinations))
+    }
+}
+
+impl Topology {
+    /// The neighbourhood of the process at `rank` in this topology
+    /// (§8.6); a distributed graph holds only its own process's.
+    ///
+    /// # Errors
+    ///
+    /// A rank outside the topology.
+    pub fn neighborhood(&self, rank: i32) -> Result<Neighborhood> {
+        match self {
+            Topology::Cartesian(c) => c.neighborhood(rank),
+            Topology::Graph(g) => g.neighborhood(rank),
+            Topology::DistGraph(g) => Ok(g.neighborhood()),
+        }
+    }
+}
+
 impl crate::Communicator {
     /// The part of the distributed graph `MPI_Dist_graph_create` (§8.5.4)
     /// describes that this process knows: each process passes some edges
@@ -469,6 +579,37 @@ mod tests {
             (&[2][..], &[false][..], 1, 1)
         );
         assert!(c.coords(6).is_err());
+    }
+
+    #[test]
+    fn neighborhoods_and_their_receive_order() {
+        let c = Cartesian::new(vec![2, 1], vec![true, true]).unwrap();
+        let n = Topology::Cartesian(c).neighborhood(1).unwrap();
+        assert_eq!(n.sources, [Some(0), Some(0), Some(1), Some(1)]);
+        assert_eq!(n.destinations, n.sources);
+        assert_eq!(n.receive_order(), [1, 0, 3, 2]);
+        let c = Cartesian::new(vec![3], vec![false]).unwrap();
+        let n = c.neighborhood(0).unwrap();
+        assert_eq!(n.sources, [None, Some(1)]);
+        let g = Graph::new(vec![2, 3], vec![1, 1, 0]).unwrap();
+        let n = Topology::Graph(g).neighborhood(0).unwrap();
+        assert_eq!(
+            (n.sources.as_slice(), n.cartesian),
+            (&[Some(1), Some(1)][..], false)
+        );
+        assert_eq!(n.receive_order(), [0, 1]);
+        let d = DistGraph {
+            sources: vec![2],
+            source_weights: vec![1],
+            destinations: vec![0, 0],
+            destination_weights: vec![1, 1],
+            weighted: false,
+        };
+        let n = d.neighborhood();
+        assert_eq!(
+            (n.sources, n.destinations),
+            (vec![Some(2)], vec![Some(0), Some(0)])
+        );
     }
 
     #[test]

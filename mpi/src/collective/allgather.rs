@@ -19,6 +19,9 @@ impl Communicator {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_all_gather(send, recv, counts, displs);
+        }
         let (p, r) = self.p_r();
         if counts.len() != p || displs.len() != p || counts[r] != send.len() {
             return Err(bad(format!(
@@ -40,6 +43,9 @@ impl Communicator {
     ///
     /// `recv` not `size` times `send`.
     pub fn all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_all_gather_uniform(send, recv);
+        }
         let (counts, displs) = uniform(self.members.len(), send.len());
         self.all_gather_varcount_into(send, recv, &counts, &displs)
     }

@@ -92,6 +92,9 @@ impl Communicator {
         recv: &mut [T],
         op: &O,
     ) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_all_reduce(send, recv, op);
+        }
         let n = send.len();
         if recv.len() != n {
             return Err(bad(format!(

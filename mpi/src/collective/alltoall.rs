@@ -28,6 +28,16 @@ impl Communicator {
         recv_counts: &[usize],
         recv_displs: &[usize],
     ) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_all_to_all(
+                send,
+                send_counts,
+                send_displs,
+                recv,
+                recv_counts,
+                recv_displs,
+            );
+        }
         let (p, r) = self.p_r();
         if [send_counts, send_displs, recv_counts, recv_displs]
             .iter()
@@ -154,6 +164,9 @@ impl Communicator {
     ///
     /// Buffers that are not a multiple of `size` or differ in length.
     pub fn all_to_all_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_all_to_all_uniform(send, recv);
+        }
         let p = self.members.len();
         if send.len() % p != 0 || recv.len() != send.len() {
             return Err(bad(format!(

@@ -11,6 +11,9 @@ impl Communicator {
     ///
     /// [`Error::PeerGone`] and transport errors.
     pub fn barrier(&self) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_barrier();
+        }
         if self.members.len() == self.rt.size as usize
             && self.rt.with(|t| t.enter_world_barrier())?
         {

@@ -11,12 +11,18 @@ use crate::error::Result;
 
 impl Communicator {
     /// `MPI_Bcast` (§6.4): `buf` of `root` is copied into `buf` of every
-    /// member. Every member passes a buffer of the same length.
+    /// member. Every member passes a buffer of the same length. On an
+    /// inter-communicator `root` is [`crate::intercomm::ROOT`] at the
+    /// root, [`crate::intercomm::PROC_NULL`] in the rest of its group and
+    /// the root's rank in the other group, which receives (§6.2.2).
     ///
     /// # Errors
     ///
     /// Invalid root, length disagreement, dead peers.
     pub fn broadcast_into<T: Equivalence>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_bcast(buf, root);
+        }
         let root = self.check_root(root)?;
         let (p, _) = self.p_r();
         let bytes = as_bytes_mut(buf);

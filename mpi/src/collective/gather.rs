@@ -20,6 +20,9 @@ impl Communicator {
         recv: Option<(&mut [T], &[usize], &[usize])>,
         root: i32,
     ) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_gather(send, recv, root);
+        }
         let root = self.check_root(root)?;
         let (p, r) = self.p_r();
         if r != root {
@@ -75,6 +78,9 @@ impl Communicator {
         recv: Option<&mut [T]>,
         root: i32,
     ) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_gather_uniform(send, recv, root);
+        }
         let (counts, displs) = uniform(self.members.len(), send.len());
         self.gather_varcount_into(send, recv.map(|b| (b, &counts[..], &displs[..])), root)
     }
@@ -91,6 +97,9 @@ impl Communicator {
         recv: &mut [T],
         root: i32,
     ) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_scatter(send, recv, root);
+        }
         let root = self.check_root(root)?;
         let (p, r) = self.p_r();
         if r != root {
@@ -136,6 +145,9 @@ impl Communicator {
         recv: &mut [T],
         root: i32,
     ) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_scatter_uniform(send, recv, root);
+        }
         let (counts, displs) = uniform(self.members.len(), recv.len());
         self.scatter_varcount_into(send.map(|b| (b, &counts[..], &displs[..])), recv, root)
     }

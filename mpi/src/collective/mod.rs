@@ -90,12 +90,23 @@
 //!   the whole vector.
 //! - reduce_scatter(_block) (§6.10): reduce to rank 0, then scatterv.
 //! - alltoallw (§6.8) is alltoallv over bytes, with byte displacements.
+//! - the neighborhood collectives (MPI 5.0 §8.6, `neighbor.rs`): every
+//!   receive from a source, then every send to a destination, posted at
+//!   once (neighbourhoods are small); nonblocking (§8.7), one round of a
+//!   schedule. A process may appear several times among the neighbours:
+//!   the receives are posted in the order that pairs them with the
+//!   sender's blocks (`Neighborhood::receive_order`).
 //! - the nonblocking collectives (§6.12, `nonblocking.rs`): each is a
 //!   [`schedule`](self) of rounds of sends and receives with local steps
 //!   between them, which a request runs as it is tested or waited for
 //!   (and any other wait of the process advances); simple algorithms,
 //!   each message tagged with the collective's sequence number on the
 //!   communicator, so that several may be outstanding at once.
+//!
+//! - on inter-communicators (§6.2.2, `inter.rs`): the blocking
+//!   collectives but scan, exscan and the reduce-scatters, from the local
+//!   group's own collectives and messages between the groups' leaders or
+//!   straight between the groups.
 //!
 //! Counts and displacements of the `v` variants are in elements.
 //!
@@ -129,6 +140,8 @@ mod alltoall;
 mod barrier;
 mod bcast;
 mod gather;
+mod inter;
+mod neighbor;
 mod nonblocking;
 mod reduce;
 mod reduce_scatter;
@@ -159,6 +172,7 @@ const TAG_SCAN: u32 = 11;
 /// travels in the payload: tags above 11 would meet the nonblocking
 /// collectives' and the synchronous acknowledgements' ranges).
 pub(crate) const TAG_CREATE_GROUP: u32 = 12;
+const TAG_NEIGHBOR: u32 = 13;
 
 /// Bytes from which a broadcast scatters and allgathers.
 const BCAST_LARGE: usize = 128 << 10;

@@ -12,7 +12,9 @@ use crate::request::wait_all;
 
 impl Communicator {
     /// `MPI_Reduce` (§6.9.1): combines `send` of every member with `op`
-    /// into `recv` of `root` (`recv` is required at the root only).
+    /// into `recv` of `root` (`recv` is required at the root only). On an
+    /// inter-communicator, the other group's `send`s into the root's
+    /// `recv`, `root` as for [`Communicator::broadcast_into`].
     ///
     /// # Errors
     ///
@@ -24,6 +26,9 @@ impl Communicator {
         op: &O,
         root: i32,
     ) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_reduce(send, recv, op, root);
+        }
         let root = self.check_root(root)?;
         let (p, r) = self.p_r();
         let n = send.len();

@@ -24,6 +24,7 @@ impl Communicator {
         counts: &[usize],
         op: &O,
     ) -> Result<()> {
+        self.intra_collective()?;
         let (p, r) = self.p_r();
         if counts.len() != p {
             return Err(bad(format!("reduce_scatter: {p} counts needed")));
@@ -65,6 +66,7 @@ impl Communicator {
         recv: &mut [T],
         op: &O,
     ) -> Result<()> {
+        self.intra_collective()?;
         let (counts, _) = uniform(self.members.len(), recv.len());
         self.reduce_scatter_into(send, recv, &counts, op)
     }

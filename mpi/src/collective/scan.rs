@@ -21,6 +21,7 @@ impl Communicator {
         recv: &mut [T],
         op: &O,
     ) -> Result<()> {
+        self.intra_collective()?;
         if recv.len() != send.len() {
             return Err(bad(format!(
                 "scan: {} elements sent, {} received",
@@ -45,6 +46,7 @@ impl Communicator {
         recv: &mut [T],
         op: &O,
     ) -> Result<()> {
+        self.intra_collective()?;
         if recv.len() != send.len() {
             return Err(bad(format!(
                 "exscan: {} elements sent, {} received",

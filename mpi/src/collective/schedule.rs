@@ -392,6 +392,7 @@ impl Communicator {
         out: Option<&'b mut [T]>,
         copies: Vec<(Span, Range<usize>)>,
     ) -> Result<Request<'b>> {
+        self.intra_collective()?;
         let tag = self.next_nonblocking_tag();
         let mut s = Schedule {
             pending: Vec::new(),
