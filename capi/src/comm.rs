@@ -26,6 +26,7 @@ pub(crate) const UNEQUAL: c_int = 204;
 const COMM_TYPE_SHARED: c_int = 221;
 const COMM_TYPE_HW_UNGUIDED: c_int = 222;
 const COMM_TYPE_HW_GUIDED: c_int = 223;
+const COMM_TYPE_RESOURCE_GUIDED: c_int = 224;
 
 /// `MPI_MAX_OBJECT_NAME`, with the NUL.
 const MAX_OBJECT_NAME: usize = 128;
@@ -69,17 +70,6 @@ pub(crate) fn adopt(
     let h = handles::new_comm(comm, parent.errh.get())?;
     *lock(&handles::comm(h)?.meta.info) = hints;
     Ok(h)
-}
-
-/// The intra-communicator behind `comm`, for `what`, which is not
-/// defined on inter-communicators (`MPI_ERR_COMM`, saying so).
-fn intra(comm: Handle, what: &str) -> Res<std::rc::Rc<handles::CommEntry>> {
-    let c = handles::comm(comm)?;
-    if c.comm.is_inter() {
-        let why = format!("{what} needs an intra-communicator, not an inter-communicator");
-        return Err(crate::error::explained(MPI_ERR_COMM, &why));
-    }
-    Ok(c)
 }
 
 /// `MPI_Comm_dup(_with_info)`: a new communicator with the attributes
@@ -356,7 +346,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_create_group(
     newcomm: *mut Handle,
 ) -> c_int {
     boundary("MPI_Comm_create_group", comm, || {
-        let c = intra(comm, "MPI_Comm_create_group")?;
+        let c = handles::intra_for(comm, "MPI_Comm_create_group")?;
         let g = crate::group::lookup(group)?;
         let h = match c.comm.create_group(&g, tag)? {
             Some(n) => adopt(&c, n, Vec::new())?,
@@ -369,7 +359,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_create_group(
 
 /// `MPI_Comm_split_type` (§7.4.2): `MPI_COMM_TYPE_SHARED` groups the
 /// processes of one host (same host name); `MPI_COMM_TYPE_HW_GUIDED`
-/// does so for the `mpi_hw_resource_type` `mpi_shared_memory` and gives
+/// and `MPI_COMM_TYPE_RESOURCE_GUIDED` (MPI 4.1) do so for the `mpi_hw_resource_type` `mpi_shared_memory` and gives
 /// `MPI_COMM_NULL` for any other; `MPI_COMM_TYPE_HW_UNGUIDED` does so
 /// when that makes a strictly smaller group, `MPI_COMM_NULL` otherwise;
 /// `MPI_UNDEFINED` gives `MPI_COMM_NULL`. Ordered by `key`, then rank.
@@ -387,13 +377,13 @@ pub(crate) unsafe extern "C" fn MPI_Comm_split_type(
     newcomm: *mut Handle,
 ) -> c_int {
     boundary("MPI_Comm_split_type", comm, || {
-        let c = intra(comm, "MPI_Comm_split_type")?;
+        let c = handles::intra_for(comm, "MPI_Comm_split_type")?;
         let hints = info::pairs(info, true)?;
         let host = ffi::hostname();
         let by_host = match split_type {
             UNDEFINED => None,
             COMM_TYPE_SHARED | COMM_TYPE_HW_UNGUIDED => Some(host.as_str()),
-            COMM_TYPE_HW_GUIDED => hints
+            COMM_TYPE_HW_GUIDED | COMM_TYPE_RESOURCE_GUIDED => hints
                 .iter()
                 .any(|(k, v)| k == "mpi_hw_resource_type" && v == "mpi_shared_memory")
                 .then_some(host.as_str()),
@@ -446,7 +436,13 @@ pub(crate) unsafe extern "C" fn MPI_Comm_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     boundary("MPI_Comm_get_name", comm, || {
-        let n = lock(&handles::comm(comm)?.meta.name).clone();
+        // The null handle is named too, as in MPICH and Open MPI (mpi4py
+        // relies on it).
+        let n = if handles::value(comm) == handles::COMM_NULL {
+            "MPI_COMM_NULL".to_owned()
+        } else {
+            lock(&handles::comm(comm)?.meta.name).clone()
+        };
         // SAFETY: the caller passes the buffer and length pointers.
         unsafe { ffi::write_str(name, MAX_OBJECT_NAME, &n, resultlen) }
     })

@@ -234,6 +234,24 @@ int main(int argc, char **argv) {
     /* one host: no strictly smaller hardware level. */
     OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, 0, MPI_INFO_NULL, &sh));
     CHECK(sh == MPI_COMM_NULL);
+    /* resource-guided (MPI 4.1): shared memory is the host; no hint or
+     * an unknown resource gives MPI_COMM_NULL. */
+    {
+        MPI_Info hint;
+        OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, MPI_INFO_NULL,
+                               &sh));
+        CHECK(sh == MPI_COMM_NULL);
+        OK(MPI_Info_create(&hint));
+        OK(MPI_Info_set(hint, "mpi_hw_resource_type", "no-such-thing"));
+        OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, hint, &sh));
+        CHECK(sh == MPI_COMM_NULL);
+        OK(MPI_Info_set(hint, "mpi_hw_resource_type", "mpi_shared_memory"));
+        OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, hint, &sh));
+        CHECK(sh != MPI_COMM_NULL);
+        CHECK(sum_on(sh) == size * (size - 1) / 2);
+        OK(MPI_Comm_free(&sh));
+        OK(MPI_Info_free(&hint));
+    }
 
     /* Comm_idup: complete at once, a working copy. */
     MPI_Comm c2;
@@ -253,6 +271,8 @@ int main(int argc, char **argv) {
     CHECK(strcmp(name, "MPI_COMM_WORLD") == 0 && len == 14);
     OK(MPI_Comm_get_name(MPI_COMM_SELF, name, &len));
     CHECK(strcmp(name, "MPI_COMM_SELF") == 0 && len == 13);
+    OK(MPI_Comm_get_name(MPI_COMM_NULL, name, &len));
+    CHECK(strcmp(name, "MPI_COMM_NULL") == 0 && len == 13);
     OK(MPI_Comm_get_name(c2, name, &len));
     CHECK(len == 0 && name[0] == 0);
     OK(MPI_Comm_set_name(c2, "a copy"));
