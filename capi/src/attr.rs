@@ -316,7 +316,31 @@ unsafe fn put_found(found: Option<*mut c_void>, value: *mut c_void, flag: *mut c
     }
 }
 
-fn create_keyval(
+/// Creates a keyval for `object` with these callbacks and writes it to
+/// `out`: `MPI_ERR_ARG` for a null `out` before anything is created, so
+/// a refused call leaves no keyval behind.
+///
+/// # Safety
+///
+/// `out` is null or valid for a write of one `int`.
+unsafe fn create_keyval(
+    object: Object,
+    copy: *const c_void,
+    del: *const c_void,
+    out: *mut c_int,
+    extra: *mut c_void,
+) -> Res<()> {
+    if out.is_null() {
+        return Err(Code(MPI_ERR_ARG));
+    }
+    let k = new_keyval(object, copy, del, extra)?;
+    // SAFETY: non-null (checked above), valid by this function's
+    // contract.
+    unsafe { ffi::out(out, k) }
+}
+
+/// A new keyval for `object` with these callbacks.
+fn new_keyval(
     object: Object,
     copy: *const c_void,
     del: *const c_void,
@@ -402,9 +426,9 @@ pub(crate) unsafe extern "C" fn MPI_Comm_create_keyval(
 ) -> c_int {
     boundary("MPI_Comm_create_keyval", std::ptr::null_mut(), || {
         handles::running()?;
-        let k = create_keyval(Object::Comm, copy, delete, extra_state)?;
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(keyval, k) }
+        // SAFETY: the caller passes a valid output pointer (or null,
+        // refused before the keyval is made).
+        unsafe { create_keyval(Object::Comm, copy, delete, keyval, extra_state) }
     })
 }
 
@@ -423,9 +447,9 @@ pub(crate) unsafe extern "C" fn MPI_Keyval_create(
 ) -> c_int {
     boundary("MPI_Keyval_create", std::ptr::null_mut(), || {
         handles::running()?;
-        let k = create_keyval(Object::Comm, copy, delete, extra_state)?;
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(keyval, k) }
+        // SAFETY: the caller passes a valid output pointer (or null,
+        // refused before the keyval is made).
+        unsafe { create_keyval(Object::Comm, copy, delete, keyval, extra_state) }
     })
 }
 
@@ -596,9 +620,9 @@ pub(crate) unsafe extern "C" fn MPI_Type_create_keyval(
 ) -> c_int {
     boundary("MPI_Type_create_keyval", std::ptr::null_mut(), || {
         handles::running()?;
-        let k = create_keyval(Object::Type, copy, delete, extra_state)?;
-        // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(keyval, k) }
+        // SAFETY: the caller passes a valid output pointer (or null,
+        // refused before the keyval is made).
+        unsafe { create_keyval(Object::Type, copy, delete, keyval, extra_state) }
     })
 }
 
@@ -688,7 +712,7 @@ mod tests {
         let null = std::ptr::null::<c_void>();
         let dup = std::ptr::without_provenance::<c_void>(1);
         let keys: Vec<c_int> = (0..4)
-            .map(|_| create_keyval(Object::Type, dup, null, std::ptr::null_mut()).unwrap())
+            .map(|_| new_keyval(Object::Type, dup, null, std::ptr::null_mut()).unwrap())
             .collect();
         // A handle value no datatype has: the cache does not look.
         let shared = crate::table::fresh_handle();
@@ -727,7 +751,7 @@ mod tests {
         }
         type_free(handles::handle(shared)).unwrap();
         // A communicator's keyval is not a datatype's, nor the reverse.
-        let ck = create_keyval(Object::Comm, null, null, std::ptr::null_mut()).unwrap();
+        let ck = new_keyval(Object::Comm, null, null, std::ptr::null_mut()).unwrap();
         assert!(get_in(Object::Type, Some(&c), ck).is_err());
         assert!(get_in(Object::Comm, Some(&c), keys[0]).is_err());
         for mut k in keys.into_iter().chain([ck]) {

@@ -6,7 +6,8 @@
 //! A side whose datatypes are all flat (their elements are exactly the
 //! `n × extent` bytes at the address: predefined types, contiguous
 //! derived ones) is the user's memory itself, read and written in place
-//! with no copy. Any other side is staged: its pieces are packed one
+//! with no copy: the bytes from its lowest piece to its highest, as
+//! displacements may be negative (§6.8). Any other side is staged: its pieces are packed one
 //! after the other (`buffer.rs`'s packed form, as point-to-point messages
 //! carry them) before the collective runs, or received into a staging
 //! buffer that is unpacked into the user's layout when the collective
@@ -149,14 +150,20 @@ pub(crate) fn reduction_side<C: Int>(buf: *const c_void, n: C, dt: Handle) -> Re
 
 /// One side of a collective: its pieces, and the byte layout the `mpi`
 /// crate's collectives see (per-rank byte counts and offsets in a buffer
-/// of `len` bytes: the user's memory if `direct`, else the packed data).
-/// Resolved once, a side can start a collective any number of times (a
-/// persistent one's, cloned at each `MPI_Start`).
+/// of `len` bytes: the user's memory from `lo` bytes past `base` if
+/// `direct`, else the packed data). Resolved once, a side can start a
+/// collective any number of times (a persistent one's, cloned at each
+/// `MPI_Start`).
 #[derive(Clone)]
 pub(crate) struct Side {
     base: *const c_void,
     pieces: Vec<Piece>,
     direct: bool,
+    /// The lowest byte offset of a non-empty piece (direct sides; 0
+    /// otherwise): displacements are relative to the buffer's address
+    /// and may be negative (§6.8, §8.6.2), so the memory the collective
+    /// sees starts there.
+    lo: isize,
     counts: Vec<usize>,
     displs: Vec<usize>,
     len: usize,
@@ -166,15 +173,32 @@ impl Side {
     fn new(base: *const c_void, pieces: Vec<Piece>, direct: bool) -> Res<Side> {
         let (mut counts, mut displs) = (Vec::new(), Vec::new());
         let mut len = 0usize;
-        for p in &pieces {
-            if direct {
+        let mut lo = 0isize;
+        if direct {
+            // Each piece's bytes as a range of offsets from `base`; an
+            // empty one has none, whatever its displacement.
+            let mut ranges = Vec::with_capacity(pieces.len());
+            for p in &pieces {
                 let extent = usize::try_from(p.d.map.extent()).unwrap_or(0);
-                let n = mul(p.n, extent)?;
-                let o = usize::try_from(p.off).map_err(|_| Code(MPI_ERR_ARG))?;
-                len = len.max(o.checked_add(n).ok_or(Code(MPI_ERR_ARG))?);
-                counts.push(n);
-                displs.push(o);
-            } else {
+                let n = isize::try_from(mul(p.n, extent)?).map_err(|_| Code(MPI_ERR_COUNT))?;
+                let end = p.off.checked_add(n).ok_or(Code(MPI_ERR_ARG))?;
+                ranges.push((n > 0).then_some((p.off, end)));
+            }
+            let used = ranges.iter().flatten();
+            lo = used.clone().map(|r| r.0).min().unwrap_or(0);
+            let hi = used.map(|r| r.1).max().unwrap_or(0);
+            len = hi
+                .checked_sub(lo)
+                .and_then(|l| usize::try_from(l).ok())
+                .ok_or(Code(MPI_ERR_ARG))?;
+            for r in ranges {
+                let (a, b) = r.unwrap_or((lo, lo));
+                // In `lo..=hi`, so both fit.
+                displs.push((a - lo) as usize);
+                counts.push((b - a) as usize);
+            }
+        } else {
+            for p in &pieces {
                 let n = mul(p.n, p.d.map.size())?;
                 displs.push(len);
                 counts.push(n);
@@ -185,10 +209,16 @@ impl Side {
             base,
             pieces,
             direct,
+            lo,
             counts,
             displs,
             len,
         })
+    }
+
+    /// The start of the user's memory a direct side's collective sees.
+    fn start_ptr(&self) -> *const c_void {
+        ffi::offset(self.base, self.lo).cast()
     }
 
     /// Whether the side is the user's memory (else it is staged).
@@ -232,7 +262,9 @@ impl Side {
     pub(crate) unsafe fn input<'a>(&self) -> Res<Cow<'a, [u8]>> {
         if self.direct {
             // SAFETY: by the caller's contract.
-            return Ok(Cow::Borrowed(unsafe { ffi::bytes(self.base, self.len) }?));
+            return Ok(Cow::Borrowed(unsafe {
+                ffi::bytes(self.start_ptr(), self.len)
+            }?));
         }
         let mut out = vec![0u8; self.len];
         for (p, &at) in self.pieces.iter().zip(&self.displs) {
@@ -286,7 +318,7 @@ impl Side {
     ) -> Res<R> {
         if self.direct {
             // SAFETY: by the caller's contract.
-            let b = unsafe { ffi::bytes_mut(self.base.cast_mut(), self.len) }?;
+            let b = unsafe { ffi::bytes_mut(self.start_ptr().cast_mut(), self.len) }?;
             return f(b, &self.counts, &self.displs);
         }
         let mut v = vec![0u8; self.len];
@@ -310,7 +342,7 @@ impl Side {
         if self.direct {
             // SAFETY: by the caller's contract (§6.12: the buffer is the
             // request's until it completes).
-            let b = unsafe { ffi::bytes_mut(self.base.cast_mut(), self.len) }?;
+            let b = unsafe { ffi::bytes_mut(self.start_ptr().cast_mut(), self.len) }?;
             return f(b, &self.counts, &self.displs);
         }
         let mut v = vec![0u8; self.len];
@@ -398,9 +430,13 @@ pub(crate) use with_c;
 /// body, and `start` makes the starter (`icoll.rs`) that the nonblocking
 /// form runs once and the persistent form at every `MPI_Start`. A
 /// collective that moves blocks says `moves f / if(args)` instead: its
-/// blocking body is `f(name, comm, args)`, its starter `if(args)`.
+/// blocking body is `f(name, comm, args)`, its starter `if(args)`. The
+/// generated docs cite §6.12 and §6.13 for the nonblocking and persistent
+/// forms; a leading `sections "§a", "§b";` cites others (the
+/// neighborhood collectives', §8.7 and §8.8).
 macro_rules! family {
     (
+        sections $nb:literal, $pers:literal;
         $(#[$doc:meta])*
         fn $b:ident, $b_c:ident; $i:ident, $i_c:ident; $p:ident, $p_c:ident
         ($($a:ident: $t:ty),* $(,)?) on $comm:ident as $n:ident
@@ -408,6 +444,7 @@ macro_rules! family {
         moves $f:ident / $if:ident ($($arg:ident),*);
     ) => {
         $crate::coll_stage::family! {
+            sections $nb, $pers;
             $(#[$doc])*
             fn $b, $b_c; $i, $i_c; $p, $p_c($($a: $t),*) on $comm as $n
             { $($prep;)* }
@@ -419,6 +456,7 @@ macro_rules! family {
         }
     };
     (
+        sections $nb:literal, $pers:literal;
         $(#[$doc:meta])*
         fn $b:ident, $b_c:ident; $i:ident, $i_c:ident; $p:ident, $p_c:ident
         ($($a:ident: $t:ty),* $(,)?) on $comm:ident as $n:ident
@@ -434,7 +472,7 @@ macro_rules! family {
             }
         }
         $crate::coll_stage::with_c! {
-            #[doc = concat!("`", stringify!($i), "` (§6.12): `", stringify!($b),
+            #[doc = concat!("`", stringify!($i), "` (", $nb, "): `", stringify!($b),
                 "` as a nonblocking collective, which the wait and test calls complete.")]
             ///
             /// # Safety
@@ -449,7 +487,7 @@ macro_rules! family {
             }
         }
         $crate::coll_stage::with_c! {
-            #[doc = concat!("`", stringify!($p), "` (§6.13): a persistent `",
+            #[doc = concat!("`", stringify!($p), "` (", $pers, "): a persistent `",
                 stringify!($i), "`, run anew at each `MPI_Start`; the info")]
             /// argument's hints change nothing.
             ///
@@ -460,23 +498,29 @@ macro_rules! family {
             fn $p, $p_c($($a: $t,)* info: Handle, req: *mut Handle) as $n => {
                 let _ = info;
                 $($prep;)*
-                // SAFETY: the init call's promise (§6.13): the buffers are
-                // valid whenever the request is active (the arrays are
-                // read now).
+                // SAFETY: the init call's promise (§6.13, §8.8): the
+                // buffers are valid whenever the request is active (the
+                // arrays are read now).
                 let start = unsafe { $start };
                 // SAFETY: the caller's contract is the init's.
                 unsafe { $crate::pcoll::init($n, $comm, req, start) }
             }
         }
     };
+    // The collectives' sections by default.
+    ($(#[$doc:meta])* fn $($rest:tt)*) => {
+        $crate::coll_stage::family! { sections "§6.12", "§6.13"; $(#[$doc])* fn $($rest)* }
+    };
 }
 pub(crate) use family;
 
 /// [`family`] for several collectives with one parameter list, given
-/// once before them.
+/// once before them (after the sections to cite, if not the
+/// collectives').
 macro_rules! families {
-    (($($params:tt)*) on $comm:ident as $n:ident;) => {};
+    (sections $nb:literal, $pers:literal; ($($params:tt)*) on $comm:ident as $n:ident;) => {};
     (
+        sections $nb:literal, $pers:literal;
         ($($params:tt)*) on $comm:ident as $n:ident;
         $(#[$doc:meta])*
         fn $b:ident, $b_c:ident; $i:ident, $i_c:ident; $p:ident, $p_c:ident
@@ -486,15 +530,19 @@ macro_rules! families {
         $($rest:tt)*
     ) => {
         $crate::coll_stage::family! {
+            sections $nb, $pers;
             $(#[$doc])*
             fn $b, $b_c; $i, $i_c; $p, $p_c($($params)*) on $comm as $n
             { $($prep;)* }
             blocking $block
             start $start;
         }
-        $crate::coll_stage::families! { ($($params)*) on $comm as $n; $($rest)* }
+        $crate::coll_stage::families! {
+            sections $nb, $pers; ($($params)*) on $comm as $n; $($rest)*
+        }
     };
     (
+        sections $nb:literal, $pers:literal;
         ($($params:tt)*) on $comm:ident as $n:ident;
         $(#[$doc:meta])*
         fn $b:ident, $b_c:ident; $i:ident, $i_c:ident; $p:ident, $p_c:ident
@@ -503,12 +551,21 @@ macro_rules! families {
         $($rest:tt)*
     ) => {
         $crate::coll_stage::family! {
+            sections $nb, $pers;
             $(#[$doc])*
             fn $b, $b_c; $i, $i_c; $p, $p_c($($params)*) on $comm as $n
             { $($prep;)* }
             moves $f / $if($($arg),*);
         }
-        $crate::coll_stage::families! { ($($params)*) on $comm as $n; $($rest)* }
+        $crate::coll_stage::families! {
+            sections $nb, $pers; ($($params)*) on $comm as $n; $($rest)*
+        }
+    };
+    // The collectives' sections by default.
+    (($($params:tt)*) on $comm:ident as $n:ident; $($rest:tt)*) => {
+        $crate::coll_stage::families! {
+            sections "§6.12", "§6.13"; ($($params)*) on $comm as $n; $($rest)*
+        }
     };
 }
 pub(crate) use families;

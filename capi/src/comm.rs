@@ -359,11 +359,15 @@ pub(crate) unsafe extern "C" fn MPI_Comm_create_group(
 
 /// `MPI_Comm_split_type` (§7.4.2): `MPI_COMM_TYPE_SHARED` groups the
 /// processes of one host (same host name); `MPI_COMM_TYPE_HW_GUIDED`
-/// and `MPI_COMM_TYPE_RESOURCE_GUIDED` (MPI 4.1) do so for the `mpi_hw_resource_type` `mpi_shared_memory` and gives
-/// `MPI_COMM_NULL` for any other; `MPI_COMM_TYPE_HW_UNGUIDED` does so
-/// when that makes a strictly smaller group, `MPI_COMM_NULL` otherwise;
-/// `MPI_UNDEFINED` gives `MPI_COMM_NULL`. Ordered by `key`, then rank.
-/// The new communicator keeps the hints of `info`. Collective.
+/// and `MPI_COMM_TYPE_RESOURCE_GUIDED` (MPI 4.1) do so for the
+/// `mpi_hw_resource_type` `mpi_shared_memory` and give `MPI_COMM_NULL`
+/// for any other; `MPI_COMM_TYPE_HW_UNGUIDED` does so when that makes a
+/// strictly smaller group, `MPI_COMM_NULL` otherwise; `MPI_UNDEFINED`
+/// gives `MPI_COMM_NULL`. Ordered by `key`, then rank. The new
+/// communicator keeps the hints of `info`. Collective. On an
+/// inter-communicator it is `MPI_Comm_split` with the host as the colour
+/// (§7.6.2): each host's processes of the two groups make an
+/// inter-communicator.
 ///
 /// # Safety
 ///
@@ -377,7 +381,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_split_type(
     newcomm: *mut Handle,
 ) -> c_int {
     boundary("MPI_Comm_split_type", comm, || {
-        let c = handles::intra_for(comm, "MPI_Comm_split_type")?;
+        let c = handles::comm(comm)?;
         let hints = info::pairs(info, true)?;
         let host = ffi::hostname();
         let by_host = match split_type {
@@ -389,7 +393,11 @@ pub(crate) unsafe extern "C" fn MPI_Comm_split_type(
                 .then_some(host.as_str()),
             _ => return Err(Code(MPI_ERR_ARG)),
         };
-        let made = c.comm.split_by_host(by_host, key)?;
+        let made = if c.comm.is_inter() {
+            c.comm.split(host_color(by_host), key)?
+        } else {
+            c.comm.split_by_host(by_host, key)?
+        };
         let made = made.filter(|n| split_type != COMM_TYPE_HW_UNGUIDED || n.size() < c.comm.size());
         let h = match made {
             Some(n) => adopt(&c, n, hints)?,
@@ -397,6 +405,17 @@ pub(crate) unsafe extern "C" fn MPI_Comm_split_type(
         };
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(newcomm, h) }
+    })
+}
+
+/// The split colour of a host on an inter-communicator: a hash of its
+/// name (every rank runs the same library, so the same hash), 31 bits.
+fn host_color(host: Option<&str>) -> mpi::Color {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    host.map_or(mpi::Color::Undefined, |h| {
+        let mut s = DefaultHasher::new();
+        h.hash(&mut s);
+        mpi::Color::With((s.finish() & 0x7fff_ffff) as u32)
     })
 }
 

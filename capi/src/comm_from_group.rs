@@ -6,9 +6,10 @@
 //! processes, and the members agree on a context id as
 //! `MPI_Comm_create_group` does, on `MPI_COMM_WORLD`'s collective
 //! context: a reduction to the group's first member and a broadcast back,
-//! among the members only. The string tag becomes that call's tag (a
-//! 31-bit FNV-1a hash, as `MPI_Intercomm_create_from_groups` makes of
-//! its own), which tells concurrent calls of overlapping groups apart; a
+//! among the members only. The string tag becomes that call's tag
+//! (`mpi::intercomm::string_tag`, the 31-bit FNV-1a hash that
+//! `MPI_Intercomm_create_from_groups` makes of its own), which tells
+//! concurrent calls of overlapping groups apart; a
 //! message of another call is an error, never taken for this one's.
 
 use o2g_mpi_abi_macros::export;
@@ -20,16 +21,6 @@ use crate::handles::{self, ErrMode, Handle};
 
 /// `MPI_MAX_STRINGTAG_LEN`, with the NUL.
 const MAX_STRINGTAG: usize = 1024;
-
-/// A tag of `0..=i32::MAX` for the string tag `s` (FNV-1a): equal strings
-/// give equal tags.
-fn string_tag(s: &str) -> i32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in s.bytes() {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    (h & 0x7fff_ffff) as i32
-}
 
 /// The error mode the error-handler handle `h` stands for (the
 /// communicator filled in when it is registered); `MPI_ERRHANDLER_NULL`
@@ -77,7 +68,7 @@ pub(crate) unsafe extern "C" fn MPI_Comm_create_from_group(
         let world = handles::comm(handles::handle(handles::COMM_WORLD))?;
         let comm = world
             .comm
-            .create_group(&g, string_tag(&tag))?
+            .create_group(&g, mpi::intercomm::string_tag(&tag))?
             .ok_or(Code(MPI_ERR_GROUP))?;
         let h = handles::new_comm(comm, mode)?;
         let c = handles::comm(h)?;
@@ -87,20 +78,4 @@ pub(crate) unsafe extern "C" fn MPI_Comm_create_from_group(
         // non-null above).
         unsafe { ffi::out(newcomm, h) }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::string_tag;
-
-    #[test]
-    fn string_tags_are_stable_non_negative_and_differ() {
-        assert_eq!(string_tag("abc"), string_tag("abc"));
-        assert_ne!(string_tag("abc"), string_tag("abd"));
-        assert!([string_tag(""), string_tag("x"), string_tag("\u{ff}")]
-            .iter()
-            .all(|&t| t >= 0));
-        // FNV-1a of the empty string, top bit cleared.
-        assert_eq!(string_tag(""), 0x011c_9dc5);
-    }
 }

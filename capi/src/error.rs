@@ -124,6 +124,7 @@ impl From<mpi::Error> for Code {
             E::InvalidRank { .. } => MPI_ERR_RANK,
             E::InvalidTag(_) => MPI_ERR_TAG,
             E::InvalidArgument(_) => MPI_ERR_ARG,
+            E::InvalidCommunicator(_) => MPI_ERR_COMM,
             E::PeerGone { .. } => MPI_ERR_PROC_ABORTED,
             E::ResourceExhausted(_) => MPI_ERR_NO_MEM,
             _ => MPI_ERR_OTHER,

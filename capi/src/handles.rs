@@ -204,6 +204,19 @@ pub(crate) fn intra(h: Handle) -> Res<Rc<CommEntry>> {
     Ok(c)
 }
 
+/// The intra-communicator behind `h`, for `what`, which is not defined
+/// on inter-communicators (`MPI_Comm_create_group`, `MPI_Comm_split_type`,
+/// the topology constructors, §8.1): as [`comm`], and `MPI_ERR_COMM`,
+/// saying so, for an inter-communicator.
+pub(crate) fn intra_for(h: Handle, what: &str) -> Res<Rc<CommEntry>> {
+    let c = comm(h)?;
+    if c.comm.is_inter() {
+        let why = format!("{what} needs an intra-communicator, not an inter-communicator");
+        return Err(crate::error::explained(MPI_ERR_COMM, &why));
+    }
+    Ok(c)
+}
+
 /// The error mode of the communicator behind `h`, `MPI_COMM_WORLD`'s if
 /// `h` is not one, and "return" before `MPI_Init` or after finalize.
 pub(crate) fn errmode(h: Handle) -> ErrMode {

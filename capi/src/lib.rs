@@ -27,7 +27,16 @@
 //!   `isendrecv.rs` (nonblocking send-receive), `grequest.rs`
 //!   (generalized requests), `coll_stage.rs` (the buffers of collectives,
 //!   any datatype, and their `int`/`_c` and blocking/nonblocking/
-//!   persistent forms) and `pcoll.rs` (persistent collectives).
+//!   persistent forms) and `pcoll.rs` (persistent collectives);
+//! - `comm_from_group.rs` is `MPI_Comm_create_from_group`,
+//!   `intercomm.rs` the inter-communicators (§7.6), `intercoll.rs` the
+//!   blocking collectives on them (§6.2.2), and `neighbor.rs` the
+//!   neighborhood collectives (§8.6–§8.8);
+//! - `coll_reduce.rs` holds the reductions beyond reduce, `icoll.rs`
+//!   the nonblocking collectives' starts, `op_types.rs` the reductions
+//!   on pair, complex and `long double` types, `buffer.rs` the bytes of
+//!   a (buffer, count, datatype) argument, `pack.rs` packing, and
+//!   `typector.rs` the datatype constructors.
 //!
 //! Threads: `MPI_THREAD_SINGLE`; all state is thread-local, and a call
 //! from another thread than the initialising one ends the job

@@ -161,6 +161,7 @@ unsafe fn ineighbor<'f, C: Int + 'f, D: Int + 'f>(
 }
 
 families! {
+    sections "§8.7", "§8.8";
     (
         sendbuf: *const c_void,
         sendcount: Count,
@@ -210,6 +211,7 @@ families! {
 }
 
 family! {
+    sections "§8.7", "§8.8";
     /// `MPI_Neighbor_allgatherv` (§8.6.1): as `MPI_Neighbor_allgather`
     /// with a count and a displacement (in extents) per source
     /// (nonblocking §8.7.1, persistent §8.8.1).
@@ -239,6 +241,7 @@ family! {
 }
 
 family! {
+    sections "§8.7", "§8.8";
     /// `MPI_Neighbor_alltoallv` (§8.6.2): as `MPI_Neighbor_alltoall` with
     /// a count and a displacement (in extents) per neighbour
     /// (nonblocking §8.7.2, persistent §8.8.2).
@@ -268,6 +271,7 @@ family! {
 }
 
 family! {
+    sections "§8.7", "§8.8";
     /// `MPI_Neighbor_alltoallw` (§8.6.2): blocks of a datatype each, at
     /// byte displacements (`MPI_Aint` in both forms), one per neighbour
     /// (nonblocking §8.7.2, persistent §8.8.2).

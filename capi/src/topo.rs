@@ -85,16 +85,15 @@ pub(crate) fn neighborhood(c: &CommEntry) -> Res<Neighborhood> {
     Ok(t.neighborhood(c.comm.rank())?)
 }
 
-/// Makes the communicator of the first `n` processes of `old` with the
+/// Makes the communicator of the first `n` processes of `c` with the
 /// topology `t`; `MPI_COMM_NULL` on the other processes.
-fn create_with(old: Handle, n: usize, t: Topology) -> Res<Handle> {
-    let c = handles::comm(old)?;
+fn create_with(c: &Rc<CommEntry>, n: usize, t: Topology) -> Res<Handle> {
     if n > c.comm.size() as usize {
         return Err(Code(MPI_ERR_ARG));
     }
     match c.comm.create_first(n)? {
         Some(new) => {
-            let h = adopt(&c, new, Vec::new())?;
+            let h = adopt(c, new, Vec::new())?;
             *lock(&handles::comm(h)?.meta.topo) = Some(Arc::new(t));
             Ok(h)
         }
@@ -167,9 +166,11 @@ pub(crate) unsafe extern "C" fn MPI_Cart_create(
     comm_cart: *mut Handle,
 ) -> c_int {
     boundary("MPI_Cart_create", comm_old, || {
+        // Topologies cannot be added to inter-communicators (§8.1).
+        let c = handles::intra_for(comm_old, "MPI_Cart_create")?;
         // SAFETY: the caller passes `ndims` entries each.
         let g = unsafe { grid(ndims, dims, periods) }?;
-        let h = create_with(comm_old, g.size(), Topology::Cartesian(g))?;
+        let h = create_with(&c, g.size(), Topology::Cartesian(g))?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(comm_cart, h) }
     })
@@ -405,9 +406,11 @@ pub(crate) unsafe extern "C" fn MPI_Graph_create(
     comm_graph: *mut Handle,
 ) -> c_int {
     boundary("MPI_Graph_create", comm_old, || {
+        // Topologies cannot be added to inter-communicators (§8.1).
+        let c = handles::intra_for(comm_old, "MPI_Graph_create")?;
         // SAFETY: the caller passes arrays of those lengths.
         let g = unsafe { graph_arg(nnodes, index, edges) }?;
-        let h = create_with(comm_old, g.nnodes(), Topology::Graph(g))?;
+        let h = create_with(&c, g.nnodes(), Topology::Graph(g))?;
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(comm_graph, h) }
     })
@@ -592,7 +595,8 @@ pub(crate) unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     comm_dist_graph: *mut Handle,
 ) -> c_int {
     boundary("MPI_Dist_graph_create_adjacent", comm_old, || {
-        let c = handles::comm(comm_old)?;
+        // Topologies cannot be added to inter-communicators (§8.1).
+        let c = handles::intra_for(comm_old, "MPI_Dist_graph_create_adjacent")?;
         let hints = crate::info::pairs(info, true)?;
         let (ni, no) = (
             count(indegree, MPI_ERR_ARG)?,
@@ -646,7 +650,8 @@ pub(crate) unsafe extern "C" fn MPI_Dist_graph_create(
     comm_dist_graph: *mut Handle,
 ) -> c_int {
     boundary("MPI_Dist_graph_create", comm_old, || {
-        let c = handles::comm(comm_old)?;
+        // Topologies cannot be added to inter-communicators (§8.1).
+        let c = handles::intra_for(comm_old, "MPI_Dist_graph_create")?;
         let hints = crate::info::pairs(info, true)?;
         let n = count(n, MPI_ERR_ARG)?;
         // SAFETY: the caller passes `n` entries each.

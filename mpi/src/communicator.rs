@@ -121,7 +121,7 @@ impl Communicator {
     pub(crate) fn intra_only(&self, what: &str) -> Result<()> {
         match self.inter {
             None => Ok(()),
-            Some(_) => Err(Error::InvalidArgument(format!(
+            Some(_) => Err(Error::InvalidCommunicator(format!(
                 "{what} needs an intra-communicator, not an inter-communicator"
             ))),
         }
@@ -311,7 +311,8 @@ impl Communicator {
     ///
     /// # Errors
     ///
-    /// As for [`Communicator::create`]; [`Error::InvalidTag`].
+    /// As for [`Communicator::create`]; [`Error::InvalidTag`];
+    /// [`Error::InvalidCommunicator`] on an inter-communicator.
     pub fn create_group(&self, group: &Group, tag: i32) -> Result<Option<Communicator>> {
         self.intra_only("MPI_Comm_create_group")?;
         self.subgroup(group)?;
@@ -400,6 +401,7 @@ impl Communicator {
     ///
     /// # Errors
     ///
+    /// [`Error::InvalidCommunicator`] on an inter-communicator (§8.1);
     /// [`Error::InvalidArgument`] if `n` is above the size; those of the
     /// allreduce that agrees on the context.
     pub fn create_first(&self, n: usize) -> Result<Option<Communicator>> {
@@ -421,6 +423,7 @@ impl Communicator {
     ///
     /// # Errors
     ///
+    /// [`Error::InvalidCommunicator`] on an inter-communicator;
     /// [`Error::InvalidArgument`] for a host name of 256 bytes or more;
     /// those of the collectives.
     pub fn split_by_host(&self, host: Option<&str>, key: i32) -> Result<Option<Communicator>> {

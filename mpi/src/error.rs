@@ -39,6 +39,12 @@ pub enum Error {
     /// counts say (`MPI_ERR_ARG`, `MPI_ERR_COUNT`, `MPI_ERR_BUFFER`).
     #[error("invalid argument: {0} (MPI_ERR_ARG)")]
     InvalidArgument(String),
+    /// A communicator unsuitable for the operation: an inter-communicator
+    /// where only intra-communicators are allowed (a virtual topology,
+    /// §8.1; a collective not provided on inter-communicators, §6.2.2),
+    /// or the other way round (`MPI_ERR_COMM`).
+    #[error("invalid communicator: {0} (MPI_ERR_COMM)")]
+    InvalidCommunicator(String),
     /// A peer process is gone: its connection closed or broke
     /// (`MPI_ERR_PROC_FAILED` in the fault-tolerance sense).
     #[error("peer world rank {rank} is gone: {reason}")]

@@ -94,7 +94,7 @@ pub const PROC_NULL: i32 = -3;
 
 /// Why a collective on an inter-communicator fails.
 pub(crate) const NOT_PROVIDED: &str =
-    "this collective operation is not provided on inter-communicators (MPI_ERR_COMM)";
+    "this collective operation is not provided on inter-communicators";
 
 /// The leaders' tags on collective contexts: above the collectives' small
 /// ones (`collective/mod.rs`), below the nonblocking collectives' range
@@ -119,9 +119,12 @@ fn bad(msg: String) -> Error {
     Error::InvalidArgument(msg)
 }
 
-/// A 31-bit tag for `MPI_Intercomm_create_from_groups`'s string tag
-/// (FNV-1a): equal strings give equal tags.
-fn string_tag(tag: &str) -> i32 {
+/// A tag of `0..=i32::MAX` for the string tag of
+/// `MPI_Intercomm_create_from_groups` or `MPI_Comm_create_from_group`
+/// (§7.6.2, §7.4.2), as [`Communicator::create_group`] takes it: the
+/// FNV-1a hash of its bytes, top bit cleared, so equal strings give
+/// equal tags on every process.
+pub fn string_tag(tag: &str) -> i32 {
     let mut h: u32 = 0x811c_9dc5;
     for b in tag.bytes() {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
@@ -212,7 +215,7 @@ impl Communicator {
     /// The inter-communicator part, or an error naming `what`.
     fn inter_part(&self, what: &str) -> Result<&Inter> {
         self.inter.as_deref().ok_or_else(|| {
-            bad(format!(
+            Error::InvalidCommunicator(format!(
                 "{what} needs an inter-communicator, not an intra-communicator"
             ))
         })
@@ -248,7 +251,7 @@ impl Communicator {
     pub(crate) fn intra_collective(&self) -> Result<()> {
         match self.inter {
             None => Ok(()),
-            Some(_) => Err(bad(NOT_PROVIDED.to_owned())),
+            Some(_) => Err(Error::InvalidCommunicator(NOT_PROVIDED.to_owned())),
         }
     }
 
@@ -281,9 +284,9 @@ impl Communicator {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] on an inter-communicator, for a group
-    /// that shares a process with the other, or for a leader without
-    /// `peer`; [`Error::InvalidRank`] for a leader out of range;
+    /// [`Error::InvalidCommunicator`] on an inter-communicator;
+    /// [`Error::InvalidArgument`] for a group that shares a process with
+    /// the other, or for a leader without `peer`; [`Error::InvalidRank`] for a leader out of range;
     /// [`Error::InvalidTag`]; those of the collectives and of the leaders'
     /// exchange (a tag that differs from the other leader's included).
     pub fn intercomm_create(
@@ -394,7 +397,9 @@ impl Communicator {
 
     /// The local leader's half of [`Communicator::agree_across`].
     fn leader_agree(&self, mine: &[u32], max: usize, proposal: u32) -> Result<(u32, Vec<u32>)> {
-        let bridge = self.bridge().ok_or_else(|| bad(NOT_PROVIDED.to_owned()))?;
+        let bridge = self
+            .bridge()
+            .ok_or_else(|| Error::InvalidCommunicator(NOT_PROVIDED.to_owned()))?;
         let mut out = vec![proposal];
         out.extend_from_slice(mine);
         let context = bridge.context + 1;
@@ -484,8 +489,8 @@ impl Communicator {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] on an intra-communicator; those of the
-    /// collectives and of the leaders' exchange.
+    /// [`Error::InvalidCommunicator`] on an intra-communicator; those of
+    /// the collectives and of the leaders' exchange.
     pub fn merge(&self, high: bool) -> Result<Communicator> {
         let inter = self.inter_part("MPI_Intercomm_merge")?;
         let (ctx, theirs) = self.agree_across(&[u32::from(high)], 1)?;
@@ -558,6 +563,9 @@ mod tests {
         assert_eq!(string_tag("a"), string_tag("a"));
         assert_ne!(string_tag("left"), string_tag("right"));
         assert!((0..100).all(|i| string_tag(&i.to_string()) >= 0));
+        assert!(["", "x", "\u{ff}"].iter().all(|s| string_tag(s) >= 0));
+        // FNV-1a of the empty string, top bit cleared.
+        assert_eq!(string_tag(""), 0x011c_9dc5);
     }
 
     #[test]

@@ -99,7 +99,7 @@ impl Communicator {
     /// algorithm for intra-communicators, which must not run on it.
     fn route(&self, context: u32) -> Result<()> {
         if self.inter.is_some() && context != self.context {
-            return Err(Error::InvalidArgument(
+            return Err(Error::InvalidCommunicator(
                 crate::intercomm::NOT_PROVIDED.to_owned(),
             ));
         }

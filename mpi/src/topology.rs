@@ -466,6 +466,7 @@ impl crate::Communicator {
     ///
     /// # Errors
     ///
+    /// [`Error::InvalidCommunicator`] on an inter-communicator (§8.1);
     /// [`Error::InvalidRank`] for an edge end outside the communicator;
     /// those of the collectives.
     pub fn dist_graph_from_edges(
@@ -473,6 +474,7 @@ impl crate::Communicator {
         edges: &[(i32, i32, i32)],
         weighted: bool,
     ) -> Result<DistGraph> {
+        self.intra_only("a distributed graph topology")?;
         let p = self.members.len();
         let size = self.size();
         let check = |r: i32| {

@@ -7,7 +7,8 @@
 use std::process::Command;
 
 use mpi::intercomm::{PROC_NULL, ROOT};
-use mpi::{Color, Communicator, Group, SystemOperation, ANY_SOURCE};
+use mpi::topology::Neighborhood;
+use mpi::{Color, Communicator, Error, Group, SystemOperation, ANY_SOURCE};
 
 type Check = Result<(), Box<dyn std::error::Error>>;
 
@@ -94,6 +95,30 @@ fn rank_main() -> Check {
         "scan on an inter-communicator"
     );
     ensure!(ic.create_group(&ic.group(), 0).is_err(), "create_group");
+    // No topology on an inter-communicator (§8.1), nor a neighborhood
+    // collective: refused as such, before any argument is looked at (a
+    // neighbour outside both groups included).
+    let unsuitable = |what: &str, r: mpi::Result<()>| -> Check {
+        match r {
+            Err(Error::InvalidCommunicator(_)) => Ok(()),
+            other => Err(format!("{what} on an inter-communicator: {other:?}").into()),
+        }
+    };
+    unsuitable("create_first", ic.create_first(1).map(drop))?;
+    unsuitable(
+        "dist_graph_from_edges",
+        ic.dist_graph_from_edges(&[], false).map(drop),
+    )?;
+    let far = Neighborhood::graph(vec![Some(1000)], vec![Some(1000)]);
+    let mut one = [0];
+    unsuitable(
+        "neighbor_all_to_all_into",
+        ic.neighbor_all_to_all_into(&far, &[1], &mut one),
+    )?;
+    unsuitable(
+        "ineighbor_all_gather_into",
+        ic.ineighbor_all_gather_into(&far, &[1], &mut one).map(drop),
+    )?;
 
     let dup = ic.dup()?;
     shape(&dup, lr, ln, rn, &remote_of)?;

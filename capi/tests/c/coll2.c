@@ -1,5 +1,6 @@
 /* Reductions beyond reduce/allreduce (MPI 5.0 §6.9-6.11): scan, exscan,
- * reduce_scatter(_block), alltoallw, reduce_local, MPI_Op_commutative,
+ * reduce_scatter(_block), alltoallw (also with negative displacements,
+ * as alltoallv), reduce_local, MPI_Op_commutative,
  * non-commutative user operations in rank order (2x2 matrix products),
  * MINLOC/MAXLOC on every C pair type, complex and long double
  * arithmetic, the MPI_Aint/Count/Offset types; each checked against a
@@ -157,6 +158,80 @@ static void alltoallw(void) {
     }
 }
 
+/* Alltoallw and Alltoallv with negative displacements, which are
+ * relative to the buffer's address (§6.8): rank r sends element k of its
+ * block for d as r * 100 + d * 10 + k. `how` 0: MPI_INT both ways (the
+ * user's memory, no copy); 1: a vector of two ints with a gap (extent
+ * 3 ints) both ways (staged); 2: ints sent, vectors received; 3: vectors
+ * sent, ints received. Blocks sit below the buffer's address for even
+ * ranks, above it for odd ones (so displacements of both signs); every
+ * value received is checked, and every int around them left as it was.
+ * Each blocking and nonblocking, then an Alltoallv in ints. */
+static void alltoall_negative(void) {
+    enum { SEN = 0x5a5a5a5a, MAXP = 64 };
+    static int sarea[8 * MAXP + 8], rarea[8 * MAXP + 8];
+    int *sbuf = sarea + 4 * MAXP + 4, *rbuf = rarea + 4 * MAXP + 4;
+    int sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP];
+    MPI_Datatype st[MAXP], rt[MAXP], vec2;
+    CHECK(size <= MAXP);
+    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vec2));
+    OK(MPI_Type_commit(&vec2));
+    /* Block i at ints place(i) .. place(i) + 3 of the buffer (4 ints,
+     * room for a vector and a gap). */
+#define PLACE(i) ((i) % 2 ? 4 * ((i) / 2) : -4 * ((i) / 2 + 1))
+    for (int how = 0; how < 4; how++) {
+        for (int nb = 0; nb < 2; nb++) {
+            int svec = how == 1 || how == 3, rvec = how == 1 || how == 2;
+            for (int i = 0; i < 8 * MAXP + 8; i++) sarea[i] = rarea[i] = SEN;
+            for (int d = 0; d < size; d++) {
+                st[d] = svec ? vec2 : MPI_INT;
+                sc[d] = svec ? 1 : 2;
+                sd[d] = (int)sizeof(int) * PLACE(d);
+                for (int k = 0; k < 2; k++)
+                    sbuf[PLACE(d) + (svec ? 2 * k : k)] = rank * 100 + d * 10 + k;
+                rt[d] = rvec ? vec2 : MPI_INT;
+                rc[d] = rvec ? 1 : 2;
+                rd[d] = (int)sizeof(int) * PLACE(size - 1 - d);
+            }
+            if (nb) {
+                MPI_Request r;
+                OK(MPI_Ialltoallw(sbuf, sc, sd, st, rbuf, rc, rd, rt, MPI_COMM_WORLD, &r));
+                OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            } else {
+                OK(MPI_Alltoallw(sbuf, sc, sd, st, rbuf, rc, rd, rt, MPI_COMM_WORLD));
+            }
+            int want[8 * MAXP + 8];
+            for (int i = 0; i < 8 * MAXP + 8; i++) want[i] = SEN;
+            int *w = want + 4 * MAXP + 4;
+            for (int s = 0; s < size; s++)
+                for (int k = 0; k < 2; k++)
+                    w[PLACE(size - 1 - s) + (rvec ? 2 * k : k)] = s * 100 + rank * 10 + k;
+            for (int i = 0; i < 8 * MAXP + 8; i++) {
+                if (rarea[i] != want[i]) {
+                    fprintf(stderr, "rank %d: alltoallw how %d nb %d: int %d is %d, expected %d\n",
+                            rank, how, nb, i - 4 * MAXP - 4, rarea[i], want[i]);
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+                }
+            }
+        }
+    }
+    /* Alltoallv: 1 + d % 2 ints to rank d, displacements in ints. */
+    for (int i = 0; i < 8 * MAXP + 8; i++) sarea[i] = rarea[i] = SEN;
+    for (int d = 0; d < size; d++) {
+        sc[d] = 1 + d % 2;
+        sd[d] = PLACE(d);
+        for (int k = 0; k < sc[d]; k++) sbuf[sd[d] + k] = rank * 100 + d * 10 + k;
+        rc[d] = 1 + rank % 2;
+        rd[d] = PLACE(size - 1 - d);
+    }
+    OK(MPI_Alltoallv(sbuf, sc, sd, MPI_INT, rbuf, rc, rd, MPI_INT, MPI_COMM_WORLD));
+    for (int s = 0; s < size; s++)
+        for (int k = 0; k < 4; k++)
+            CHECK(rbuf[rd[s] + k] == (k < rc[s] ? s * 100 + rank * 10 + k : SEN));
+#undef PLACE
+    OK(MPI_Type_free(&vec2));
+}
+
 #define LOC_CHECK(VT, PT, MT)                                                      \
     do {                                                                           \
         struct { VT v; int i; } in_ = {(VT)((rank * 7) % 5), rank * 10}, mn_, mx_; \
@@ -273,6 +348,7 @@ int main(int argc, char **argv) {
     noncommutative(op);
     scans_and_scatters();
     alltoallw();
+    alltoall_negative();
     pairs();
     complex_and_long_double();
     address_types();

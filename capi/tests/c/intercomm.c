@@ -7,7 +7,8 @@
  * dup, idup, split, create, compare, names, attributes, free; the
  * blocking collectives (§6.2.2: MPI_ROOT and MPI_PROC_NULL roots,
  * blocks per remote process, a strided datatype); and what is not
- * provided on inter-communicators failing with MPI_ERR_COMM.
+ * provided on inter-communicators (topologies included) failing with
+ * MPI_ERR_COMM.
  * Correct for any number of ranks; at 1 rank only the errors are tested
  * (an inter-communicator needs two disjoint groups). */
 #include <string.h>
@@ -236,8 +237,15 @@ static void collectives(MPI_Comm ic, int color, int lr, int ln, int rn, int (*re
     OK(MPI_Type_free(&every_other));
 }
 
-/* What is not provided on an inter-communicator fails with MPI_ERR_COMM
- * (or, for a topology, another error), before any communication. */
+static int error_class(int rc) {
+    int c;
+    OK(MPI_Error_class(rc, &c));
+    return c;
+}
+
+/* What is not provided on an inter-communicator fails with MPI_ERR_COMM,
+ * before any communication: the topology constructors too (§8.1), even
+ * with arguments they would refuse for another reason. */
 static void not_provided(MPI_Comm ic) {
     int a = 1, b[64];
     MPI_Request r;
@@ -249,13 +257,41 @@ static void not_provided(MPI_Comm ic) {
     CHECK(MPI_Iallreduce(&a, b, 1, MPI_INT, MPI_SUM, ic, &r) == MPI_ERR_COMM);
     CHECK(MPI_Barrier_init(ic, MPI_INFO_NULL, &r) == MPI_ERR_COMM);
     MPI_Comm nc;
-    CHECK(MPI_Comm_split_type(ic, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &nc) == MPI_ERR_COMM);
+    /* (Comm_split_type is provided: every rank runs on one host, so
+     * splitting by host gives the same two groups back.) */
+    OK(MPI_Comm_split_type(ic, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &nc));
+    {
+        int inter, rs, want, ls, lwant;
+        OK(MPI_Comm_test_inter(nc, &inter));
+        OK(MPI_Comm_remote_size(nc, &rs));
+        OK(MPI_Comm_remote_size(ic, &want));
+        OK(MPI_Comm_size(nc, &ls));
+        OK(MPI_Comm_size(ic, &lwant));
+        CHECK(inter && rs == want && ls == lwant);
+        OK(MPI_Comm_free(&nc));
+    }
+    OK(MPI_Comm_split_type(ic, MPI_UNDEFINED, 0, MPI_INFO_NULL, &nc));
+    CHECK(nc == MPI_COMM_NULL);
     MPI_Group g;
     OK(MPI_Comm_group(ic, &g));
     CHECK(MPI_Comm_create_group(ic, g, 0, &nc) == MPI_ERR_COMM);
     OK(MPI_Group_free(&g));
-    int dims[1] = {1}, periods[1] = {0};
-    CHECK(MPI_Cart_create(ic, 1, dims, periods, 0, &nc) != MPI_SUCCESS);
+    int dims[1] = {1}, periods[1] = {0}, bad_dims[1] = {-1};
+    CHECK(error_class(MPI_Cart_create(ic, 1, dims, periods, 0, &nc)) == MPI_ERR_COMM);
+    CHECK(error_class(MPI_Cart_create(ic, 1, bad_dims, periods, 0, &nc)) == MPI_ERR_COMM);
+    int index[1] = {1}, edges[1] = {0};
+    CHECK(error_class(MPI_Graph_create(ic, 1, index, edges, 0, &nc)) == MPI_ERR_COMM);
+    int src = 0, deg = 1, dst = 0, far = 1 << 20, w = 1;
+    CHECK(error_class(MPI_Dist_graph_create(ic, 1, &src, &deg, &dst, &w,
+                                            MPI_INFO_NULL, 0, &nc)) == MPI_ERR_COMM);
+    CHECK(error_class(MPI_Dist_graph_create(ic, 1, &far, &deg, &far, &w,
+                                            MPI_INFO_NULL, 0, &nc)) == MPI_ERR_COMM);
+    CHECK(error_class(MPI_Dist_graph_create_adjacent(ic, 1, &src, &w, 1, &dst, &w,
+                                                     MPI_INFO_NULL, 0, &nc)) ==
+          MPI_ERR_COMM);
+    CHECK(error_class(MPI_Dist_graph_create_adjacent(ic, 1, &far, &w, 1, &far, &w,
+                                                     MPI_INFO_NULL, 0, &nc)) ==
+          MPI_ERR_COMM);
 }
 
 static int copied;

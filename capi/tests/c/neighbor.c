@@ -13,7 +13,8 @@
  * 2d+1-e; otherwise the k-th block sent to a process lands in the k-th
  * block it receives from the sender. Persistent requests are started
  * three times, the send data changed in between. Vector types (with
- * gaps) check the staging of non-contiguous data. Also: MPI_ERR_TOPOLOGY
+ * gaps) check the staging of non-contiguous data. The alltoallv and
+ * alltoallw int forms take negative displacements. Also: MPI_ERR_TOPOLOGY
  * without a topology, MPI_ERR_BUFFER for MPI_IN_PLACE. Correct for any
  * number of ranks. */
 #include <stdlib.h>
@@ -248,7 +249,8 @@ static void t_alltoall(const Topo *t, int mode, int big) {
 static int cnt_v(int s, int i) { return (s + i) % 3; }
 
 /* MPI_Neighbor_alltoallv: blocks of cnt_v ints, a gap after each; the
- * receive blocks in reverse order. */
+ * receive blocks in reverse order; negative displacements in the int
+ * form. */
 static void t_alltoallv(const Topo *t, int mode, int big) {
     int send[4 * MAXD], recv[4 * MAXD], want[4 * MAXD];
     int sc[MAXD], sd[MAXD], rc[MAXD], rd[MAXD];
@@ -269,6 +271,11 @@ static void t_alltoallv(const Topo *t, int mode, int big) {
         rcc[j] = rc[j];
         rdc[j] = rd[j];
     }
+    /* The int form's displacements, from the end of the send blocks and
+     * the middle of the receive ones: negative, or of both signs. */
+    int nsd[MAXD], nrd[MAXD];
+    for (int i = 0; i < t->outdeg; i++) nsd[i] = sd[i] - sat;
+    for (int j = 0; j < t->indeg; j++) nrd[j] = rd[j] - rat / 2;
     MPI_Request req = MPI_REQUEST_NULL;
     for (int gen = 0; gen < rounds(mode); gen++) {
         fill(send, sat, -1);
@@ -281,7 +288,7 @@ static void t_alltoallv(const Topo *t, int mode, int big) {
                 for (int k = 0; k < rc[j]; k++)
                     want[rd[j] + k] = val(t->src[j], t->blk[j], k, gen);
         RUN(alltoallv, mode, big, gen, &req,
-            (send, sc, sd, MPI_INT, recv, rc, rd, MPI_INT, t->comm),
+            (send + sat, sc, nsd, MPI_INT, recv + rat / 2, rc, nrd, MPI_INT, t->comm),
             (send, scc, sdc, MPI_INT, recv, rcc, rdc, MPI_INT, t->comm));
         same(t, "alltoallv", mode, big, recv, want, rat);
     }
@@ -294,7 +301,7 @@ static int cnt_w(int s, int i) { return 2 * (1 + (s + i) % 2); }
 /* MPI_Neighbor_alltoallw: sent as ints, received into odd blocks as
  * vectors (two ints with a gap each), into even ones as ints; byte
  * displacements, a gap after each block, the receive blocks in reverse
- * order. */
+ * order; negative displacements in the int form. */
 static void t_alltoallw(const Topo *t, int mode, int big) {
     int send[5 * MAXD], recv[7 * MAXD], want[7 * MAXD];
     int sc[MAXD], rc[MAXD];
@@ -322,6 +329,12 @@ static void t_alltoallw(const Topo *t, int mode, int big) {
         }
         rcc[j] = rc[j];
     }
+    /* The int form's byte displacements, from the end of the send
+     * blocks and the middle of the receive ones: negative, or of both
+     * signs. */
+    MPI_Aint nsd[MAXD], nrd[MAXD];
+    for (int i = 0; i < t->outdeg; i++) nsd[i] = sd[i] - (MPI_Aint)sizeof(int) * sat;
+    for (int j = 0; j < t->indeg; j++) nrd[j] = rd[j] - (MPI_Aint)sizeof(int) * (rat / 2);
     MPI_Request req = MPI_REQUEST_NULL;
     for (int gen = 0; gen < rounds(mode); gen++) {
         fill(send, sat, -1);
@@ -340,7 +353,7 @@ static void t_alltoallw(const Topo *t, int mode, int big) {
             }
         }
         RUN(alltoallw, mode, big, gen, &req,
-            (send, sc, sd, st, recv, rc, rd, rt, t->comm),
+            (send + sat, sc, nsd, st, recv + rat / 2, rc, nrd, rt, t->comm),
             (send, scc, sd, st, recv, rcc, rd, rt, t->comm));
         same(t, "alltoallw", mode, big, recv, want, rat);
     }

@@ -2,7 +2,8 @@
  * predefined callbacks (MPI_TYPE_DUP_FN, MPI_TYPE_NULL_COPY_FN,
  * MPI_TYPE_NULL_DELETE_FN), copies by MPI_Type_dup, deletes by
  * MPI_Type_free, MPI_Type_delete_attr and setting over a value,
- * attributes on predefined types, and the error classes of bad input.
+ * attributes on predefined types, and the error classes of bad input
+ * (no keyval made by a call refused for a null output pointer).
  * Every callback call is counted and what it saw checked. Local to each
  * process: correct at any number of ranks. */
 #include <stdint.h>
@@ -212,6 +213,27 @@ int main(int argc, char **argv) {
     CHECK(error_class(MPI_Type_set_attr(MPI_DATATYPE_NULL, key, NULL)) == MPI_ERR_TYPE);
     CHECK(error_class(MPI_Type_get_attr(MPI_INT, key, &v, NULL)) == MPI_ERR_ARG);
     CHECK(error_class(MPI_Type_create_keyval(copy_fn, delete_fn, NULL, NULL)) == MPI_ERR_ARG);
+    /* A keyval refused for its null output pointer is never made: o2g's
+     * handle values go up by 16 from one object to the next, so the keyval
+     * made after each refused call is the next one after the keyval made
+     * before it. */
+    {
+        int before, after;
+        for (int f = 0; f < 3; f++) {
+            OK(MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &before,
+                                      NULL));
+            int rc = f == 0   ? MPI_Type_create_keyval(copy_fn, delete_fn, NULL, NULL)
+                     : f == 1 ? MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN,
+                                                       MPI_COMM_NULL_DELETE_FN, NULL, NULL)
+                              : MPI_Keyval_create(MPI_NULL_COPY_FN, MPI_NULL_DELETE_FN, NULL, NULL);
+            CHECK(error_class(rc) == MPI_ERR_ARG);
+            OK(MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &after,
+                                      NULL));
+            CHECK(after == before + 16);
+            OK(MPI_Type_free_keyval(&before));
+            OK(MPI_Type_free_keyval(&after));
+        }
+    }
     CHECK(error_class(MPI_Type_free_keyval(NULL)) == MPI_ERR_ARG);
 
     OK(MPI_Comm_free_keyval(&commkey));

@@ -49,6 +49,10 @@ impl Communicator {
         recv_counts: &[usize],
         recv_displs: &[usize],
     ) -> Result<Messages> {
+        // Refused on an inter-communicator, which has no topology (§8.1),
+        // before any message could go to a rank of the remote group (the
+        // nonblocking forms come here too, ahead of `start_schedule`).
+        self.intra_collective()?;
         let (p, _) = self.p_r();
         let (ins, outs) = (nbrs.sources.len(), nbrs.destinations.len());
         if send_counts.len() != outs || send_displs.len() != outs {

@@ -25,9 +25,11 @@
 //! (§6.12), so the counts agree, and collectives outstanding together
 //! never match each other's messages, nor those of blocking collectives
 //! (whose tags are small constants). Within a schedule the rounds of one
-//! member run in order and each round has at most one message from each
-//! peer, so the receives of a pair of members match in the order the
-//! sender sent (non-overtaking, §3.5).
+//! member run in order, and a round's messages between a pair of members
+//! (at most one in most collectives; several in a neighborhood
+//! collective, whose neighbours may repeat) match in the order they are
+//! posted, as the sender posts its sends and the receiver its receives
+//! (non-overtaking, §3.5).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
