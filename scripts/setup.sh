@@ -19,8 +19,9 @@ DEB_PACKAGES=(
     # compilers are the peers the main job compares against
     mpich libmpich-dev openmpi-bin libopenmpi-dev
     # the C ABI's tests: C++ programs on mpi.h (mpicxx), and pkg-config
-    # on o2g-mpi.pc
-    g++ pkg-config
+    # on o2g-mpi.pc; mpi4py built from source for its test suite
+    # (scripts/mpi4py.sh)
+    g++ pkg-config python3-dev python3-venv python3-pip
     # system calls per received message, counted in the guest (bench suite)
     strace
     # perf profiles in the guest (bench-profile; qemu/vm.sh copies perf in,

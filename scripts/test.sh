@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: set up what is missing, then run every test.
 #   1. host: cargo fmt --check, clippy, cargo test --workspace, bounded
-#      cargo-fuzz of o2g-core (no VM, no kernel)
+#      cargo-fuzz of o2g-core (no VM, no kernel), and a fixed subset of
+#      mpi4py's test suite on the C ABI (scripts/mpi4py.sh)
 #   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here)
 #   3. one VM: the module suite (qemu/suites/module.suite)
 #   4. three VMs on a private network: the cluster suite
@@ -33,7 +34,7 @@ stage() {
 mkdir -p "$logdir"
 
 echo "KTAP version 1"
-echo "1..10"
+echo "1..11"
 n=0
 
 # result OK NAME [REASON]: this run's next result line (OK: 1 or 0).
@@ -85,6 +86,16 @@ fi
 # (default 10 here) seconds each, against its model.
 stage "fuzz"
 step "fuzz o2g-core (scripts/fuzz.sh)" env O2G_FUZZ_SECS="${O2G_FUZZ_SECS:-10}" "$O2G_ROOT/scripts/fuzz.sh"
+
+# mpi4py's own tests (a fixed subset) on the C ABI, over every host
+# transport and under MPICH's mpiexec: each test counted once per run.
+stage "mpi4py"
+"$O2G_ROOT/scripts/mpi4py.sh" 2>&1 | tee "$logdir/mpi4py.log"
+m4_rc=${PIPESTATUS[0]}
+read -r p f < <(awk '/^mpi4py: [0-9]+ passed/ {p = $2; f = $4} END {print p + 0, f + 0}' "$logdir/mpi4py.log")
+if ((m4_rc != 0 && f == 0)); then f=1; fi
+passed=$((passed + p)); failed=$((failed + f))
+result $((f == 0)) "mpi4py's test suite (scripts/mpi4py.sh)" "$p passed, $f failed"
 
 # In-guest suites: count each in-guest test, from vm.sh's KTAP output
 # (shown nested).

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# mpi4py's own test suite on o2g's C ABI (issue 23).
+#
+# Builds mpi4py from its PyPI source against capi/include/mpi.h with
+# capi/mpicc (MPI4PY_BUILD_CONFIGURE=1: its build probes which functions
+# the library exports, so a function o2g lacks raises NotImplementedError
+# instead of failing the import), into a virtualenv cached under
+# $O2G_CACHE/mpi4py, keyed by mpi4py's version and the hashes of mpi.h and
+# of the library's list of exported functions. Then runs a fixed subset of
+# its test modules on 2 ranks: under o2grun over each host transport, and
+# once under MPICH's mpiexec (hydra, PMI-1). The tests always use this
+# tree's libmpi_abi.so (LD_LIBRARY_PATH overrides the cached build's
+# RUNPATH).
+#
+#   scripts/mpi4py.sh            the fixed subset (about a minute per run)
+#   O2G_MPI4PY_ALL=1 scripts/mpi4py.sh
+#                                the whole suite, over sockets-epoll only
+#
+# Prints unittest's summaries and, last, "mpi4py: P passed, F failed, S
+# skipped" (each test counted once per run; a test fails if it fails on
+# any rank). Exits non-zero if any test failed or a run did not finish.
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$O2G_ROOT"
+
+: "${MPI4PY_VERSION:=4.1.2}"
+target="$O2G_ROOT/target/debug"
+
+# The test modules of the default run: point-to-point, collectives
+# (blocking, nonblocking, persistent, neighborhood; buffers, objects,
+# vectors), datatypes, packing, communicators, inter-communicators,
+# groups, topologies, requests, statuses, errors, info, attributes,
+# operations, matched probes, message specifications, pickle-5, buffers,
+# the environment. The modules left out test what o2g does not provide
+# (one-sided communication, MPI-IO, dynamic processes, sessions: see
+# capi/README.md's function table) or only call the library through
+# other languages (cffi, ctypes, DLPack).
+SUBSET=(
+    test_p2p_buf test_p2p_obj test_p2p_buf_matched test_p2p_obj_matched
+    test_cco_buf test_cco_obj test_cco_vec test_cco_nb_buf test_cco_nb_vec
+    test_cco_pr_buf test_cco_pr_vec test_cco_ngh_buf test_cco_ngh_obj
+    test_cco_pr_ngh_buf test_cco_buf_inter test_cco_obj_inter
+    test_cco_vec_inter test_comm_inter
+    test_datatype test_pack test_comm test_group test_comm_topo
+    test_request test_status test_grequest test_errorcode test_errhandler
+    test_exceptions test_info test_attributes test_op test_msgspec
+    test_msgzero test_util_pkl5 test_util_dtlib test_address test_buffer
+    test_environ
+)
+fail() { echo "mpi4py: $*" >&2; echo "mpi4py: 0 passed, 1 failed, 0 skipped"; exit 1; }
+
+cargo build --quiet -p o2g-mpi-abi -p mpi --bins || fail "building the library and o2grun failed"
+lib="$target/libmpi_abi.so"
+[[ -e "$target/libmpi_abi.so.1" ]] || ln -sf libmpi_abi.so "$target/libmpi_abi.so.1"
+
+key=$( { sha256sum capi/include/mpi.h capi/mpicc | cut -d' ' -f1
+         nm -D --defined-only "$lib" | awk '$2 == "T" {print $3}' | sort; } |
+       sha256sum | cut -c1-16)
+cache="$O2G_CACHE/mpi4py"
+src="$cache/mpi4py-$MPI4PY_VERSION"
+venv="$cache/venv-$MPI4PY_VERSION-$key"
+mkdir -p "$cache"
+
+if [[ ! -d "$src/test" ]]; then
+    log "fetching mpi4py $MPI4PY_VERSION's source from PyPI"
+    python3 -m pip download --quiet --no-binary :all: --no-deps -d "$cache" \
+        "mpi4py==$MPI4PY_VERSION" || fail "pip download of mpi4py failed"
+    tar -xzf "$cache/mpi4py-$MPI4PY_VERSION.tar.gz" -C "$cache" || fail "unpacking mpi4py failed"
+fi
+if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
+    log "building mpi4py $MPI4PY_VERSION against o2g's mpi.h (cached as $venv)"
+    rm -rf "$venv"
+    python3 -m venv "$venv" || fail "python3 -m venv failed (python3-venv missing?)"
+    if ! MPICC="$O2G_ROOT/capi/mpicc" O2G_MPI_LIBDIR="$target" MPI4PY_BUILD_CONFIGURE=1 \
+        "$venv/bin/pip" install --quiet --no-cache-dir --no-binary mpi4py "$src" \
+        >"$cache/build-$key.log" 2>&1; then
+        tail -n 30 "$cache/build-$key.log" >&2
+        rm -rf "$venv"
+        fail "building mpi4py failed (log: $cache/build-$key.log)"
+    fi
+fi
+
+passed=0 failed=0 skipped=0
+# run NAME CMD...: one run of the tests; adds its counts.
+run() {
+    local name="$1"; shift
+    local log
+    log="$(mktemp)"
+    echo "# mpi4py on 2 ranks: $name"
+    (cd "$src" && LD_LIBRARY_PATH="$target" timeout 900 "$@") >"$log" 2>&1
+    local rc=$?
+    grep -E '^(Ran |OK|FAILED|ERROR:|FAIL:)' "$log" | sort | uniq -c | sed 's/^/    /'
+    # Each rank prints its own summary: the test count once, the worst
+    # rank's failures and errors.
+    read -r n f s < <(awk '
+        /^Ran [0-9]+ tests/ { if ($2 > n) n = $2 }
+        /^(OK|FAILED)/ {
+            f = 0; s = 0
+            if (match($0, /failures=[0-9]+/)) f += substr($0, RSTART + 9, RLENGTH - 9)
+            if (match($0, /errors=[0-9]+/)) f += substr($0, RSTART + 7, RLENGTH - 7)
+            if (match($0, /skipped=[0-9]+/)) s = substr($0, RSTART + 8, RLENGTH - 8)
+            if (f > fmax) fmax = f
+            if (s > smax) smax = s
+        }
+        END { print n + 0, fmax + 0, smax + 0 }' "$log")
+    if ((n == 0 || (rc != 0 && f == 0))); then
+        echo "    $name did not finish (exit $rc):"
+        tail -n 20 "$log" | sed 's/^/    | /'
+        f=$((f + 1))
+    fi
+    passed=$((passed + n - f - s)); failed=$((failed + f)); skipped=$((skipped + s))
+    rm -f "$log"
+}
+
+tests=(test/main.py -q "${SUBSET[@]}")
+if [[ -n "${O2G_MPI4PY_ALL:-}" ]]; then
+    run "the whole suite, sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
+        "$target/o2grun" --timeout 850 -n 2 "$venv/bin/python" test/main.py -q
+else
+    for t in sockets-epoll sockets-select sockets-poll dimmnet hyphenlink; do
+        run "o2grun, $t" env O2G_TRANSPORT=$t \
+            "$target/o2grun" --timeout 600 -n 2 "$venv/bin/python" "${tests[@]}"
+    done
+    run "MPICH's mpiexec (hydra), sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
+        mpiexec.mpich -n 2 "$venv/bin/python" "${tests[@]}"
+fi
+echo "mpi4py: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))
