@@ -312,7 +312,8 @@ pub(crate) fn count<N: Count>(n: N) -> Res<usize> {
 /// The MPI error class of an error of the type-map engine.
 pub(crate) fn type_error(e: TypeError) -> Code {
     Code(match e {
-        TypeError::Invalid(_) => MPI_ERR_ARG,
+        // The reason goes into the fatal error's message.
+        TypeError::Invalid(why) => return crate::error::explained(MPI_ERR_ARG, why),
         TypeError::Overflow => MPI_ERR_COUNT,
         TypeError::OutOfBounds => crate::error::MPI_ERR_TRUNCATE,
         TypeError::Conversion => crate::error::MPI_ERR_CONVERSION,

@@ -144,6 +144,9 @@ pub(crate) fn explained(class: c_int, why: &str) -> Code {
 /// Runs `f`, turning a panic into `MPI_ERR_INTERN` (no unwinding reaches
 /// C); the error code, or `None` on success.
 fn run(f: impl FnOnce() -> Res<()>) -> Option<c_int> {
+    // A reason left by an earlier call (one whose error was returned)
+    // must not be reported with this call's.
+    LAST.with(|l| l.borrow_mut().clear());
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => None,
         Ok(Err(Code(c))) => Some(c),

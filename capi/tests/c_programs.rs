@@ -333,10 +333,15 @@ fn main() {
             Box::new(move || {
                 let out = launch(env, &env.work.join("fatal"), np, "sockets-epoll", None)?;
                 let err = String::from_utf8_lossy(&out.stderr);
-                if out.status.success() || !err.contains("MPI_ERR_RANK") {
+                if out.status.success() || !err.contains("MPI_ERR_ROOT") {
                     return Err(format!(
                         "the job was not ended by the error: {}",
                         describe(&out)
+                    ));
+                }
+                if err.contains("primitive type") {
+                    return Err(format!(
+                        "the fatal message repeats an earlier returned error's reason: {err}"
                     ));
                 }
                 Ok(())
