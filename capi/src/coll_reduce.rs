@@ -240,7 +240,12 @@ unsafe fn reduce_scatter<C: Int>(
     comm: Handle,
 ) -> c_int {
     boundary(name, comm, || {
-        let c = handles::intra(comm)?;
+        let c = handles::comm(comm)?;
+        if c.comm.is_inter() {
+            crate::intercoll::not_in_place(sendbuf)?;
+        }
+        // On an inter-communicator too, `counts` are the local group's
+        // (§6.10.1); the `mpi` crate reduces the other group's data.
         let (p, r) = (c.comm.size() as usize, c.comm.rank() as usize);
         // SAFETY: by the caller's contract.
         let (red, bytes) =

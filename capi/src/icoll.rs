@@ -7,10 +7,14 @@
 //! input is copied (a non-contiguous one packed) when it starts, the
 //! output written when it completes (a staged one unpacked into the
 //! user's layout then, `coll_stage.rs`). `MPI_IN_PLACE` as the blocking
-//! forms allow it. This file holds `MPI_Ibarrier` and the starters: the
-//! exported functions are made with their blocking forms (`family!` in
-//! `coll.rs` and `coll_reduce.rs`), as are the persistent ones
-//! (`pcoll.rs`), whose every start runs the same starter.
+//! forms allow it. On an inter-communicator (§6.2.2) the rules are
+//! those of the blocking forms there (`intercoll.rs`): `MPI_ROOT` and
+//! `MPI_PROC_NULL` roots, blocks of the remote group, no `MPI_IN_PLACE`;
+//! `MPI_Iscan` and `MPI_Iexscan` fail with `MPI_ERR_COMM`. This file
+//! holds `MPI_Ibarrier` and the starters: the exported functions are
+//! made with their blocking forms (`family!` in `coll.rs` and
+//! `coll_reduce.rs`), as are the persistent ones (`pcoll.rs`), whose
+//! every start runs the same starter.
 
 use o2g_mpi_abi_macros::export;
 use std::ffi::{c_int, c_void};
@@ -18,9 +22,11 @@ use std::ffi::{c_int, c_void};
 use crate::coll::{alltoall_sides, root_of, rooted, Input, Reduction};
 use crate::coll_reduce::scatter_parts;
 use crate::coll_stage::{Int, Spec};
-use crate::error::{boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_BUFFER};
+use crate::error::{boundary, explained, Code, Res, MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_COMM};
 use crate::ffi::{self, is_in_place};
 use crate::handles::{self, CommEntry, Handle, ReqEntry};
+use crate::intercoll::{self, not_in_place};
+use mpi::intercomm::{PROC_NULL, ROOT};
 
 /// A nonblocking collective with its arguments resolved (checked, arrays
 /// copied, datatypes and operation looked up): what starts it, once for
@@ -45,7 +51,7 @@ pub(crate) unsafe fn start(
     f: Box<Starter<'_>>,
 ) -> c_int {
     boundary(name, comm, || {
-        let c = handles::intra(comm)?;
+        let c = handles::comm(comm)?;
         if req.is_null() {
             return Err(Code(MPI_ERR_ARG));
         }
@@ -59,6 +65,16 @@ pub(crate) unsafe fn start(
 /// A [`Run`] from a closure (which names the boxed type once).
 fn run(f: impl Fn(&CommEntry) -> Res<mpi::Request<'static>> + 'static) -> Res<Box<Run>> {
     Ok(Box::new(f))
+}
+
+/// The [`Run`] of a process of the root's group, not the root, in a
+/// rooted collective on an inter-communicator (it passed
+/// `MPI_PROC_NULL`, §6.2.2): it touches no buffer but still starts the
+/// collective, an empty one, which keeps its count of nonblocking
+/// collectives (their tags) in step with the other processes'. Any
+/// rooted collective's serves.
+fn idle() -> Res<Box<Run>> {
+    run(|c| Ok(c.comm.ibroadcast_into::<u8>(&mut [], PROC_NULL)?))
 }
 
 /// `MPI_Ibarrier` (§6.12.1).
@@ -91,11 +107,24 @@ pub(crate) unsafe fn ibcast<'f, C: Int + 'f>(
     root: c_int,
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
-        let root = root_of(c, root)?;
+        let inter = c.comm.is_inter();
+        let root = match inter {
+            true => intercoll::root_of(c, root)?,
+            false => root_of(c, root)?,
+        };
+        if inter && root == PROC_NULL {
+            return idle();
+        }
         // SAFETY: a single piece reads no array.
         let side = unsafe { Spec::<C, C>::One(count, dt).side(buf, 1) }?;
         run(move |c| {
-            if c.comm.rank() == root && !side.direct() {
+            // On an inter-communicator the root passes MPI_ROOT.
+            let sends = if inter {
+                root == ROOT
+            } else {
+                c.comm.rank() == root
+            };
+            if sends && !side.direct() {
                 // SAFETY: the root's buffer holds `count` elements.
                 let mut data = unsafe { side.input() }?.into_owned();
                 // SAFETY: the vector's heap memory is held by the request
@@ -129,6 +158,9 @@ pub(crate) unsafe fn ireduce<'f, C: Int + 'f>(
     root: c_int,
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
+        if c.comm.is_inter() {
+            return ireduce_inter(c, sendbuf, recvbuf, count, dt, opr, root);
+        }
         let root = root_of(c, root)?;
         if c.comm.rank() != root && is_in_place(sendbuf) {
             return Err(Code(MPI_ERR_BUFFER));
@@ -150,6 +182,45 @@ pub(crate) unsafe fn ireduce<'f, C: Int + 'f>(
             }
         })
     })
+}
+
+/// [`ireduce`] on an inter-communicator (§6.2.2): the root (`MPI_ROOT`)
+/// receives the other group's reduction and contributes nothing.
+#[allow(clippy::too_many_arguments)]
+fn ireduce_inter<C: Int>(
+    c: &CommEntry,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    dt: Handle,
+    opr: Handle,
+    root: c_int,
+) -> Res<Box<Run>> {
+    let root = intercoll::root_of(c, root)?;
+    match root {
+        PROC_NULL => idle(),
+        ROOT => {
+            // Its send buffer is not read.
+            let red = Reduction::new(recvbuf, recvbuf, count, dt, opr)?;
+            // SAFETY: the root's receive buffer holds `count` elements,
+            // the request's until it completes.
+            run(move |c| unsafe {
+                let op = red.op.operation();
+                red.out
+                    .clone()
+                    .start(|b, _, _| Ok(c.comm.ireduce_into(&[], Some(b), op, root)?))
+            })
+        }
+        _ => {
+            not_in_place(sendbuf)?;
+            let red = Reduction::new(sendbuf, recvbuf, count, dt, opr)?;
+            run(move |c| {
+                // SAFETY: the send buffer holds `count` elements.
+                let send = unsafe { red.input.read() }?;
+                Ok(c.comm.ireduce_into(&send, None, red.op.operation(), root)?)
+            })
+        }
+    }
 }
 
 /// Which all-process reduction [`iallreduce`] starts.
@@ -174,7 +245,17 @@ pub(crate) unsafe fn iallreduce<'f, C: Int + 'f>(
     dt: Handle,
     opr: Handle,
 ) -> Box<Starter<'f>> {
-    Box::new(move |_| {
+    Box::new(move |c| {
+        if c.comm.is_inter() {
+            if kind != AllKind::Allreduce {
+                // Undefined on inter-communicators (§6.2.2).
+                return Err(explained(
+                    MPI_ERR_COMM,
+                    "this collective operation is not provided on inter-communicators",
+                ));
+            }
+            not_in_place(sendbuf)?;
+        }
         let red = Reduction::new(sendbuf, recvbuf, count, dt, opr)?;
         run(move |c| {
             // SAFETY: the buffers hold `count` elements.
@@ -220,6 +301,11 @@ pub(crate) unsafe fn ireduce_scatter<'f, C: Int + 'f>(
     opr: Handle,
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
+        if c.comm.is_inter() {
+            not_in_place(sendbuf)?;
+        }
+        // On an inter-communicator too, `counts` are the local group's
+        // (§6.10.1).
         let (p, r) = (c.comm.size() as usize, c.comm.rank() as usize);
         // SAFETY: by the caller's contract.
         let (red, bytes) =
@@ -254,6 +340,10 @@ pub(crate) unsafe fn igather<'f, C: Int + 'f, D: Int + 'f>(
     root: c_int,
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
+        if c.comm.is_inter() {
+            // SAFETY: by the caller's contract.
+            return unsafe { igather_inter(c, sendbuf, send, recvbuf, recv, root) };
+        }
         // SAFETY: the root's arrays are valid by the caller's contract.
         let (root, side) = unsafe { rooted(c, root, is_in_place(sendbuf), recvbuf, recv) }?;
         let Some(side) = side else {
@@ -281,6 +371,46 @@ pub(crate) unsafe fn igather<'f, C: Int + 'f, D: Int + 'f>(
     })
 }
 
+/// [`igather`] on an inter-communicator (§6.2.2): the root's blocks are
+/// the other group's processes'.
+///
+/// # Safety
+///
+/// As for [`igather`], with the remote group's size of blocks.
+unsafe fn igather_inter<C: Int, D: Int>(
+    c: &CommEntry,
+    sendbuf: *const c_void,
+    send: Spec<C, D>,
+    recvbuf: *mut c_void,
+    recv: Spec<C, D>,
+    root: c_int,
+) -> Res<Box<Run>> {
+    let root = intercoll::root_of(c, root)?;
+    if root == PROC_NULL {
+        return idle();
+    }
+    not_in_place(sendbuf)?;
+    if root == ROOT {
+        // SAFETY: the root's arrays, by the caller's contract.
+        let side = unsafe { recv.side(recvbuf, c.comm.target_size() as usize) }?;
+        // SAFETY: the receive buffer covers every block, the request's
+        // until it completes.
+        return run(move |c| unsafe {
+            side.clone().start(|b, n, d| {
+                Ok(c.comm
+                    .igather_varcount_into::<u8>(&[], Some((b, n, d)), root)?)
+            })
+        });
+    }
+    // SAFETY: a single piece reads no array.
+    let input = unsafe { send.side(sendbuf, 1) }?;
+    run(move |c| {
+        // SAFETY: the send buffer holds its elements.
+        let data = unsafe { input.input() }?;
+        Ok(c.comm.igather_varcount_into(&data, None, root)?)
+    })
+}
+
 /// The start of `MPI_Iscatter(v)`: with `MPI_IN_PLACE` the root keeps its
 /// own block where it is (it is left out of the schedule).
 ///
@@ -295,6 +425,10 @@ pub(crate) unsafe fn iscatter<'f, C: Int + 'f, D: Int + 'f>(
     root: c_int,
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
+        if c.comm.is_inter() {
+            // SAFETY: by the caller's contract.
+            return unsafe { iscatter_inter(c, sendbuf, send, recvbuf, recv, root) };
+        }
         let in_place = is_in_place(recvbuf);
         // SAFETY: the root's arrays are valid by the caller's contract.
         let (root, side) = unsafe { rooted(c, root, in_place, sendbuf, send) }?;
@@ -330,6 +464,45 @@ pub(crate) unsafe fn iscatter<'f, C: Int + 'f, D: Int + 'f>(
     })
 }
 
+/// [`iscatter`] on an inter-communicator (§6.2.2): the root's blocks are
+/// the other group's processes'.
+///
+/// # Safety
+///
+/// As for [`iscatter`], with the remote group's size of blocks.
+unsafe fn iscatter_inter<C: Int, D: Int>(
+    c: &CommEntry,
+    sendbuf: *const c_void,
+    send: Spec<C, D>,
+    recvbuf: *mut c_void,
+    recv: Spec<C, D>,
+    root: c_int,
+) -> Res<Box<Run>> {
+    let root = intercoll::root_of(c, root)?;
+    if root == PROC_NULL {
+        return idle();
+    }
+    not_in_place(recvbuf)?;
+    if root == ROOT {
+        // SAFETY: the root's arrays, by the caller's contract.
+        let side = unsafe { send.side(sendbuf, c.comm.target_size() as usize) }?;
+        return run(move |c| {
+            // SAFETY: the root's send buffer covers every block.
+            let data = unsafe { side.input() }?;
+            let blocks = Some((&data[..], side.counts(), side.displs()));
+            Ok(c.comm.iscatter_varcount_into(blocks, &mut [], root)?)
+        });
+    }
+    // SAFETY: a single piece reads no array.
+    let out = unsafe { recv.side(recvbuf, 1) }?;
+    // SAFETY: the receive buffer holds its elements, the request's until
+    // it completes.
+    run(move |c| unsafe {
+        out.clone()
+            .start(|b, _, _| Ok(c.comm.iscatter_varcount_into(None, b, root)?))
+    })
+}
+
 /// The start of `MPI_Iallgather(v)`: with `MPI_IN_PLACE` a process's
 /// contribution is its block of the receive buffer.
 ///
@@ -343,7 +516,11 @@ pub(crate) unsafe fn iallgather<'f, C: Int + 'f, D: Int + 'f>(
     recv: Spec<C, D>,
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
-        let (p, me) = (c.comm.size() as usize, c.comm.rank() as usize);
+        if c.comm.is_inter() {
+            not_in_place(sendbuf)?;
+        }
+        // One block per remote process on an inter-communicator.
+        let (p, me) = (c.comm.target_size() as usize, c.comm.rank() as usize);
         // SAFETY: the arrays are valid by the caller's contract.
         let (side, input) = unsafe {
             let side = recv.side(recvbuf, p)?;
@@ -375,7 +552,11 @@ pub(crate) unsafe fn ialltoall<'f, C: Int + 'f, D: Int + 'f>(
     recv: Spec<C, D>,
 ) -> Box<Starter<'f>> {
     Box::new(move |c| {
-        let p = c.comm.size() as usize;
+        if c.comm.is_inter() {
+            not_in_place(sendbuf)?;
+        }
+        // One block per remote process on an inter-communicator.
+        let p = c.comm.target_size() as usize;
         // SAFETY: the arrays are valid by the caller's contract.
         let (rside, input) = unsafe { alltoall_sides(p, sendbuf, send, recvbuf, recv) }?;
         run(move |c| {

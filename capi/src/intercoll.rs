@@ -10,9 +10,11 @@
 //! its group (which then touch no buffer) and the root's rank in the
 //! other group; per-process arrays and blocks describe the *remote*
 //! group's processes; and `MPI_IN_PLACE` is not allowed
-//! (`MPI_ERR_BUFFER`). The nonblocking and persistent forms, scan,
-//! exscan and the reduce-scatters still fail with `MPI_ERR_COMM`
-//! (`handles::intra`).
+//! (`MPI_ERR_BUFFER`). The reduce-scatters need nothing here
+//! (`coll_reduce.rs` passes the local group's counts, as there, and the
+//! `mpi` crate dispatches), nor do the nonblocking and persistent forms
+//! (`icoll.rs`, which follows these rules); scan and exscan, blocking or
+//! not, fail with `MPI_ERR_COMM` (§6.2.2: undefined there).
 
 use std::ffi::{c_int, c_void};
 
@@ -28,7 +30,7 @@ const ROOT: c_int = -4;
 
 /// The `mpi` crate's root argument for the C `root` on the
 /// inter-communicator `c` (`MPI_ERR_ROOT` for one that is none).
-fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
+pub(crate) fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
     match root {
         ROOT => Ok(mpi::intercomm::ROOT),
         PROC_NULL => Ok(mpi::intercomm::PROC_NULL),
@@ -38,7 +40,7 @@ fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
 }
 
 /// Fails for `MPI_IN_PLACE`, which inter-communicators do not take.
-fn not_in_place(buf: *const c_void) -> Res<()> {
+pub(crate) fn not_in_place(buf: *const c_void) -> Res<()> {
     match is_in_place(buf) {
         true => Err(explained(
             MPI_ERR_BUFFER,

@@ -32,7 +32,7 @@ pub(crate) unsafe fn init(
     starter: Box<Starter<'_>>,
 ) -> c_int {
     boundary(name, comm, || {
-        let c = handles::intra(comm)?;
+        let c = handles::comm(comm)?;
         if req.is_null() {
             return Err(Code(MPI_ERR_ARG));
         }

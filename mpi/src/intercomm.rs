@@ -38,8 +38,11 @@
 //! groups' leaders (and collectives between the groups); the local
 //! intra-communicators of both groups use `c + 2`, which is safe as it is
 //! for the groups of one split: a group only ever talks to itself there.
-//! A process never sends on `c` or `c + 1` to a member of its own group,
-//! so an `MPI_ANY_SOURCE` receive only ever matches the remote group.
+//! A process never sends on `c` to a member of its own group, so an
+//! `MPI_ANY_SOURCE` receive only ever matches the remote group. On
+//! `c + 1` only the nonblocking collectives' schedules do (their local
+//! halves), each receive there naming its source and the schedule's own
+//! tag.
 //!
 //! Traffic on `c + 1` goes through a *bridge* (`Communicator::bridge`):
 //! an intra-communicator view of both groups, local group first, so that
@@ -70,11 +73,13 @@
 //! `MPI_Intercomm_create` with `MPI_COMM_WORLD` as the peer, its string
 //! tag hashed to an integer one.
 //!
-//! The blocking collectives barrier, bcast, reduce, allreduce, gather(v),
-//! scatter(v), allgather(v) and alltoall(v/w) work on inter-communicators
-//! (§6.2.2, `collective/inter.rs`), rooted ones with [`ROOT`] and
-//! [`PROC_NULL`]; the others, and every nonblocking collective, fail with
-//! `NOT_PROVIDED`.
+//! The collectives barrier, bcast, reduce, allreduce, reduce_scatter(_block),
+//! gather(v), scatter(v), allgather(v) and alltoall(v/w) work on
+//! inter-communicators (§6.2.2), blocking (`collective/inter.rs`) and
+//! nonblocking (`collective/inter_nonblocking.rs`), rooted ones with
+//! [`ROOT`] and [`PROC_NULL`]; scan and exscan, blocking or not, are
+//! undefined there and fail with `NOT_PROVIDED`, as do the neighborhood
+//! collectives.
 
 use std::rc::Rc;
 

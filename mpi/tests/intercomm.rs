@@ -86,13 +86,23 @@ fn rank_main() -> Check {
     p2p(&ic, lr, ln, rn, &remote_of)?;
 
     collectives(&ic, color, lr, rn, &remote_of)?;
-    // The collectives not provided on inter-communicators are refused,
-    // never run.
+    reduce_scatters(&ic, lr, ln, rn, &remote_of)?;
+    nonblocking(&ic, color, lr, rn, &remote_of)?;
+    // Scan and exscan, undefined on inter-communicators (§6.2.2), are
+    // refused, never run.
     let mut sum = [0];
-    ensure!(ic.ibarrier().is_err(), "ibarrier on an inter-communicator");
     ensure!(
         ic.scan_into(&[1], &mut sum, &SystemOperation::Sum).is_err(),
         "scan on an inter-communicator"
+    );
+    ensure!(
+        ic.iscan_into(&[1], &mut sum, SystemOperation::Sum).is_err(),
+        "iscan on an inter-communicator"
+    );
+    ensure!(
+        ic.iexscan_into(&[1], &mut sum, SystemOperation::Sum)
+            .is_err(),
+        "iexscan on an inter-communicator"
     );
     ensure!(ic.create_group(&ic.group(), 0).is_err(), "create_group");
     // No topology on an inter-communicator (§8.1), nor a neighborhood
@@ -312,5 +322,138 @@ fn collectives(
     ic.all_to_all_into(&out, &mut inn)?;
     let want: Vec<u32> = (0..rn).map(|q| 100 * remote(q) + lr as u32).collect();
     ensure!(inn == want, "alltoall gave {inn:?}");
+    Ok(())
+}
+
+/// Reduce-scatter(-block) (§6.10): the reduction of the other group's
+/// data scattered over this one, blocking and not. Each process sends
+/// `100 w + k` (12 elements, spread over the local group) and `w + k`
+/// (`ln × rn` elements, `rn` per process).
+fn reduce_scatters(
+    ic: &Communicator,
+    lr: i32,
+    ln: i32,
+    rn: i32,
+    remote: &dyn Fn(i32) -> u32,
+) -> Check {
+    let me = mpi::raw::world_ranks(ic)[lr as usize];
+    let rsum: u32 = (0..rn).map(remote).sum();
+    let (ln, rn, lr) = (ln as usize, rn as usize, lr as usize);
+    let counts: Vec<usize> = (0..ln)
+        .map(|i| 12 / ln + usize::from(i < 12 % ln))
+        .collect();
+    let at: usize = counts[..lr].iter().sum();
+    let send: Vec<u32> = (0..12).map(|k| 100 * me + k).collect();
+    let send2: Vec<u32> = (0..(ln * rn) as u32).map(|k| me + k).collect();
+    let want: Vec<u32> = (at..at + counts[lr])
+        .map(|k| 100 * rsum + (rn * k) as u32)
+        .collect();
+    let want2: Vec<u32> = (lr * rn..(lr + 1) * rn)
+        .map(|k| rsum + (rn * k) as u32)
+        .collect();
+    let sum = SystemOperation::Sum;
+    let (mut v, mut w) = (vec![0u32; counts[lr]], vec![0u32; rn]);
+    ic.reduce_scatter_into(&send, &mut v, &counts, &sum)?;
+    ic.reduce_scatter_block_into(&send2, &mut w, &sum)?;
+    ensure!(v == want && w == want2, "reduce_scatter gave {v:?} {w:?}");
+    let (mut v, mut w) = (vec![0u32; counts[lr]], vec![0u32; rn]);
+    let a = ic.ireduce_scatter_into(&send, &mut v, &counts, sum)?;
+    let b = ic.ireduce_scatter_block_into(&send2, &mut w, sum)?;
+    mpi::request::wait_all(vec![a, b])?;
+    ensure!(v == want && w == want2, "ireduce_scatter gave {v:?} {w:?}");
+    Ok(())
+}
+
+/// The nonblocking collectives (§6.12) on an inter-communicator, some
+/// outstanding together, with the values of the blocking ones.
+fn nonblocking(
+    ic: &Communicator,
+    color: i32,
+    lr: i32,
+    rn: i32,
+    remote: &dyn Fn(i32) -> u32,
+) -> Check {
+    let me = mpi::raw::world_ranks(ic)[lr as usize];
+    let remote_sum: u32 = (0..rn).map(remote).sum();
+    let root_of = |group: i32| match (color == group, lr) {
+        (true, 0) => ROOT,
+        (true, _) => PROC_NULL,
+        (false, _) => 0,
+    };
+    let sum = SystemOperation::Sum;
+    let rnu = rn as usize;
+
+    // A barrier, a bcast from the evens' root and an allreduce at once.
+    let mut b = if color == 0 && lr == 0 {
+        [42u32, 7]
+    } else {
+        [0, 0]
+    };
+    let mut all = [0u32];
+    let reqs = vec![
+        ic.ibarrier()?,
+        ic.ibroadcast_into(&mut b, root_of(0))?,
+        ic.iall_reduce_into(&[me], &mut all, sum)?,
+    ];
+    mpi::request::wait_all(reqs)?;
+    let want = if color == 0 && lr > 0 {
+        [0, 0]
+    } else {
+        [42, 7]
+    };
+    ensure!(b == want, "ibcast gave {b:?}");
+    ensure!(all[0] == remote_sum, "iallreduce gave {}", all[0]);
+
+    // Ireduce to the odds' root.
+    let mut r = [0u32];
+    let root = root_of(1);
+    let out = (root == ROOT).then_some(&mut r[..]);
+    ic.ireduce_into(&[me], out, sum, root)?.wait()?;
+    ensure!(root != ROOT || r[0] == remote_sum, "ireduce gave {}", r[0]);
+
+    // Igather to the evens' root, iscatter from the odds'.
+    let mut g = vec![0u32; 2 * rnu];
+    let root = root_of(0);
+    let out = (root == ROOT).then_some(&mut g[..]);
+    ic.igather_into(&[me, 10 * me], out, root)?.wait()?;
+    if root == ROOT {
+        let want: Vec<u32> = (0..rn).flat_map(|q| [remote(q), 10 * remote(q)]).collect();
+        ensure!(g == want, "igather gave {g:?}");
+    }
+    let root = root_of(1);
+    let data: Vec<u32> = (0..rn as u32).flat_map(|q| [q, me]).collect();
+    let mut got = [9u32, 9];
+    let send = (root == ROOT).then_some(&data[..]);
+    ic.iscatter_into(send, &mut got, root)?.wait()?;
+    let want = if color == 0 {
+        [lr as u32, remote(0)]
+    } else {
+        [9, 9]
+    };
+    ensure!(got == want, "iscatter gave {got:?}");
+
+    // Iallgather(v), ialltoall(v).
+    let mut ag = vec![0u32; rnu];
+    ic.iall_gather_into(&[me], &mut ag)?.wait()?;
+    let want: Vec<u32> = (0..rn).map(remote).collect();
+    ensure!(ag == want, "iallgather gave {ag:?}");
+    let ones = vec![1usize; rnu];
+    let rev: Vec<usize> = (0..rnu).rev().collect();
+    let mut ag = vec![0u32; rnu];
+    ic.iall_gather_varcount_into(&[me], &mut ag, &ones, &rev)?
+        .wait()?;
+    let want: Vec<u32> = (0..rn).rev().map(remote).collect();
+    ensure!(ag == want, "iallgatherv gave {ag:?}");
+    let out: Vec<u32> = (0..rn as u32).map(|q| 100 * me + q).collect();
+    let mut inn = vec![0u32; rnu];
+    ic.iall_to_all_into(&out, &mut inn)?.wait()?;
+    let want: Vec<u32> = (0..rn).map(|q| 100 * remote(q) + lr as u32).collect();
+    ensure!(inn == want, "ialltoall gave {inn:?}");
+    let fwd: Vec<usize> = (0..rnu).collect();
+    let mut inn = vec![0u32; rnu];
+    ic.iall_to_all_varcount_into(&out, &ones, &fwd, &mut inn, &ones, &rev)?
+        .wait()?;
+    let want: Vec<u32> = (0..rn).rev().map(|q| 100 * remote(q) + lr as u32).collect();
+    ensure!(inn == want, "ialltoallv gave {inn:?}");
     Ok(())
 }

@@ -5,10 +5,11 @@
  * the remote group: blocking, nonblocking, synchronous, persistent,
  * probe, matched probe, MPI_ANY_SOURCE, MPI_PROC_NULL, status.MPI_SOURCE);
  * dup, idup, split, create, compare, names, attributes, free; the
- * blocking collectives (§6.2.2: MPI_ROOT and MPI_PROC_NULL roots,
- * blocks per remote process, a strided datatype); and what is not
- * provided on inter-communicators (topologies included) failing with
- * MPI_ERR_COMM.
+ * blocking, nonblocking and persistent collectives (§6.2.2: MPI_ROOT
+ * and MPI_PROC_NULL roots, blocks per remote process, a strided
+ * datatype, reduce-scatters of the other group's data); and what is not
+ * provided on inter-communicators (scan, exscan, topologies) failing
+ * with MPI_ERR_COMM.
  * Correct for any number of ranks; at 1 rank only the errors are tested
  * (an inter-communicator needs two disjoint groups). */
 #include <string.h>
@@ -137,6 +138,8 @@ static void p2p(MPI_Comm ic, int lr, int ln, int rn, int (*remote)(int)) {
     CHECK(MPI_Send_init(&rank, 1, MPI_INT, rn, 9, ic, &bad) == MPI_ERR_RANK);
 }
 
+static void reduce_scatters(MPI_Comm ic, int lr, int ln, int rn, int rsum, int nb);
+
 /* The blocking collectives on ic (§6.2.2), between the evens (colour 0)
  * and the odds, local rank lr of ln, remote group of rn given by
  * remote(q). Rooted ones are rooted at local rank 0 of one side. */
@@ -232,8 +235,208 @@ static void collectives(MPI_Comm ic, int color, int lr, int ln, int rn, int (*re
     OK(MPI_Alltoallw(out, sc, sd, st, in, rc, rd, rt, ic));
     for (int q = 0; q < rn; q++) CHECK(in[q] == 100 * remote(q) + lr);
 
+    /* Reduce_scatter(_block) (§6.10): the other group's reduction,
+     * scattered over this one. */
+    reduce_scatters(ic, lr, ln, rn, rsum, 0);
+
     /* Bad roots. */
     CHECK(MPI_Bcast(b, 1, MPI_INT, rn, ic) == MPI_ERR_ROOT);
+    OK(MPI_Type_free(&every_other));
+}
+
+/* The counts of a reduce-scatter of 12 elements over ln processes (the
+ * same total on both sides, §6.10.1), and their displacements. */
+static void twelve(int ln, int *counts, int *displs) {
+    for (int i = 0, at = 0; i < ln; i++) {
+        counts[i] = 12 / ln + (i < 12 % ln);
+        displs[i] = at;
+        at += counts[i];
+    }
+}
+
+/* Checks reduce-scatter results: local rank lr's block of 12 (`v`), and
+ * of reduce-scatter-block (`w`: rn elements each), against what every
+ * remote process sent, 100 w + k and w + k at element k (`base` added
+ * by persistent restarts). */
+static void check_scatters(int lr, int ln, int rn, int rsum, int base, const int *v,
+                           const int *w) {
+    int counts[64], displs[64];
+    twelve(ln, counts, displs);
+    for (int j = 0; j < counts[lr]; j++)
+        CHECK(v[j] == 100 * rsum + rn * (displs[lr] + j + base));
+    for (int j = 0; j < rn; j++) CHECK(w[j] == rsum + rn * (lr * rn + j + base));
+}
+
+/* Reduce_scatter and Reduce_scatter_block on ic, blocking (nb 0) or not
+ * (nb 1). Each process sends 100 w + k (12 elements, counts by twelve())
+ * and w + k (ln rn elements, rn per process: both sides send ln rn). */
+static void reduce_scatters(MPI_Comm ic, int lr, int ln, int rn, int rsum, int nb) {
+    int send[64], send2[64 * 64 / 4 + 64], v[12], w[64], counts[64], displs[64];
+    CHECK(ln * rn <= (int)(sizeof send2 / sizeof send2[0]));
+    twelve(ln, counts, displs);
+    for (int k = 0; k < 12; k++) send[k] = 100 * rank + k;
+    for (int k = 0; k < ln * rn; k++) send2[k] = rank + k;
+    for (int j = 0; j < 12; j++) v[j] = -1;
+    if (nb) {
+        MPI_Request rq[2];
+        OK(MPI_Ireduce_scatter(send, v, counts, MPI_INT, MPI_SUM, ic, &rq[0]));
+        OK(MPI_Ireduce_scatter_block(send2, w, rn, MPI_INT, MPI_SUM, ic, &rq[1]));
+        OK(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+    } else {
+        OK(MPI_Reduce_scatter(send, v, counts, MPI_INT, MPI_SUM, ic));
+        OK(MPI_Reduce_scatter_block(send2, w, rn, MPI_INT, MPI_SUM, ic));
+    }
+    check_scatters(lr, ln, rn, rsum, 0, v, w);
+    CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, w, rn, MPI_INT, MPI_SUM, ic) ==
+          MPI_ERR_BUFFER);
+}
+
+/* The nonblocking collectives on ic (§6.12, §6.2.2), as collectives()
+ * checks the blocking ones, some outstanding together; then persistent
+ * ones (§6.13), each started twice with changed data. */
+static void nonblocking(MPI_Comm ic, int color, int lr, int ln, int rn, int (*remote)(int)) {
+    int root_even = color == 0 ? (lr == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+    int root_odd = color == 1 ? (lr == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+    int rsum = 0;
+    for (int q = 0; q < rn; q++) rsum += remote(q);
+    MPI_Request rq[8];
+
+    /* A barrier, a bcast (contiguous, then strided) and an allreduce
+     * outstanding together. */
+    int b[4] = {-1, -1, -1, -1}, b2[4] = {-1, -1, -1, -1}, r = -1;
+    if (root_even == MPI_ROOT) b[0] = 42, b[1] = 1, b[2] = 43, b[3] = 2;
+    if (root_even == MPI_ROOT) b2[0] = 52, b2[1] = 3, b2[2] = 53, b2[3] = 4;
+    MPI_Datatype every_other;
+    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &every_other));
+    OK(MPI_Type_commit(&every_other));
+    OK(MPI_Ibarrier(ic, &rq[0]));
+    OK(MPI_Ibcast(b, 2, MPI_INT, root_even, ic, &rq[1]));
+    OK(MPI_Iallreduce(&rank, &r, 1, MPI_INT, MPI_SUM, ic, &rq[2]));
+    OK(MPI_Ibcast(b2, 1, every_other, root_even, ic, &rq[3]));
+    OK(MPI_Waitall(4, rq, MPI_STATUSES_IGNORE));
+    if (color == 1) CHECK(b[0] == 42 && b[1] == 1 && b[2] == -1 && b[3] == -1);
+    if (color == 1) CHECK(b2[0] == 52 && b2[1] == -1 && b2[2] == 53 && b2[3] == -1);
+    if (root_even == MPI_PROC_NULL) CHECK(b[0] == -1 && b[1] == -1 && b2[0] == -1);
+    if (root_even == MPI_ROOT) CHECK(b[0] == 42 && b[1] == 1 && b2[0] == 52 && b2[1] == 3);
+    CHECK(r == rsum);
+    CHECK(MPI_Iallreduce(MPI_IN_PLACE, &r, 1, MPI_INT, MPI_SUM, ic, &rq[0]) ==
+          MPI_ERR_BUFFER);
+
+    /* Ireduce to the odds' root. */
+    r = -1;
+    OK(MPI_Ireduce(&rank, root_odd == MPI_ROOT ? &r : NULL, 1, MPI_INT, MPI_SUM, root_odd, ic,
+                   &rq[0]));
+    OK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+    CHECK(r == (root_odd == MPI_ROOT ? rsum : -1));
+
+    /* Igather(v) to the evens' root. */
+    int mine[2] = {rank, 10 * rank}, g[192], g2[192], counts[64], displs[64];
+    for (int i = 0; i < 192; i++) g[i] = g2[i] = -1;
+    for (int q = 0; q < rn; q++) counts[q] = 2, displs[q] = 3 * (rn - 1 - q);
+    OK(MPI_Igather(mine, 2, MPI_INT, g, 2, MPI_INT, root_even, ic, &rq[0]));
+    OK(MPI_Igatherv(mine, 2, MPI_INT, g2, counts, displs, MPI_INT, root_even, ic, &rq[1]));
+    OK(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+    if (root_even == MPI_ROOT)
+        for (int q = 0; q < rn; q++) {
+            int at = 3 * (rn - 1 - q);
+            CHECK(g[2 * q] == remote(q) && g[2 * q + 1] == 10 * remote(q));
+            CHECK(g2[at] == remote(q) && g2[at + 1] == 10 * remote(q) && g2[at + 2] == -1);
+        }
+    else
+        CHECK(g[0] == -1 && g2[0] == -1);
+
+    /* Iscatter(v) from the odds' root. */
+    int data[192], got[2] = {-1, -1}, got1 = -1;
+    for (int q = 0; q < rn; q++) data[2 * q] = q, data[2 * q + 1] = rank;
+    int sc1[64], sd1[64];
+    for (int q = 0; q < rn; q++) sc1[q] = 1, sd1[q] = rn - 1 - q;
+    OK(MPI_Iscatter(data, 2, MPI_INT, got, 2, MPI_INT, root_odd, ic, &rq[0]));
+    OK(MPI_Iscatterv(data, sc1, sd1, MPI_INT, &got1, 1, MPI_INT, root_odd, ic, &rq[1]));
+    OK(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+    if (color == 0) {
+        int k = ln - 1 - lr;
+        CHECK(got[0] == lr && got[1] == remote(0));
+        CHECK(got1 == (k % 2 == 0 ? k / 2 : remote(0)));
+    } else {
+        CHECK(got[0] == -1 && got[1] == -1 && got1 == -1);
+    }
+
+    /* Iallgather(v). */
+    int ag[64], ag2[64];
+    for (int q = 0; q < rn; q++) counts[q] = 1, displs[q] = rn - 1 - q;
+    OK(MPI_Iallgather(&rank, 1, MPI_INT, ag, 1, MPI_INT, ic, &rq[0]));
+    OK(MPI_Iallgatherv(&rank, 1, MPI_INT, ag2, counts, displs, MPI_INT, ic, &rq[1]));
+    OK(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+    for (int q = 0; q < rn; q++) CHECK(ag[q] == remote(q) && ag2[rn - 1 - q] == remote(q));
+    CHECK(MPI_Iallgather(MPI_IN_PLACE, 1, MPI_INT, ag, 1, MPI_INT, ic, &rq[0]) ==
+          MPI_ERR_BUFFER);
+
+    /* Ialltoall(v, w): 100 w + q to remote rank q. */
+    int out[64], in[64], in2[64], in3[64];
+    int sc[64], sd[64], rc[64], rd[64], sdb[64], rdb[64];
+    MPI_Datatype st[64], rt[64];
+    for (int q = 0; q < rn; q++) {
+        out[q] = 100 * rank + q;
+        sc[q] = rc[q] = 1;
+        sd[q] = q;
+        rd[q] = rn - 1 - q;
+        sdb[q] = q * (int)sizeof(int);
+        rdb[q] = q * (int)sizeof(int);
+        st[q] = rt[q] = MPI_INT;
+    }
+    OK(MPI_Ialltoall(out, 1, MPI_INT, in, 1, MPI_INT, ic, &rq[0]));
+    OK(MPI_Ialltoallv(out, sc, sd, MPI_INT, in2, rc, rd, MPI_INT, ic, &rq[1]));
+    OK(MPI_Ialltoallw(out, sc, sdb, st, in3, rc, rdb, rt, ic, &rq[2]));
+    OK(MPI_Waitall(3, rq, MPI_STATUSES_IGNORE));
+    for (int q = 0; q < rn; q++) {
+        CHECK(in[q] == 100 * remote(q) + lr);
+        CHECK(in2[rn - 1 - q] == 100 * remote(q) + lr);
+        CHECK(in3[q] == 100 * remote(q) + lr);
+    }
+
+    /* Ireduce_scatter(_block). */
+    reduce_scatters(ic, lr, ln, rn, rsum, 1);
+
+    /* Bad roots; scan and exscan stay undefined (§6.2.2). */
+    CHECK(MPI_Ibcast(b, 1, MPI_INT, rn, ic, &rq[0]) == MPI_ERR_ROOT);
+    CHECK(MPI_Iscan(&rank, &r, 1, MPI_INT, MPI_SUM, ic, &rq[0]) == MPI_ERR_COMM);
+    CHECK(MPI_Iexscan(&rank, &r, 1, MPI_INT, MPI_SUM, ic, &rq[0]) == MPI_ERR_COMM);
+    CHECK(MPI_Scan_init(&rank, &r, 1, MPI_INT, MPI_SUM, ic, MPI_INFO_NULL, &rq[0]) ==
+          MPI_ERR_COMM);
+
+    /* Persistent: barrier, bcast, allreduce, alltoallv, reduce-scatter
+     * and reduce-scatter-block, each started twice, the data changed in
+     * between (round k adds k). */
+    int pb[2], pin = 0, pout = -1, pv[12], pw[64], ps[64], ps2[64 * 64 / 4 + 64];
+    int pcounts[64], pdispls[64];
+    twelve(ln, pcounts, pdispls);
+    MPI_Request pr[6];
+    OK(MPI_Barrier_init(ic, MPI_INFO_NULL, &pr[0]));
+    OK(MPI_Bcast_init(pb, 2, MPI_INT, root_even, ic, MPI_INFO_NULL, &pr[1]));
+    OK(MPI_Allreduce_init(&pin, &pout, 1, MPI_INT, MPI_SUM, ic, MPI_INFO_NULL, &pr[2]));
+    OK(MPI_Alltoallv_init(out, sc, sd, MPI_INT, in2, rc, rd, MPI_INT, ic, MPI_INFO_NULL,
+                          &pr[3]));
+    OK(MPI_Reduce_scatter_init(ps, pv, pcounts, MPI_INT, MPI_SUM, ic, MPI_INFO_NULL, &pr[4]));
+    OK(MPI_Reduce_scatter_block_init(ps2, pw, rn, MPI_INT, MPI_SUM, ic, MPI_INFO_NULL,
+                                     &pr[5]));
+    for (int k = 0; k < 2; k++) {
+        pb[0] = pb[1] = -1;
+        if (root_even == MPI_ROOT) pb[0] = 7 + k, pb[1] = 8 + k;
+        pin = rank + k;
+        pout = -1;
+        for (int q = 0; q < rn; q++) out[q] = 100 * rank + q + 1000 * k, in2[q] = -1;
+        for (int i = 0; i < 12; i++) ps[i] = 100 * rank + i + k, pv[i] = -1;
+        for (int i = 0; i < ln * rn; i++) ps2[i] = rank + i + k;
+        for (int i = 0; i < rn; i++) pw[i] = -1;
+        OK(MPI_Startall(6, pr));
+        OK(MPI_Waitall(6, pr, MPI_STATUSES_IGNORE));
+        if (color == 1) CHECK(pb[0] == 7 + k && pb[1] == 8 + k);
+        if (root_even == MPI_PROC_NULL) CHECK(pb[0] == -1 && pb[1] == -1);
+        CHECK(pout == rsum + k * rn);
+        for (int q = 0; q < rn; q++) CHECK(in2[rn - 1 - q] == 100 * remote(q) + lr + 1000 * k);
+        check_scatters(lr, ln, rn, rsum, k, pv, pw);
+    }
+    for (int i = 0; i < 6; i++) OK(MPI_Request_free(&pr[i]));
     OK(MPI_Type_free(&every_other));
 }
 
@@ -251,11 +454,9 @@ static void not_provided(MPI_Comm ic) {
     MPI_Request r;
     CHECK(MPI_Scan(&a, b, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
     CHECK(MPI_Exscan(&a, b, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
-    CHECK(MPI_Reduce_scatter_block(&a, b, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
-    CHECK(MPI_Ibarrier(ic, &r) == MPI_ERR_COMM);
-    CHECK(MPI_Ibcast(&a, 1, MPI_INT, 0, ic, &r) == MPI_ERR_COMM);
-    CHECK(MPI_Iallreduce(&a, b, 1, MPI_INT, MPI_SUM, ic, &r) == MPI_ERR_COMM);
-    CHECK(MPI_Barrier_init(ic, MPI_INFO_NULL, &r) == MPI_ERR_COMM);
+    CHECK(MPI_Iscan(&a, b, 1, MPI_INT, MPI_SUM, ic, &r) == MPI_ERR_COMM);
+    CHECK(MPI_Iexscan(&a, b, 1, MPI_INT, MPI_SUM, ic, &r) == MPI_ERR_COMM);
+    CHECK(MPI_Exscan_init(&a, b, 1, MPI_INT, MPI_SUM, ic, MPI_INFO_NULL, &r) == MPI_ERR_COMM);
     MPI_Comm nc;
     /* (Comm_split_type is provided: every rank runs on one host, so
      * splitting by host gives the same two groups back.) */
@@ -412,12 +613,14 @@ int main(int argc, char **argv) {
     }
     p2p(dup, lr, ln, rn, remote_parity);
     collectives(dup, color, lr, ln, rn, remote_parity);
+    nonblocking(dup, color, lr, ln, rn, remote_parity);
 
     /* Error handlers: ic inherited MPI_ERRORS_RETURN (through local). */
     MPI_Errhandler eh;
     OK(MPI_Comm_get_errhandler(ic, &eh));
     CHECK(eh == MPI_ERRORS_RETURN);
     collectives(ic, color, lr, ln, rn, remote_parity);
+    nonblocking(ic, color, lr, ln, rn, remote_parity);
     not_provided(ic);
 
     /* Split: colour lr % 2, key -lr (§7.6.2): an inter-communicator of

@@ -18,6 +18,9 @@
 //!   an intra-communicator), which sends the result to the root.
 //! - allreduce: each group reduces to its leader, the leaders swap the
 //!   results, and each broadcasts the other group's result in its group.
+//! - reduce_scatter(_block) (§6.10): as allreduce, but each leader
+//!   scatters the other group's result over its group by its `counts`
+//!   (whose sum must be the same in both groups).
 //! - gather(v) and scatter(v): the root receives from (sends to) every
 //!   process of the other group at once.
 //! - allgather(v) and alltoall(v): every process posts its receives from
@@ -30,7 +33,7 @@
 
 use super::{bad, block, uniform};
 use super::{TAG_ALLGATHER, TAG_ALLREDUCE, TAG_ALLTOALL, TAG_BARRIER, TAG_BCAST};
-use super::{TAG_GATHER, TAG_REDUCE, TAG_SCATTER};
+use super::{TAG_GATHER, TAG_REDUCE, TAG_REDUCE_GATHER, TAG_SCATTER};
 use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, zeroed_vec, Equivalence};
 use crate::error::{Error, Result};
@@ -40,7 +43,7 @@ use crate::request::wait_all;
 
 /// What a process does in a rooted collective on an inter-communicator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
+pub(super) enum Role {
     /// The root (it passed [`ROOT`]).
     Root,
     /// Another process of the root's group (it passed [`PROC_NULL`]).
@@ -50,30 +53,36 @@ enum Role {
 }
 
 /// The pieces an inter-communicator's collective works with.
-struct Parts<'c> {
+pub(super) struct Parts<'c> {
     /// Both groups, local first, on the inter-communicator's contexts.
-    bridge: Communicator,
+    pub(super) bridge: Communicator,
     /// The local group's communicator.
-    local: &'c Communicator,
+    pub(super) local: &'c Communicator,
     /// Local and remote group sizes.
-    ln: usize,
-    rn: usize,
+    pub(super) ln: usize,
+    pub(super) rn: usize,
 }
 
 impl Parts<'_> {
     /// The bridge rank of remote rank `q`.
-    fn remote(&self, q: usize) -> usize {
+    pub(super) fn remote(&self, q: usize) -> usize {
         self.ln + q
     }
 
     /// Whether this process leads its group (local rank 0).
-    fn leader(&self) -> bool {
+    pub(super) fn leader(&self) -> bool {
         self.local.rank == 0
+    }
+
+    /// The local group's size and this process's rank there: its ranks
+    /// are the bridge's first ones.
+    pub(super) fn me(&self) -> (usize, usize) {
+        (self.ln, self.local.rank as usize)
     }
 }
 
 impl Communicator {
-    fn parts(&self) -> Result<Parts<'_>> {
+    pub(super) fn parts(&self) -> Result<Parts<'_>> {
         let inter = self.inter.as_deref().ok_or_else(|| {
             bad("an inter-communicator collective on an intra-communicator".into())
         })?;
@@ -86,7 +95,7 @@ impl Communicator {
         })
     }
 
-    fn role(&self, root: i32, rn: usize) -> Result<Role> {
+    pub(super) fn role(&self, root: i32, rn: usize) -> Result<Role> {
         match root {
             ROOT => Ok(Role::Root),
             PROC_NULL => Ok(Role::Idle),
@@ -184,6 +193,53 @@ impl Communicator {
             p.local.reduce_into(send, None, op, 0)?;
         }
         p.local.broadcast_into(recv, 0)
+    }
+
+    /// `MPI_Reduce_scatter` on an inter-communicator (§6.10.1): `op` over
+    /// the `send` of every process of the other group, of which local
+    /// rank i gets block i (`counts[i]` items, after the lower ranks').
+    pub(super) fn inter_reduce_scatter<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: &O,
+    ) -> Result<()> {
+        let p = self.parts()?;
+        let (ln, r) = p.me();
+        let total: usize = counts.iter().sum();
+        if counts.len() != ln || send.len() != total || recv.len() != counts[r] {
+            return Err(bad(format!(
+                "reduce_scatter: {} sent and {} received for counts {counts:?}",
+                send.len(),
+                recv.len()
+            )));
+        }
+        let displs: Vec<usize> = counts
+            .iter()
+            .scan(0, |at, &c| {
+                *at += c;
+                Some(*at - c)
+            })
+            .collect();
+        if !p.leader() {
+            p.local.reduce_into(send, None, op, 0)?;
+            return p.local.scatter_varcount_into(None, recv, 0);
+        }
+        let mut acc = zeroed_vec(total);
+        p.local.reduce_into(send, Some(&mut acc), op, 0)?;
+        let mut theirs = zeroed_vec(total);
+        let peer = p.remote(0);
+        // A message of the other leader's size: the sums must agree.
+        p.bridge.cexchange(
+            as_bytes(&acc),
+            peer,
+            as_bytes_mut(&mut theirs),
+            peer,
+            TAG_REDUCE_GATHER,
+        )?;
+        p.local
+            .scatter_varcount_into(Some((&theirs, counts, &displs)), recv, 0)
     }
 
     /// Receives block `q` of `recv` (`counts`, `displs`) from every remote

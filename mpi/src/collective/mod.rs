@@ -103,10 +103,10 @@
 //!   each message tagged with the collective's sequence number on the
 //!   communicator, so that several may be outstanding at once.
 //!
-//! - on inter-communicators (§6.2.2, `inter.rs`): the blocking
-//!   collectives but scan, exscan and the reduce-scatters, from the local
-//!   group's own collectives and messages between the groups' leaders or
-//!   straight between the groups.
+//! - on inter-communicators (§6.2.2, `inter.rs`, and
+//!   `inter_nonblocking.rs` for the nonblocking ones): the collectives
+//!   but scan and exscan, from the local group's own collectives and
+//!   messages between the groups' leaders or straight between the groups.
 //!
 //! Counts and displacements of the `v` variants are in elements.
 //!
@@ -141,6 +141,7 @@ mod barrier;
 mod bcast;
 mod gather;
 mod inter;
+mod inter_nonblocking;
 mod neighbor;
 mod nonblocking;
 mod reduce;

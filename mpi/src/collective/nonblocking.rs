@@ -14,6 +14,10 @@
 //!   destination and receives every block, all in one round;
 //! - iscan, iexscan: recursive doubling, as the blocking ones.
 //!
+//! On an inter-communicator each but iscan and iexscan (undefined there,
+//! §6.2.2) runs its own schedule (`inter_nonblocking.rs`); those two fail
+//! with `NOT_PROVIDED` (`start_schedule` refuses inter-communicators).
+//!
 //! The requests borrow their output buffer until they complete; the
 //! input is copied when the collective starts, so the caller may reuse it
 //! at once (MPI asks it to wait, which is harmless).
@@ -52,60 +56,71 @@ fn parent(rel: usize) -> usize {
 }
 
 /// Every item of a buffer of `n`.
-fn all(buf: usize, n: usize) -> Span {
+pub(super) fn all(buf: usize, n: usize) -> Span {
     (buf, 0..n)
 }
 
-impl Communicator {
-    /// Adds to `plan` the reduction of buffer `acc` (`n` items) to rank 0
-    /// along the binomial tree, in rank order.
-    fn plan_reduce_to_zero<T: Equivalence>(&self, plan: &mut Plan<T>, acc: usize, n: usize) {
-        let (p, r) = self.p_r();
-        let kids = children(r, p);
-        if !kids.is_empty() {
-            let temps: Vec<usize> = kids.iter().map(|_| plan.zeroed(n)).collect();
-            let round = plan.round();
-            for (&k, &t) in kids.iter().zip(&temps) {
-                round.recvs.push((all(t, n), k));
-            }
-            // acc ∘ t1 ∘ t2 ∘ …: the children, nearest first, hold ever
-            // higher ranges of ranks.
-            let mut left = acc;
-            for &t in &temps {
-                round.then.push(Local::Apply {
-                    src: all(left, n),
-                    dst: all(t, n),
-                });
-                left = t;
-            }
-            round.then.push(Local::Copy {
+/// Adds to `plan` the reduction of buffer `acc` (`n` items) to rank 0
+/// along the binomial tree of ranks `0..p`, this process being `r`, in
+/// rank order. The ranks are those of the schedule's communicator: on an
+/// inter-communicator's bridge, the local group's are its own.
+pub(super) fn plan_reduce_to_zero<T: Equivalence>(
+    plan: &mut Plan<T>,
+    acc: usize,
+    n: usize,
+    (p, r): (usize, usize),
+) {
+    let kids = children(r, p);
+    if !kids.is_empty() {
+        let temps: Vec<usize> = kids.iter().map(|_| plan.zeroed(n)).collect();
+        let round = plan.round();
+        for (&k, &t) in kids.iter().zip(&temps) {
+            round.recvs.push((all(t, n), k));
+        }
+        // acc ∘ t1 ∘ t2 ∘ …: the children, nearest first, hold ever
+        // higher ranges of ranks.
+        let mut left = acc;
+        for &t in &temps {
+            round.then.push(Local::Apply {
                 src: all(left, n),
-                dst: all(acc, n),
+                dst: all(t, n),
             });
+            left = t;
         }
-        if r != 0 {
-            plan.round().sends.push((all(acc, n), parent(r)));
+        round.then.push(Local::Copy {
+            src: all(left, n),
+            dst: all(acc, n),
+        });
+    }
+    if r != 0 {
+        plan.round().sends.push((all(acc, n), parent(r)));
+    }
+}
+
+/// Adds to `plan` a binomial broadcast of `span` from `root` over ranks
+/// `0..p`, this process being `r` (as for [`plan_reduce_to_zero`]).
+pub(super) fn plan_bcast<T: Equivalence>(
+    plan: &mut Plan<T>,
+    span: Span,
+    root: usize,
+    (p, r): (usize, usize),
+) {
+    let rel = (r + p - root) % p;
+    if rel != 0 {
+        plan.round()
+            .recvs
+            .push((span.clone(), (parent(rel) + root) % p));
+    }
+    let kids = children(rel, p);
+    if !kids.is_empty() {
+        let round = plan.round();
+        for k in kids.into_iter().rev() {
+            round.sends.push((span.clone(), (k + root) % p));
         }
     }
+}
 
-    /// Adds to `plan` a binomial broadcast of `span` from `root`.
-    fn plan_bcast<T: Equivalence>(&self, plan: &mut Plan<T>, span: Span, root: usize) {
-        let (p, r) = self.p_r();
-        let rel = (r + p - root) % p;
-        if rel != 0 {
-            plan.round()
-                .recvs
-                .push((span.clone(), (parent(rel) + root) % p));
-        }
-        let kids = children(rel, p);
-        if !kids.is_empty() {
-            let round = plan.round();
-            for k in kids.into_iter().rev() {
-                round.sends.push((span.clone(), (k + root) % p));
-            }
-        }
-    }
-
+impl Communicator {
     /// `MPI_Ibarrier` (§6.12.1): completes once every member has started
     /// it.
     ///
@@ -113,6 +128,9 @@ impl Communicator {
     ///
     /// Transport errors.
     pub fn ibarrier(&self) -> Result<Request<'static>> {
+        if self.inter.is_some() {
+            return self.inter_ibarrier();
+        }
         let (p, r) = self.p_r();
         let mut plan = Plan::<u8>::new();
         let b = plan.zeroed(0);
@@ -137,6 +155,9 @@ impl Communicator {
         buf: &'b mut [T],
         root: i32,
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_ibcast(buf, root);
+        }
         let root = self.check_root(root)?;
         let (_, r) = self.p_r();
         let n = buf.len();
@@ -146,7 +167,7 @@ impl Communicator {
         } else {
             plan.zeroed(n)
         };
-        self.plan_bcast(&mut plan, all(b, n), root);
+        plan_bcast(&mut plan, all(b, n), root, self.p_r());
         let copies = if r == root {
             Vec::new()
         } else {
@@ -169,6 +190,9 @@ impl Communicator {
         op: O,
         root: i32,
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_ireduce(send, recv, op, root);
+        }
         let root = self.check_root(root)?;
         let (_, r) = self.p_r();
         let n = send.len();
@@ -183,7 +207,7 @@ impl Communicator {
         };
         let mut plan = Plan::new();
         let acc = plan.buf(send.to_vec());
-        self.plan_reduce_to_zero(&mut plan, acc, n);
+        plan_reduce_to_zero(&mut plan, acc, n, self.p_r());
         if root != 0 && r == 0 {
             plan.round().sends.push((all(acc, n), root));
         } else if root != 0 && r == root {
@@ -210,6 +234,9 @@ impl Communicator {
         recv: &'b mut [T],
         op: O,
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_iall_reduce(send, recv, op);
+        }
         let n = send.len();
         if recv.len() != n {
             return Err(bad(format!(
@@ -219,8 +246,8 @@ impl Communicator {
         }
         let mut plan = Plan::new();
         let acc = plan.buf(send.to_vec());
-        self.plan_reduce_to_zero(&mut plan, acc, n);
-        self.plan_bcast(&mut plan, all(acc, n), 0);
+        plan_reduce_to_zero(&mut plan, acc, n, self.p_r());
+        plan_bcast(&mut plan, all(acc, n), 0, self.p_r());
         self.start_schedule(plan, op, Some(recv), vec![(all(acc, n), 0..n)])
     }
 
@@ -237,6 +264,9 @@ impl Communicator {
         counts: &[usize],
         op: O,
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_ireduce_scatter(send, recv, counts, op);
+        }
         let (p, r) = self.p_r();
         let total: usize = counts.iter().sum();
         if counts.len() != p || send.len() != total || recv.len() != counts[r] {
@@ -248,7 +278,7 @@ impl Communicator {
         }
         let mut plan = Plan::new();
         let acc = plan.buf(send.to_vec());
-        self.plan_reduce_to_zero(&mut plan, acc, total);
+        plan_reduce_to_zero(&mut plan, acc, total, self.p_r());
         let n = counts[r];
         let mine = plan.zeroed(n);
         let round = plan.round();
@@ -298,6 +328,9 @@ impl Communicator {
         recv: Option<(&'b mut [T], &[usize], &[usize])>,
         root: i32,
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_igather(send, recv, root);
+        }
         let root = self.check_root(root)?;
         let (p, r) = self.p_r();
         let mut plan = Plan::new();
@@ -345,6 +378,9 @@ impl Communicator {
         recv: Option<&'b mut [T]>,
         root: i32,
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_igather_uniform(send, recv, root);
+        }
         let (counts, displs) = uniform(self.members.len(), send.len());
         self.igather_varcount_into(send, recv.map(|b| (b, &counts[..], &displs[..])), root)
     }
@@ -361,6 +397,9 @@ impl Communicator {
         recv: &'b mut [T],
         root: i32,
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_iscatter(send, recv, root);
+        }
         let root = self.check_root(root)?;
         let (p, r) = self.p_r();
         let n = recv.len();
@@ -403,6 +442,9 @@ impl Communicator {
         recv: &'b mut [T],
         root: i32,
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_iscatter_uniform(send, recv, root);
+        }
         let (counts, displs) = uniform(self.members.len(), recv.len());
         self.iscatter_varcount_into(send.map(|b| (b, &counts[..], &displs[..])), recv, root)
     }
@@ -420,6 +462,9 @@ impl Communicator {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_iall_gather(send, recv, counts, displs);
+        }
         let (p, r) = self.p_r();
         let blocks = blocks(recv.len(), counts, displs, p, "iallgather")?;
         if blocks[r].len() != send.len() {
@@ -454,6 +499,9 @@ impl Communicator {
         send: &[T],
         recv: &'b mut [T],
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_iall_gather_uniform(send, recv);
+        }
         let (counts, displs) = uniform(self.members.len(), send.len());
         self.iall_gather_varcount_into(send, recv, &counts, &displs)
     }
@@ -476,6 +524,16 @@ impl Communicator {
         recv_counts: &[usize],
         recv_displs: &[usize],
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_iall_to_all(
+                send,
+                send_counts,
+                send_displs,
+                recv,
+                recv_counts,
+                recv_displs,
+            );
+        }
         let (p, r) = self.p_r();
         let sends = blocks(send.len(), send_counts, send_displs, p, "ialltoall send")?;
         let recvs = blocks(recv.len(), recv_counts, recv_displs, p, "ialltoall recv")?;
@@ -514,6 +572,9 @@ impl Communicator {
         send: &[T],
         recv: &'b mut [T],
     ) -> Result<Request<'b>> {
+        if self.inter.is_some() {
+            return self.inter_iall_to_all_uniform(send, recv);
+        }
         let p = self.members.len();
         if send.len() % p != 0 || recv.len() != send.len() {
             return Err(bad(format!(
@@ -620,7 +681,7 @@ impl Communicator {
 }
 
 /// The `p` blocks of a buffer of `len` items, checked.
-fn blocks(
+pub(super) fn blocks(
     len: usize,
     counts: &[usize],
     displs: &[usize],

@@ -11,7 +11,10 @@ use crate::operation::Operation;
 impl Communicator {
     /// `MPI_Reduce_scatter` (§6.10.1): `op` over every member's `send`
     /// (the sum of `counts` items), then member i gets block i, `counts[i]`
-    /// items after the blocks of lower ranks, in `recv`.
+    /// items after the blocks of lower ranks, in `recv`. On an
+    /// inter-communicator (§6.10.1) `op` is over the other group's `send`,
+    /// and `counts` has one count per process of the local group, whose
+    /// sum both groups must agree on.
     ///
     /// # Errors
     ///
@@ -24,7 +27,9 @@ impl Communicator {
         counts: &[usize],
         op: &O,
     ) -> Result<()> {
-        self.intra_collective()?;
+        if self.inter.is_some() {
+            return self.inter_reduce_scatter(send, recv, counts, op);
+        }
         let (p, r) = self.p_r();
         if counts.len() != p {
             return Err(bad(format!("reduce_scatter: {p} counts needed")));
@@ -66,7 +71,7 @@ impl Communicator {
         recv: &mut [T],
         op: &O,
     ) -> Result<()> {
-        self.intra_collective()?;
+        // The local group's blocks on an inter-communicator too (§6.10.2).
         let (counts, _) = uniform(self.members.len(), recv.len());
         self.reduce_scatter_into(send, recv, &counts, op)
     }

@@ -30,6 +30,14 @@
 //! collective, whose neighbours may repeat) match in the order they are
 //! posted, as the sender posts its sends and the receiver its receives
 //! (non-overtaking, §3.5).
+//!
+//! A schedule's peers are ranks of the one communicator it runs on. The
+//! collectives of an inter-communicator (§6.2.2, `inter_nonblocking.rs`)
+//! run theirs on its bridge, where the local group's ranks come first
+//! and the remote group's follow, so one schedule addresses both groups
+//! on the collective context `c + 1`; `Communicator::start_schedule`
+//! refuses an inter-communicator itself, where the intra-communicator
+//! algorithms must not run.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
