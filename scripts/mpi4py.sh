@@ -25,6 +25,9 @@ source "$(dirname "$0")/env.sh"
 cd "$O2G_ROOT"
 
 : "${MPI4PY_VERSION:=4.1.2}"
+# Debian's Python (scripts/setup.sh installs its headers, venv and pip),
+# not whichever python3 comes first on the PATH.
+: "${O2G_PYTHON:=/usr/bin/python3}"
 target="$O2G_ROOT/target/debug"
 
 # The test modules of the default run: point-to-point, collectives
@@ -57,11 +60,14 @@ CORE=(
 
 fail() { echo "mpi4py: $*" >&2; echo "mpi4py: 0 passed, 1 failed, 0 skipped"; exit 1; }
 
-cargo build --quiet -p o2g-mpi-abi -p mpi --bins || fail "building the library and o2grun failed"
+# Two commands: with --bins, cargo would build no library at all.
+{ cargo build --quiet -p o2g-mpi-abi && cargo build --quiet -p mpi --bins; } ||
+    fail "building the library and o2grun failed"
 lib="$target/libmpi_abi.so"
 [[ -e "$target/libmpi_abi.so.1" ]] || ln -sf libmpi_abi.so "$target/libmpi_abi.so.1"
 
 key=$( { sha256sum capi/include/mpi.h capi/mpicc | cut -d' ' -f1
+         "$O2G_PYTHON" --version
          nm -D --defined-only "$lib" | awk '$2 == "T" {print $3}' | sort; } |
        sha256sum | cut -c1-16)
 cache="$O2G_CACHE/mpi4py"
@@ -71,16 +77,17 @@ mkdir -p "$cache"
 
 if [[ ! -d "$src/test" ]]; then
     log "fetching mpi4py $MPI4PY_VERSION's source from PyPI"
-    python3 -m pip download --quiet --no-binary :all: --no-deps -d "$cache" \
+    "$O2G_PYTHON" -m pip download --quiet --no-binary :all: --no-deps -d "$cache" \
         "mpi4py==$MPI4PY_VERSION" || fail "pip download of mpi4py failed"
     tar -xzf "$cache/mpi4py-$MPI4PY_VERSION.tar.gz" -C "$cache" || fail "unpacking mpi4py failed"
 fi
 if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
     log "building mpi4py $MPI4PY_VERSION against o2g's mpi.h (cached as $venv)"
     rm -rf "$venv"
-    python3 -m venv "$venv" || fail "python3 -m venv failed (python3-venv missing?)"
+    "$O2G_PYTHON" -m venv "$venv" || fail "$O2G_PYTHON -m venv failed (python3-venv missing?)"
     if ! MPICC="$O2G_ROOT/capi/mpicc" O2G_MPI_LIBDIR="$target" MPI4PY_BUILD_CONFIGURE=1 \
-        "$venv/bin/pip" install --quiet --no-cache-dir --no-binary mpi4py "$src" \
+        "$venv/bin/pip" install --quiet --no-cache-dir --no-binary mpi4py \
+        "$cache/mpi4py-$MPI4PY_VERSION.tar.gz" \
         >"$cache/build-$key.log" 2>&1; then
         tail -n 30 "$cache/build-$key.log" >&2
         rm -rf "$venv"
@@ -121,10 +128,12 @@ run() {
     rm -f "$log"
 }
 
-tests=(test/main.py -q "${SUBSET[@]}")
+# --no-builddir: test the virtualenv's mpi4py, never a build directory
+# in the source tree.
+tests=(test/main.py -q --no-builddir "${SUBSET[@]}")
 if [[ -n "${O2G_MPI4PY_ALL:-}" ]]; then
     run "the whole suite, sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
-        "$target/o2grun" --timeout 850 -n 2 "$venv/bin/python" test/main.py -q
+        "$target/o2grun" --timeout 850 -n 2 "$venv/bin/python" test/main.py -q --no-builddir
 else
     run "o2grun, sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
         "$target/o2grun" --timeout 600 -n 2 "$venv/bin/python" "${tests[@]}"
@@ -132,7 +141,7 @@ else
         mpiexec.mpich -n 2 "$venv/bin/python" "${tests[@]}"
     for t in sockets-select sockets-poll dimmnet hyphenlink; do
         run "o2grun, $t, core slice" env O2G_TRANSPORT=$t \
-            "$target/o2grun" --timeout 600 -n 2 "$venv/bin/python" test/main.py -q "${CORE[@]}"
+            "$target/o2grun" --timeout 600 -n 2 "$venv/bin/python" test/main.py -q --no-builddir "${CORE[@]}"
     done
 fi
 echo "mpi4py: $passed passed, $failed failed, $skipped skipped"
