@@ -638,6 +638,16 @@ unsafe extern "C" fn actor(
     // SAFETY: `desc.arg.data` is the `ReadCtx` that `read` passed, alive
     // and not otherwise borrowed during the call.
     let ctx = unsafe { &mut *(*desc).arg.data.cast::<ReadCtx<'_>>() };
+    // After a partly used skb, tcp_read_sock calls the actor again on the
+    // rest of it, and checks `count` only once a whole skb is eaten. If
+    // that second call consumed, a release that raced in would end the
+    // stall here, and reading would still stop after this skb: bytes left
+    // in TCP, the connection active, and no kick to come (a release kicks
+    // only stalled connections). So a read that stopped short stays
+    // stopped: the stall stays published for the next release to kick.
+    if ctx.stopped_short {
+        return 0;
+    }
     let len = len.min(c_int::MAX as usize);
     let src = |at: usize, dst: *mut u8, n: usize| -> Result {
         let from = (offset as usize).checked_add(at).ok_or(EINVAL)?;
