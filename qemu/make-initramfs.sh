@@ -11,6 +11,8 @@
 #   $O2G_GUEST_BINS). Programs the tests run are taken from $O2G_GUEST_BINS
 #   (space-separated host paths); other files from $O2G_GUEST_FILES (host
 #   paths, copied to the same paths in the guest).
+#   O2G_GUEST_PYTHON=1 installs Debian's Python; O2G_GUEST_TREES copies
+#   directories in (HOST[=GUEST] each).
 #   O2G_GUEST_PEERS=1 also installs Debian's Open MPI and MPICH (launchers,
 #   plugins, help and config files, the libraries they load) at their host
 #   paths, and qemu/guest-peers.sh as /etc/o2g/peers.sh; off by default,
@@ -71,6 +73,52 @@ copy_same_path() {
     done
 }
 
+# The shared libraries of every program and loadable module under guest
+# directory DIR (already copied in), found at run time only by dlopen.
+copy_libs_under() {
+    local elf so
+    while read -r elf; do
+        # A module that needs no library gives grep nothing to print.
+        { ldd "$elf" 2>/dev/null | grep -oE '/[^ ]+' || true; } | while read -r so; do
+            [[ -e "$root$so" ]] && continue
+            # Not our libmpi_abi from the build tree a RUNPATH names (a
+            # debug build, maybe): the guest has the tests' own in /lib.
+            case "$so" in /lib/* | /lib64/* | /usr/*) ;; *) continue ;; esac
+            mkdir -p "$root$(dirname "$so")"
+            cp -L "$so" "$root$so"
+        done
+    done < <(find "$1" -type f \( -perm -u+x -o -name '*.so*' \))
+}
+
+# Python for tests that run Python programs (mpi4py's test suite): Debian's
+# interpreter and its standard library at their host paths, without what
+# no test imports (the static libpython and the build configuration, 25 of
+# its 54 MB, the GUI, the 2to3 converter, documentation data, ...).
+if [[ "${O2G_GUEST_PYTHON:-0}" == 1 ]]; then
+    py="$(readlink -f /usr/bin/python3)"
+    pylib="/usr/lib/$(basename "$py")"
+    [[ -x "$py" && -d "$pylib" ]] || die "no Debian Python at /usr/bin/python3 (scripts/setup.sh installs it)"
+    mkdir -p "$root/usr/bin" "$root/usr/lib"
+    cp -a /usr/bin/python3 "$py" "$root/usr/bin/"
+    cp -a "$pylib" "$root/usr/lib/"
+    for unused in config-* idlelib tkinter turtledemo lib2to3 pydoc_data ensurepip test distutils; do
+        rm -rf "$root$pylib"/$unused
+    done
+    copy_libs_under "$root/usr/bin"
+    copy_libs_under "$root$pylib/lib-dynload"
+fi
+
+# Trees the tests need, HOST[=GUEST] each: HOST copied to GUEST (default:
+# the same path), symlinks kept, with the libraries of the programs and
+# modules in it.
+for tree in ${O2G_GUEST_TREES:-}; do
+    host="${tree%%=*}" guest="${tree#*=}"
+    [[ -e "$host" ]] || die "guest tree $host not found"
+    mkdir -p "$root$(dirname "$guest")"
+    cp -a "$host" "$root$guest"
+    copy_libs_under "$root$guest"
+done
+
 # The MPI peers: what ldd shows for the programs is not enough. Their
 # launchers, the plugins Open MPI and PMIx dlopen, help texts (error
 # messages are looked up there) and config must be at the host's paths.
@@ -85,13 +133,7 @@ if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
     copy_same_path /usr/bin/mpiexec.hydra /usr/bin/mpiexec.mpich \
         /usr/bin/hydra_pmi_proxy "$lib/ucx"
     # Libraries of every program and plugin, found only by dlopen otherwise.
-    while read -r elf; do
-        ldd "$elf" 2>/dev/null | grep -oE '/[^ ]+' | while read -r so; do
-            [[ -e "$root$so" ]] && continue
-            mkdir -p "$root$(dirname "$so")"
-            cp -L "$so" "$root$so"
-        done
-    done < <(find "$root/usr" -type f \( -perm -u+x -o -name '*.so*' \))
+    copy_libs_under "$root/usr"
     mkdir -p "$root/etc"
     # Both look up the user and the host name; glibc reads these files.
     echo 'root:x:0:0:root:/tmp:/bin/sh' >"$root/etc/passwd"

@@ -137,8 +137,21 @@ if [[ " ${tests[*]} " == *" bench-profile "* ]]; then
         log "no $libc_debug (libc6-dbg): profiles will not name glibc's internal functions"
     fi
 fi
+# mpi4py's test suite for mpi4py-o2g: Debian's Python, mpi4py built against
+# our mpi.h (scripts/mpi4py-build.sh, cached) and its tests, at /opt/mpi4py.
+guest_trees=""
+if [[ " ${tests[*]} " == *" mpi4py-o2g "* ]]; then
+    built="$("$O2G_ROOT/scripts/mpi4py-build.sh" "$rel")" || die "building mpi4py failed"
+    venv="$(sed -n 's/^venv=//p' <<<"$built")"
+    src="$(sed -n 's/^src=//p' <<<"$built")"
+    site=("$venv"/lib/python3*/site-packages/mpi4py)
+    [[ -d "${site[0]}" ]] || die "no mpi4py package in $venv"
+    guest_trees="${site[0]}=/opt/mpi4py/site/mpi4py $src/test=/opt/mpi4py/test"
+    export O2G_GUEST_PYTHON=1
+fi
 guest_bins="$c_bins $perf_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $(command -v strace || true) ${O2G_GUEST_BINS:-}"
-O2G_GUEST_BINS="$guest_bins" O2G_GUEST_FILES="$guest_files ${O2G_GUEST_FILES:-}" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
+O2G_GUEST_BINS="$guest_bins" O2G_GUEST_FILES="$guest_files ${O2G_GUEST_FILES:-}" \
+    O2G_GUEST_TREES="$guest_trees ${O2G_GUEST_TREES:-}" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
 qemu_pids=()
 netns=""

@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
 # mpi4py's own test suite on o2g's C ABI (issue 23).
 #
-# Builds mpi4py from its PyPI source against capi/include/mpi.h with
-# capi/mpicc (MPI4PY_BUILD_CONFIGURE=1: its build probes which functions
-# the library exports, so a function o2g lacks raises NotImplementedError
-# instead of failing the import), into a virtualenv cached under
-# $O2G_CACHE/mpi4py, keyed by mpi4py's version and the hashes of mpi.h and
-# of the library's list of exported functions. Then runs a fixed subset of
-# its test modules on 2 ranks: under o2grun over sockets-epoll and under
-# MPICH's mpiexec (hydra, PMI-1), and a core slice of it (point-to-point,
-# collectives, inter-communicators) over each other host transport. The tests always use this
-# tree's libmpi_abi.so (LD_LIBRARY_PATH overrides the cached build's
-# RUNPATH).
+# Builds mpi4py against this tree's libmpi_abi.so, or takes it from the
+# cache (scripts/mpi4py-build.sh), then runs a fixed subset of its test
+# modules on 2 ranks: under o2grun over sockets-epoll and under MPICH's
+# mpiexec (hydra, PMI-1), and a core slice of it (point-to-point,
+# collectives, inter-communicators) over each other host transport. The
+# tests always use this tree's libmpi_abi.so (LD_LIBRARY_PATH overrides the
+# cached build's RUNPATH). qemu/tests/mpi4py-o2g.sh runs a slice over the
+# o2g transport in the guest.
 #
 #   scripts/mpi4py.sh            the fixed subset and slices (under two minutes)
 #   O2G_MPI4PY_ALL=1 scripts/mpi4py.sh
@@ -24,10 +21,6 @@ set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$O2G_ROOT"
 
-: "${MPI4PY_VERSION:=4.1.2}"
-# Debian's Python (scripts/setup.sh installs its headers, venv and pip),
-# not whichever python3 comes first on the PATH.
-: "${O2G_PYTHON:=/usr/bin/python3}"
 target="$O2G_ROOT/target/debug"
 
 # The test modules of the default run: point-to-point, collectives
@@ -63,37 +56,9 @@ fail() { echo "mpi4py: $*" >&2; echo "mpi4py: 0 passed, 1 failed, 0 skipped"; ex
 # Two commands: with --bins, cargo would build no library at all.
 { cargo build --quiet -p o2g-mpi-abi && cargo build --quiet -p mpi --bins; } ||
     fail "building the library and o2grun failed"
-lib="$target/libmpi_abi.so"
-[[ -e "$target/libmpi_abi.so.1" ]] || ln -sf libmpi_abi.so "$target/libmpi_abi.so.1"
-
-key=$( { sha256sum capi/include/mpi.h capi/mpicc | cut -d' ' -f1
-         "$O2G_PYTHON" --version
-         nm -D --defined-only "$lib" | awk '$2 == "T" {print $3}' | sort; } |
-       sha256sum | cut -c1-16)
-cache="$O2G_CACHE/mpi4py"
-src="$cache/mpi4py-$MPI4PY_VERSION"
-venv="$cache/venv-$MPI4PY_VERSION-$key"
-mkdir -p "$cache"
-
-if [[ ! -d "$src/test" ]]; then
-    log "fetching mpi4py $MPI4PY_VERSION's source from PyPI"
-    "$O2G_PYTHON" -m pip download --quiet --no-binary :all: --no-deps -d "$cache" \
-        "mpi4py==$MPI4PY_VERSION" || fail "pip download of mpi4py failed"
-    tar -xzf "$cache/mpi4py-$MPI4PY_VERSION.tar.gz" -C "$cache" || fail "unpacking mpi4py failed"
-fi
-if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
-    log "building mpi4py $MPI4PY_VERSION against o2g's mpi.h (cached as $venv)"
-    rm -rf "$venv"
-    "$O2G_PYTHON" -m venv "$venv" || fail "$O2G_PYTHON -m venv failed (python3-venv missing?)"
-    if ! MPICC="$O2G_ROOT/capi/mpicc" O2G_MPI_LIBDIR="$target" MPI4PY_BUILD_CONFIGURE=1 \
-        "$venv/bin/pip" install --quiet --no-cache-dir --no-binary mpi4py \
-        "$cache/mpi4py-$MPI4PY_VERSION.tar.gz" \
-        >"$cache/build-$key.log" 2>&1; then
-        tail -n 30 "$cache/build-$key.log" >&2
-        rm -rf "$venv"
-        fail "building mpi4py failed (log: $cache/build-$key.log)"
-    fi
-fi
+built="$("$O2G_ROOT/scripts/mpi4py-build.sh" "$target")" || fail "building mpi4py failed"
+venv="$(sed -n 's/^venv=//p' <<<"$built")"
+src="$(sed -n 's/^src=//p' <<<"$built")"
 
 passed=0 failed=0 skipped=0
 # run NAME CMD...: one run of the tests; adds its counts.
