@@ -3,38 +3,70 @@
 //! reports every size, and the echoing end refuses a plan it should not
 //! allocate.
 
-use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn tcp_pingpong() -> Command {
     Command::new(env!("CARGO_BIN_EXE_o2g-tcp-pingpong"))
 }
 
-/// A loopback address with a port that was free a moment ago.
-fn free_addr() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("local address").to_string()
-}
-
 fn connected_to_itself(s: &TcpStream) -> bool {
     s.local_addr().ok() == s.peer_addr().ok()
 }
 
-fn listen(addr: &str) -> Child {
-    tcp_pingpong()
-        .args(["--listen", addr, "--wait", "30"])
+/// An echoing end listening on a loopback port of its own choosing (a
+/// port picked here and handed over could be taken in between, by the
+/// other test running at the same time), with the address it reports
+/// and the rest of its standard error.
+struct Echoer {
+    child: Child,
+    addr: String,
+    stderr: BufReader<ChildStderr>,
+}
+
+fn listen() -> Echoer {
+    let mut child = tcp_pingpong()
+        .args(["--listen", "127.0.0.1:0", "--wait", "30"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn the echoing end")
+        .expect("spawn the echoing end");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let mut line = String::new();
+    stderr
+        .read_line(&mut line)
+        .expect("the echoing end's first line");
+    let addr = line
+        .trim()
+        .strip_prefix("o2g-tcp-pingpong: listening on ")
+        .unwrap_or_else(|| panic!("no address from the echoing end: {line:?}"))
+        .to_string();
+    Echoer {
+        child,
+        addr,
+        stderr,
+    }
+}
+
+impl Echoer {
+    /// Waits for the echoing end; whether it succeeded, and what else it
+    /// wrote to standard error.
+    fn finish(mut self) -> (bool, String) {
+        let mut err = String::new();
+        self.stderr
+            .read_to_string(&mut err)
+            .expect("the echoing end's stderr");
+        let status = self.child.wait().expect("echoing end");
+        (status.success(), err)
+    }
 }
 
 #[test]
 fn measures_against_a_listening_process() {
-    let addr = free_addr();
-    let echoer = listen(&addr);
+    let echoer = listen();
+    let addr = echoer.addr.clone();
     let dir = std::env::temp_dir().join(format!("o2g-tcp-pingpong-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let out = tcp_pingpong()
@@ -70,19 +102,15 @@ fn measures_against_a_listening_process() {
         csv.lines().any(|l| l.starts_with("raw-tcp,65536,")),
         "{csv}"
     );
-    let echoed = echoer.wait_with_output().expect("echoing end");
-    assert!(
-        echoed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&echoed.stderr)
-    );
+    let (ok, err) = echoer.finish();
+    assert!(ok, "{err}");
     std::fs::remove_dir_all(&dir).expect("remove the CSV folder");
 }
 
 #[test]
 fn the_echoing_end_refuses_an_oversized_plan() {
-    let addr = free_addr();
-    let echoer = listen(&addr);
+    let echoer = listen();
+    let addr = echoer.addr.clone();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut s = loop {
         match TcpStream::connect(&addr) {
@@ -102,8 +130,7 @@ fn the_echoing_end_refuses_an_oversized_plan() {
         plan.extend_from_slice(&word.to_le_bytes());
     }
     s.write_all(&plan).expect("send the plan");
-    let out = echoer.wait_with_output().expect("echoing end");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "accepted a 1 TiB plan");
+    let (ok, err) = echoer.finish();
+    assert!(!ok, "accepted a 1 TiB plan");
     assert!(err.contains("plan refused"), "{err}");
 }

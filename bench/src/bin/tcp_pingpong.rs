@@ -131,6 +131,9 @@ fn measure(mut s: TcpStream, sweep: &SweepArgs) -> io::Result<Vec<PingPongRow>> 
 /// Accepts one connection on `addr`, waiting at most `wait`.
 fn accept_one(addr: &str, wait: Duration) -> io::Result<TcpStream> {
     let listener = TcpListener::bind(addr)?;
+    // The port actually bound (ADDR may name port 0), for whoever started
+    // this end: a port picked beforehand may be taken by then.
+    eprintln!("o2g-tcp-pingpong: listening on {}", listener.local_addr()?);
     listener.set_nonblocking(true)?;
     let deadline = Instant::now() + wait;
     loop {
