@@ -78,6 +78,7 @@ pub(crate) mod pool;
 mod select;
 pub(crate) mod self_loop;
 mod sockets;
+mod spin;
 
 pub(crate) use matcher::{RecvOutcome, RecvToken};
 

@@ -76,6 +76,7 @@ use o2g_core::proto::wire::{Header, Kind, Limits, HEADER_LEN};
 use super::bootstrap::Link;
 use super::matcher::Matcher;
 use super::outbox::{Out, Outbox, Payload, Sending, Sends};
+use super::spin::{self, SPIN};
 use super::{pool, ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -91,13 +92,6 @@ const SCRATCH: usize = 256 << 10;
 /// Longest a blocking rendezvous send waits for its clear-to-send before
 /// it copies the data and returns (see the module documentation).
 const RNDV_WAIT: Duration = Duration::from_millis(20);
-
-/// How long an idle rank asks the poller without waiting before it sleeps
-/// in it: an answer within it costs no sleep and no wake-up, which take
-/// longer than a small message's whole round trip on loopback. Only when
-/// the job has a CPU per rank; otherwise spinning only delays the peer.
-/// (The `o2g` transport spins on its completion ring the same way.)
-const SPIN: Duration = Duration::from_micros(100);
 
 /// One connection's readiness, as a poller reports it.
 #[derive(Clone, Copy, Debug)]
@@ -205,7 +199,8 @@ pub(crate) struct Sockets<P: Poller> {
     threshold: u64,
     sends: Sends,
     ready: Vec<Ready>,
-    /// Whether idle waits spin first ([`SPIN`]).
+    /// Whether idle waits ask the poller without waiting for up to
+    /// [`SPIN`] before they sleep in it.
     spin: bool,
     /// The other ends of the idle connections, kept open.
     _idle_far_ends: Vec<TcpStream>,
@@ -336,7 +331,7 @@ impl<P: Poller> Sockets<P> {
             threshold: config.rndv_threshold,
             sends: Sends::new(),
             ready: Vec::new(),
-            spin: std::thread::available_parallelism().map_or(1, |n| n.get()) >= size as usize,
+            spin: spin::may_spin(size as usize),
             _idle_far_ends: idle_far_ends,
         })
     }
@@ -781,21 +776,20 @@ impl<P: Poller> Sockets<P> {
                 }
             }
         }
-        let mut res = Ok(());
+        let mut res = Ok(false);
         if self.spin && timeout != Some(Duration::ZERO) {
-            let until = Instant::now() + timeout.map_or(SPIN, |t| t.min(SPIN));
-            loop {
-                res = self
-                    .poller
-                    .wait(&interest, Some(Duration::ZERO), &mut ready);
-                if res.is_err() || !ready.is_empty() || Instant::now() >= until {
-                    break;
-                }
-                std::hint::spin_loop();
-            }
+            let limit = timeout.map_or(SPIN, |t| t.min(SPIN));
+            res = spin::spin_until(limit, || {
+                self.poller
+                    .wait(&interest, Some(Duration::ZERO), &mut ready)
+                    .map(|()| !ready.is_empty())
+            });
         }
-        if res.is_ok() && ready.is_empty() {
-            res = self.poller.wait(&interest, timeout, &mut ready);
+        if matches!(res, Ok(false)) {
+            res = self
+                .poller
+                .wait(&interest, timeout, &mut ready)
+                .map(|()| true);
         }
         drop(interest);
         res.map_err(|e| Error::io("waiting for sockets", e))?;

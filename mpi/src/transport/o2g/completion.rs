@@ -2,24 +2,19 @@
 //! receives, ended offers, and the announcements of stored messages and
 //! requests to send, matched against the waiting receives.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use libo2g::{abi, Announced, Reaped, RecvError};
 use o2g_core::proto::envelope::{Envelope, Selector};
 
 use crate::error::{Error, Result};
 use crate::request::NO_RANK;
+use crate::transport::spin::spin_until;
 use crate::transport::{RecvOutcome, RecvToken};
 
 use super::failure::NO_LIVE_PEER;
 use super::receive::{Attempt, RecvState, WaitingRecv, NO_PINS_FOR_RENDEZVOUS};
 use super::{lib_err, O2g};
-
-/// How long an idle rank watches the completion ring before it sleeps in
-/// the module: a completion within it costs no system call and no wake-up
-/// (which dominates a small message's round trip). Only when the job has
-/// a CPU per rank; otherwise spinning only delays the peer.
-pub(super) const SPIN: Duration = Duration::from_micros(100);
 
 /// An announcement from the module.
 pub(super) enum Notice {
@@ -53,14 +48,7 @@ impl O2g {
     /// Reaps for at most `limit` without a system call; whether a
     /// completion came.
     pub(super) fn spin_on_ring(&mut self, limit: Duration) -> Result<bool> {
-        let until = Instant::now() + limit;
-        while Instant::now() < until {
-            if self.reap()? {
-                return Ok(true);
-            }
-            std::hint::spin_loop();
-        }
-        Ok(false)
+        spin_until(limit, || self.reap())
     }
 
     /// Takes every completion from the shared ring; whether there was one.

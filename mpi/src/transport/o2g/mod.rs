@@ -77,8 +77,9 @@ use crate::error::{Error, Result};
 use super::announced::Announcements;
 use super::bootstrap::Link;
 use super::outbox::{Outbox, Sends};
+use super::spin::{self, SPIN};
 use super::{RecvToken, Transport};
-use completion::{Notice, SPIN};
+use completion::Notice;
 use receive::{RecvState, WaitingRecv};
 use send::{Offered, SEND_SLICE};
 
@@ -227,7 +228,7 @@ impl O2g {
             offers: HashMap::new(),
             next_offer: 1,
             credit: vec![Allowance::new(); size],
-            spin: std::thread::available_parallelism().map_or(1, |n| n.get()) >= size,
+            spin: spin::may_spin(size),
         })
     }
 }
