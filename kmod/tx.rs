@@ -203,7 +203,10 @@ impl ConnTx {
             Err(_) => Err(Progress::Broken),
         };
         while p.header_sent < HEADER_LEN {
-            let more = matches!(p.what, Part::Data { .. });
+            // `MSG_MORE` only when a payload follows: an empty data
+            // message's header would otherwise wait in TCP for the cork
+            // timer (200 ms) before leaving.
+            let more = matches!(p.what, Part::Data { want, .. } if want > 0);
             match step(sock.send_bytes(&p.header[p.header_sent..], more)) {
                 Ok(n) => p.header_sent += n,
                 Err(progress) => return progress,

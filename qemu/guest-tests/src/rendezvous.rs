@@ -32,6 +32,8 @@ struct Pair {
     b: Endpoint,
     /// B's process's end of the messages connection, which A's module reads.
     b_msg: TcpStream,
+    /// B's end of the control connection, which only B's module writes.
+    b_ctl: TcpStream,
     enc: Encoder,
     _keep: Vec<TcpStream>,
 }
@@ -52,8 +54,9 @@ impl Pair {
             a,
             b,
             b_msg,
+            b_ctl,
             enc: Encoder::new(),
-            _keep: vec![a_msg, a_ctl, b_ctl],
+            _keep: vec![a_msg, a_ctl],
         })
     }
 
@@ -263,7 +266,8 @@ pub(crate) fn paths() -> CheckResult {
     }
     drop(p);
     to_oneself()?;
-    println!("rendezvous: posted first, stored first, truncated, replaced, and without system calls ({spins:x})");
+    empty()?;
+    println!("rendezvous: posted first, stored first, truncated, replaced, empty, and without system calls ({spins:x})");
     Ok(())
 }
 
@@ -326,6 +330,33 @@ fn to_oneself() -> CheckResult {
         return Err(format!("to oneself: {r:?}"));
     }
     Ok(())
+}
+
+/// An empty rendezvous leaves at once: when its `SENT` record is out, the
+/// data header is on the wire, not held in TCP's send queue (a header
+/// written with `MSG_MORE` and no payload after it waited 200 ms for the
+/// cork timer).
+fn empty() -> CheckResult {
+    let mut p = Pair::new(EndpointConfig::default())?;
+    // Nagle could hold the header too; the transports disable it.
+    p.b_ctl.set_nodelay(true).map_err(|e| e.to_string())?;
+    p.a.post(vec![0u8; 16], sel(70), 70)
+        .map_err(|p| p.error.to_string())?;
+    p.send(70, &[], 170)?;
+    let s = next_sent(&mut p.b)?;
+    let mut unsent: libc::c_int = 0;
+    // SAFETY: `SIOCOUTQNSD` writes one `int` through the pointer, which
+    // points at `unsent`; the descriptor is open for the call.
+    let rc = unsafe { libc::ioctl(p.b_ctl.as_raw_fd(), libc::SIOCOUTQNSD, &mut unsent) };
+    if rc != 0 {
+        return Err(format!("SIOCOUTQNSD: {}", std::io::Error::last_os_error()));
+    }
+    if s.status.is_err() || s.len != 0 || unsent != 0 {
+        return Err(format!(
+            "an empty rendezvous: sent {s:?}, {unsent} bytes still unsent in TCP"
+        ));
+    }
+    check(&next_completion(&mut p.a)?, 70, &[], Ok(()))
 }
 
 /// The next receive completion, skipping `SENT` records (bounded).
