@@ -55,7 +55,7 @@ use kernel::{
     bindings, impl_has_work, new_mutex, new_work,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex, SetOnce},
-    workqueue::{self, Work, WorkItem},
+    workqueue::{Work, WorkItem},
 };
 
 use crate::abi;
@@ -66,6 +66,7 @@ use crate::reader::ConnReader;
 use crate::shim::{self, ReadyFn};
 use crate::sock::{self, Callbacks, TcpSocket};
 use crate::tx::ConnTx;
+use crate::work_queue;
 
 /// Which of a pair's two connections this is (see `abi::O2G_REGISTER_CONTROL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -309,7 +310,7 @@ impl Conn {
     /// Context: any.
     pub(crate) fn kick(self: &Arc<Self>) {
         // Already queued is fine: that run reads everything.
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = work_queue::percpu().enqueue(self.clone());
     }
 
     /// Reads the socket.

@@ -17,13 +17,14 @@ use kernel::{
     impl_has_work, new_condvar, new_mutex, new_work,
     prelude::*,
     sync::{Arc, CondVar, Mutex, SetOnce},
-    workqueue::{self, Work, WorkItem},
+    workqueue::{Work, WorkItem},
 };
 
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::conn::Conn;
 use crate::data_path::DataPath;
 use crate::shared::SharedArea;
+use crate::work_queue;
 
 /// Counters of the module's own mechanics, kept from open to release;
 /// the receive decisions' counters are the machine's (`data_path::Machine`).
@@ -190,7 +191,7 @@ impl EndpointRx {
     /// Context: any.
     pub(crate) fn schedule_reclaim(self: &Arc<Self>) {
         // Already queued is fine: one run reclaims everything.
-        let _ = workqueue::system().enqueue::<Arc<EndpointRx>, 0>(self.clone());
+        let _ = work_queue::percpu().enqueue::<Arc<EndpointRx>, 0>(self.clone());
     }
 
     /// Copies the stored messages the readers left to this work into their
@@ -242,7 +243,7 @@ impl EndpointRx {
     /// Context: any.
     pub(crate) fn schedule_send(self: &Arc<Self>) {
         // Already queued is fine: one pass sends everything it can.
-        let _ = workqueue::system().enqueue::<Arc<EndpointRx>, 1>(self.clone());
+        let _ = work_queue::percpu().enqueue::<Arc<EndpointRx>, 1>(self.clone());
     }
 
     /// Counts a control connection in (`true`) or out of those waiting

@@ -54,6 +54,7 @@ mod shared;
 mod shim;
 mod sock;
 mod tx;
+mod work_queue;
 
 use kernel::{
     ioctl::{
