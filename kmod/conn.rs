@@ -45,9 +45,14 @@
 //! for a peer that reset would wait forever. It calls the original first
 //! and then lets the work item see the shutdown.
 //!
-//! When the socket is owned by a thread (a `sendmsg` on the same socket, for
-//! example), the hook defers to the connection's work item, as strparser
-//! and kTLS do, instead of reading under someone else's ownership.
+//! When the socket is owned, TCP queues what arrives on the backlog and the
+//! owner's `release_sock()` runs it, calling the hook in the owner's process
+//! context (a process's `sendmsg` on the same socket, or the module's own
+//! work): the hook reads there, as the owner, rather than paying a work
+//! item's wake-up on the way (two ranks that send to each other at once
+//! meet this on every exchange). Only a call seen outside process context
+//! with the socket owned, which TCP does not make, is deferred to the
+//! connection's work item, as strparser and kTLS defer.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -380,17 +385,22 @@ unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         }
         // SAFETY: `sk` is valid for the call.
         let owned = unsafe { shim::o2g_sock_owned_by_user(sk) };
+        // SAFETY: `o2g_in_task` reads only the preempt count.
+        let defer = owned && !unsafe { shim::o2g_in_task() };
         conn.rx.with(|rx| {
             rx.counters.data_ready_events += 1;
             if owned {
                 rx.counters.deferred_reads += 1;
             }
         });
-        if owned {
+        if defer {
             Arc::<Conn>::from(conn).kick();
         } else {
-            // SAFETY: Softirq with the socket spinlock held and no owner, and
-            // the callback read lock held with `conn` installed.
+            // SAFETY: Either softirq with the socket spinlock held and no
+            // owner, or process context with the socket owned, which TCP
+            // runs input in only for the owner (backlog processing in its
+            // `release_sock()`): we are the owner, as the work item would
+            // be. The callback read lock is held with `conn` installed.
             unsafe { conn.read(sk) };
         }
         None

@@ -211,6 +211,11 @@ bool o2g_sock_owned_by_user(const struct sock *sk)
 	return sock_owned_by_user_nocheck(sk);
 }
 
+bool o2g_in_task(void)
+{
+	return in_task();
+}
+
 void o2g_cond_resched(void)
 {
 	cond_resched();

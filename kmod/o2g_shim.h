@@ -58,6 +58,7 @@ void o2g_sk_detach_ulp(struct sock *sk);
 
 /* Receive-path state, read from the socket hook. */
 bool o2g_sock_owned_by_user(const struct sock *sk);
+bool o2g_in_task(void);
 bool o2g_sk_rcv_shutdown(const struct sock *sk);
 bool o2g_tcp_urgent_pending(const struct sock *sk);
 

@@ -51,6 +51,7 @@ extern "C" {
     pub(crate) fn o2g_sk_detach_ulp(sk: *mut bindings::sock);
 
     pub(crate) fn o2g_sock_owned_by_user(sk: *const bindings::sock) -> bool;
+    pub(crate) fn o2g_in_task() -> bool;
     pub(crate) fn o2g_sk_rcv_shutdown(sk: *const bindings::sock) -> bool;
     pub(crate) fn o2g_tcp_urgent_pending(sk: *const bindings::sock) -> bool;
 

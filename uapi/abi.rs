@@ -489,8 +489,9 @@ pub struct EndpointStats {
     pub failed_sockets: u32,
     /// Times a registered socket signalled readable data.
     pub data_ready_events: u64,
-    /// Times the handler found the socket owned by a thread and deferred
-    /// reading to a work item.
+    /// Times the handler found the socket owned by a thread: the read
+    /// waited for the owner's `release_sock()`, which ran it as the owner
+    /// (or, outside process context, a work item ran it).
     pub deferred_reads: u64,
     /// Messages written straight into a posted receive, and their bytes.
     pub matched_msgs: u64,
