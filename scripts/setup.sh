@@ -27,6 +27,8 @@ DEB_PACKAGES=(
     # perf profiles in the guest (bench-profile; qemu/vm.sh copies perf in,
     # and glibc's symbols so that memcpy and the like have names)
     linux-perf libc6-dbg
+    # the install test builds o2g.ko the way a node does (scripts/test-install.sh)
+    dkms
 )
 
 missing=()
