@@ -12,7 +12,8 @@
 #   (space-separated host paths); other files from $O2G_GUEST_FILES (host
 #   paths, copied to the same paths in the guest).
 #   O2G_GUEST_PYTHON=1 installs Debian's Python; O2G_GUEST_TREES copies
-#   directories in (HOST[=GUEST] each).
+#   directories in (HOST[=GUEST] each); O2G_GUEST_CC=1 a C compiler and the
+#   headers O2G_GUEST_CC_SOURCES include.
 #   O2G_GUEST_PEERS=1 also installs Debian's Open MPI and MPICH (launchers,
 #   plugins, help and config files, the libraries they load) at their host
 #   paths, and qemu/guest-peers.sh as /etc/o2g/peers.sh; off by default,
@@ -118,6 +119,41 @@ for tree in ${O2G_GUEST_TREES:-}; do
     cp -a "$host" "$root$guest"
     copy_libs_under "$root$guest"
 done
+
+# A C compiler for tests that build programs in the guest (install-prefix):
+# Debian's gcc driver, cc1 and collect2, binutils' as and ld, glibc's
+# start files and link script, at their host paths (about 45 MB), and the
+# system headers that $O2G_GUEST_CC_SOURCES (C files) include, found by
+# the host's gcc -M: the guest compiles those files and nothing else.
+if [[ "${O2G_GUEST_CC:-0}" == 1 ]]; then
+    gcc="$(readlink -f "$(command -v gcc)")" || die "no gcc on the host (scripts/setup.sh installs it)"
+    gccdir="$(dirname "$(gcc -print-libgcc-file-name)")"
+    triple="$(gcc -dumpmachine)"
+    cc_files=("$gcc" "$(gcc -print-prog-name=cc1)" "$(gcc -print-prog-name=collect2)"
+        "$gccdir"/{crtbegin.o,crtbeginS.o,crtend.o,crtendS.o,libgcc.a,libgcc_eh.a,libgcc_s.so,liblto_plugin.so}
+        "/usr/lib/$triple"/{crt1.o,Scrt1.o,crti.o,crtn.o,libc.so,libc_nonshared.a}
+        "/lib/$triple/libgcc_s.so.1")
+    for f in "${cc_files[@]}"; do
+        mkdir -p "$root$(dirname "$f")"
+        cp -L "$f" "$root$f"
+    done
+    mkdir -p "$root/usr/bin"
+    ln -sf "$gcc" "$root/usr/bin/cc"
+    ln -sf "$gcc" "$root/usr/bin/gcc"
+    cp -L "$(command -v as)" "$root/usr/bin/as"
+    cp -L "$(command -v ld)" "$root/usr/bin/ld"
+    # Optimizing includes more (glibc's inline bits/*.h): both levels.
+    for src in ${O2G_GUEST_CC_SOURCES:-}; do
+        { gcc -M -I "$O2G_ROOT/capi/include" "$src"
+          gcc -M -O2 -I "$O2G_ROOT/capi/include" "$src"; } | tr -d '\\' | tr ' ' '\n' |
+            grep -E '^/usr/(include|lib/gcc)/' | while read -r h; do
+                mkdir -p "$root$(dirname "$h")"
+                cp -L "$h" "$root$h"
+            done
+    done
+    copy_libs_under "$root/usr/bin"
+    copy_libs_under "$root$gccdir"
+fi
 
 # The MPI peers: what ldd shows for the programs is not enough. Their
 # launchers, the plugins Open MPI and PMIx dlopen, help texts (error

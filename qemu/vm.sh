@@ -77,7 +77,7 @@ kdir="$("$O2G_ROOT/qemu/build-kernel.sh" "$flavour")"
 module="$("$O2G_ROOT/qemu/build-module.sh" "$flavour")"
 log "building guest test programs"
 manifest=(--manifest-path "$O2G_ROOT/Cargo.toml")
-cargo build --quiet --release -p o2g-guest-tests -p mpi -p o2g-bench --bins "${manifest[@]}"
+cargo build --quiet --release -p o2g-guest-tests -p mpi -p o2g-bench -p o2g-stat --bins "${manifest[@]}"
 # The MPI conformance binary (a test target), copied in as /bin/mpi-conformance.
 conformance="$(cargo test --quiet --release -p mpi --test conformance --no-run \
     --message-format=json "${manifest[@]}" |
@@ -149,7 +149,27 @@ if [[ " ${tests[*]} " == *" mpi4py-o2g "* ]]; then
     guest_trees="${site[0]}=/opt/mpi4py/site/mpi4py $src/test=/opt/mpi4py/test"
     export O2G_GUEST_PYTHON=1
 fi
-guest_bins="$c_bins $perf_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $(command -v strace || true) ${O2G_GUEST_BINS:-}"
+# install-prefix: what scripts/install.sh --no-build reads from a build,
+# as a tree of its own (the guest has no build tree), bash to run it, and
+# a C compiler for the prefix's mpicc.
+bash_bin=""
+if [[ " ${tests[*]} " == *" install-prefix "* ]]; then
+    bundle="$run/o2g-bundle"
+    mkdir -p "$bundle"/{scripts,capi/include,capi/tests/c,kmod,uapi,core/src,target/release}
+    cp "$O2G_ROOT/Cargo.toml" "$bundle/"
+    cp "$O2G_ROOT/scripts/install.sh" "$bundle/scripts/"
+    cp "$O2G_ROOT/capi/mpicc" "$O2G_ROOT/capi/o2g-mpi.pc.in" "$bundle/capi/"
+    cp "$O2G_ROOT/capi/include/mpi.h" "$bundle/capi/include/"
+    cp "$O2G_ROOT/capi/tests/c/hello.c" "$O2G_ROOT/capi/tests/c/check.h" "$bundle/capi/tests/c/"
+    cp "$O2G_ROOT"/kmod/*.rs "$O2G_ROOT"/kmod/*.[ch] "$O2G_ROOT"/kmod/{Kbuild,Makefile,dkms.conf.in} "$bundle/kmod/"
+    cp "$O2G_ROOT/uapi/abi.rs" "$bundle/uapi/"
+    cp "$O2G_ROOT"/core/src/*.rs "$bundle/core/src/"
+    cp "$rel/o2grun" "$rel/o2g-stat" "$rel/libmpi_abi.so" "$bundle/target/release/"
+    guest_trees+=" $bundle=/opt/o2g-bundle"
+    export O2G_GUEST_CC=1 O2G_GUEST_CC_SOURCES="$O2G_ROOT/capi/tests/c/hello.c"
+    bash_bin="$(command -v bash)"
+fi
+guest_bins="$c_bins $bash_bin $perf_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $rel/o2g-stat $(command -v strace || true) ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" O2G_GUEST_FILES="$guest_files ${O2G_GUEST_FILES:-}" \
     O2G_GUEST_TREES="$guest_trees ${O2G_GUEST_TREES:-}" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 

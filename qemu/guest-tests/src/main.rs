@@ -20,6 +20,7 @@ mod remote;
 mod rendezvous;
 mod scale;
 mod sockets;
+mod stat;
 mod storm;
 mod trust;
 mod unprivileged;
@@ -70,6 +71,7 @@ const CHECKS: &[Check] = &[
     ("trust-list-fault", "", |_| trust::list_fault()),
     ("trust-dump-overlap", "", |_| trust::dump_overlap()),
     ("ivshmem", "", |_| ivshmem::ivshmem()),
+    ("stat-live", "", |_| stat::live()),
 ];
 
 fn usage() -> String {
