@@ -3,7 +3,10 @@
 #   1. host: cargo fmt --check, clippy, cargo test --workspace, bounded
 #      cargo-fuzz of o2g-core (no VM, no kernel), and a fixed subset of
 #      mpi4py's test suite on the C ABI (scripts/mpi4py.sh)
-#   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here)
+#   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here);
+#      scripts/install.sh into a fresh prefix used as a user would (and
+#      DKMS building o2g.ko from it), an external cargo project on the
+#      mpi crate, cargo doc
 #   3. one VM: the module suite (qemu/suites/module.suite)
 #   4. three VMs on a private network: the cluster suite
 #   5. two VMs with Open MPI and MPICH: their launchers across VMs
@@ -34,7 +37,7 @@ stage() {
 mkdir -p "$logdir"
 
 echo "KTAP version 1"
-echo "1..11"
+echo "1..13"
 n=0
 
 # result OK NAME [REASON]: this run's next result line (OK: 1 or 0).
@@ -108,6 +111,13 @@ vm_suite() {
 # and o2g.ko: a Kbuild-only breakage fails here.
 stage "debug kernel and o2g.ko"
 step "build the debug kernel and o2g.ko" "$O2G_ROOT/qemu/build-module.sh" debug
+
+# Installing as a user would, and the mpi crate as a user's dependency.
+stage "install"
+step "install into a fresh prefix, build and run from it, dkms (scripts/test-install.sh)" \
+    "$O2G_ROOT/scripts/test-install.sh"
+step "mpi crate from a project outside the workspace; cargo doc (scripts/test-external.sh)" \
+    "$O2G_ROOT/scripts/test-external.sh"
 
 stage "vm: module"
 vm_suite module --timeout 300 module

@@ -1,7 +1,7 @@
 //! Scoped nonblocking operations: sends and receives that the transport
 //! runs straight from and into the caller's buffers, with no copy.
 //!
-//! A plain [`Request`] borrows its buffer, but a borrow alone cannot let
+//! A plain [`Request`](crate::Request) borrows its buffer, but a borrow alone cannot let
 //! the transport keep a pointer into it: `mem::forget` ends the borrow
 //! without running the request's drop, and the buffer could then be freed
 //! while the transport still reads or writes it. So [`Communicator::isend`]

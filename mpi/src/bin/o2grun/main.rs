@@ -79,7 +79,7 @@ struct Args {
     /// Number of processes.
     #[arg(short = 'n', long = "np", value_parser = clap::value_parser!(u32).range(1..=4096))]
     np: u32,
-    /// Prefix every output line with "[rank] ".
+    /// Prefix every output line with its rank in brackets and a space.
     #[arg(long)]
     tag_output: bool,
     /// Kill the job after this many seconds (0: no limit).
