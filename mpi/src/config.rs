@@ -23,6 +23,7 @@
 //! | `O2G_HYPHEN_DEAD_AFTER` | `10` | `hyphenlink`: seconds without a heartbeat after which a peer counts as dead (a peer that exits is seen at once) |
 //! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
 //! | `O2G_JOB_SECRET` | set by `o2grun` | 32 lowercase hexadecimal digits every connection between ranks must present (see `transport/bootstrap.rs`); without it rank 0 makes one and publishes it through PMI |
+//! | `O2G_PMI_VERSION` | `2` under Slurm's `pmi2` plugin (`PMI_FD` with `PMI_JOBID`), else `1` | the PMI wire protocol spoken to the process manager: `1` (PMI-1 lines) or `2` (PMI-2 frames); read by `pmi.rs` when it connects, set for its ranks by `o2grun --pmi N` |
 
 use std::net::IpAddr;
 use std::time::Duration;

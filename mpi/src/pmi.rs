@@ -1,26 +1,51 @@
-//! PMI-1 client: how a process learns its rank and finds its peers.
+//! PMI: how a process learns its rank and finds its peers, over PMI-1 or
+//! PMI-2.
 //!
-//! The process manager (MPICH hydra's `mpiexec`, Slurm, or our `o2grun`)
-//! starts each process with either
-//! - `PMI_FD`: an inherited, connected socket (hydra on one node), or
+//! # The connection
+//!
+//! The process manager (MPICH hydra's `mpiexec`, Slurm's `srun`, or our
+//! `o2grun`) starts each process with either
+//! - `PMI_FD`: an inherited, connected socket (hydra on one node, Slurm's
+//!   `pmi2` plugin), or
 //! - `PMI_PORT=host:port` and `PMI_ID`: a TCP address to connect to, with
 //!   the `initack` handshake that tells the server which process this is
-//!   (and, under o2grun, proves it with the job's secret, `O2G_JOB_SECRET`;
-//!   hydra's `PMI_FD` needs no proof and never gets one),
+//!   (and, under o2grun, proves it with the job's secret,
+//!   `O2G_JOB_SECRET`; hydra's `PMI_FD` needs no proof and never gets
+//!   one),
 //!
-//! plus `PMI_RANK` and `PMI_SIZE`. Commands are newline-terminated lines
-//! of space-separated `key=value` pairs (`cmd=init pmi_version=1
-//! pmi_subversion=1`, `get_maxes`, `get_my_kvsname`, `put`, `get`,
-//! `barrier_in`/`barrier_out`, `finalize`, `abort`); every request gets one
-//! response line. A value may hold spaces and backslashes escaped with a
-//! backslash, as MPICH writes them. Without any of this the process is a
+//! plus `PMI_RANK` and `PMI_SIZE`. Without any of this the process is a
 //! singleton: a world of one, with a private key-value space (MPI 4.1
 //! §11.8.2).
+//!
+//! # The protocol
+//!
+//! Both versions open with the same PMI-1 line, `cmd=init pmi_version=V`,
+//! after the `initack` where there is one; the server answers in the
+//! version asked for, and so hydra, Slurm's `pmi2` plugin and o2grun serve
+//! either, per connection. What follows is
+//! - PMI-1 (`v1.rs`): newline-terminated lines of space-separated
+//!   `key=value` words, a value's spaces and backslashes escaped with a
+//!   backslash (`escape.rs`); `put`, `get`, `barrier_in`, `finalize`,
+//!   `abort`;
+//! - PMI-2 (`v2.rs`): frames of `key=value;` pairs behind a 6-byte length
+//!   (`frame.rs`); `fullinit`, `kvs-put`, `kvs-fence`, `kvs-get`,
+//!   `finalize`, `abort`. A fence is made a barrier where the server's is
+//!   not one (hydra's).
+//!
+//! Which one this process speaks:
+//! 1. `O2G_PMI_VERSION=1` or `2`, if set (`o2grun --pmi N` sets it for its
+//!    ranks);
+//! 2. otherwise 2 under Slurm's `pmi2` plugin, which PMI-2 is native to,
+//!    known by `PMI_JOBID` beside `PMI_FD` (the plugin sets `PMI_FD`,
+//!    `PMI_JOBID`, `PMI_RANK` and `PMI_SIZE`; hydra sets `PMI_FD`,
+//!    `PMI_RANK` and `PMI_SIZE` only, and nothing that names a version,
+//!    not even in its PMI-2 mode, which is the client's choice);
+//! 3. otherwise 1.
 //!
 //! `unsafe` here is only the adoption of the inherited `PMI_FD`.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -29,25 +54,43 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 mod escape;
-use escape::{escape, parse};
+mod frame;
+mod link;
+mod v1;
+mod v2;
+
+use link::Link;
 
 /// How long one PMI response may take (a barrier waits for the slowest
 /// process, so this is generous; it only keeps a dead manager from hanging
 /// us forever).
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(600);
 
-struct Wire {
-    reader: BufReader<Box<dyn Read>>,
-    writer: Box<dyn Write>,
+/// The variable that overrides the choice of version.
+const VERSION_ENV: &str = "O2G_PMI_VERSION";
+
+/// The PMI versions this client speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Version {
+    One,
+    Two,
+}
+
+/// Who answers this process's PMI calls.
+enum Session {
+    /// No process manager: the key-value space is this process's own.
+    Singleton(HashMap<String, String>),
+    One(v1::Client),
+    Two(v2::Client),
+    /// After `finalize`.
+    Done,
 }
 
 /// A connection to the process manager (or a singleton's stand-in).
 pub(crate) struct Pmi {
-    wire: Option<Wire>,
+    session: Session,
     rank: u32,
     size: u32,
-    kvsname: String,
-    local: HashMap<String, String>,
 }
 
 fn env_u32(name: &str) -> Result<Option<u32>> {
@@ -58,6 +101,20 @@ fn env_u32(name: &str) -> Result<Option<u32>> {
             .parse()
             .map(Some)
             .map_err(|_| Error::Pmi(format!("{name}={v:?} is not a number"))),
+    }
+}
+
+/// The version to speak: `O2G_PMI_VERSION` (its value as given), else
+/// what the launcher is (`slurm_pmi2`: `PMI_FD` and `PMI_JOBID` set).
+fn choose_version(given: Option<&str>, slurm_pmi2: bool) -> Result<Version> {
+    match given.map(str::trim) {
+        Some("1") => Ok(Version::One),
+        Some("2") => Ok(Version::Two),
+        Some(other) => Err(Error::Pmi(format!(
+            "{VERSION_ENV}={other:?}: expected 1 or 2"
+        ))),
+        None if slurm_pmi2 => Ok(Version::Two),
+        None => Ok(Version::One),
     }
 }
 
@@ -96,143 +153,82 @@ fn adopt_fd(fd: RawFd) -> Result<UnixStream> {
     Ok(UnixStream::from(owned))
 }
 
-impl Pmi {
-    /// Connects as the environment says, or makes a singleton.
-    pub(crate) fn connect() -> Result<Self> {
-        let io = |what: &str| {
-            let what = what.to_owned();
-            move |e| Error::io(what, e)
-        };
-        // Only o2grun's PMI_PORT server asks for the secret.
-        let mut secret = None;
-        let (reader, writer): (Box<dyn Read>, Box<dyn Write>) = if let Some(fd) = env_u32("PMI_FD")?
-        {
+/// The connection the environment names, and whether it is a `PMI_PORT`
+/// one (which wants the `initack`); `None` for a singleton.
+fn open() -> Result<Option<(Link, bool)>> {
+    let io = |what: &str| {
+        let what = what.to_owned();
+        move |e| Error::io(what, e)
+    };
+    let (reader, writer, port): (Box<dyn Read>, Box<dyn Write>, bool) =
+        if let Some(fd) = env_u32("PMI_FD")? {
             let s = adopt_fd(fd as RawFd)?;
             s.set_read_timeout(Some(RESPONSE_TIMEOUT))
                 .map_err(io("PMI_FD"))?;
-            (Box::new(s.try_clone().map_err(io("PMI_FD"))?), Box::new(s))
+            (
+                Box::new(s.try_clone().map_err(io("PMI_FD"))?),
+                Box::new(s),
+                false,
+            )
         } else if let Ok(port) = std::env::var("PMI_PORT") {
             let s = connect_patiently(&port).map_err(io(&format!("PMI_PORT={port}")))?;
             s.set_read_timeout(Some(RESPONSE_TIMEOUT))
                 .map_err(io("PMI_PORT"))?;
             let _ = s.set_nodelay(true);
-            secret = std::env::var("O2G_JOB_SECRET").ok();
             (
                 Box::new(s.try_clone().map_err(io("PMI_PORT"))?),
                 Box::new(s),
+                true,
             )
         } else {
+            return Ok(None);
+        };
+    Ok(Some((Link::new(reader, writer), port)))
+}
+
+impl Pmi {
+    /// Connects as the environment says, or makes a singleton.
+    pub(crate) fn connect() -> Result<Self> {
+        let given = std::env::var(VERSION_ENV).ok();
+        let slurm_pmi2 =
+            std::env::var_os("PMI_FD").is_some() && std::env::var_os("PMI_JOBID").is_some();
+        let version = choose_version(given.as_deref(), slurm_pmi2)?;
+        let Some((mut link, port)) = open()? else {
             return Ok(Self {
-                wire: None,
+                session: Session::Singleton(HashMap::new()),
                 rank: 0,
                 size: 1,
-                kvsname: "singleton".into(),
-                local: HashMap::new(),
             });
         };
-        let mut pmi = Self {
-            wire: Some(Wire {
-                reader: BufReader::new(reader),
-                writer,
-            }),
-            rank: env_u32("PMI_RANK")?.unwrap_or(0),
-            size: env_u32("PMI_SIZE")?.unwrap_or(1),
-            kvsname: String::new(),
-            local: HashMap::new(),
+        let mut rank = env_u32("PMI_RANK")?.unwrap_or(0);
+        let mut size = env_u32("PMI_SIZE")?.unwrap_or(1);
+        let id = std::env::var("PMI_ID").ok();
+        if let Some(id) = id.as_deref().filter(|_| port) {
+            // Only o2grun's PMI_PORT server asks for the secret.
+            let secret = std::env::var("O2G_JOB_SECRET").ok();
+            let (s, r) = v1::initack(&mut link, id, secret.as_deref())?;
+            size = s.unwrap_or(size);
+            rank = r.unwrap_or(rank);
+        }
+        let session = match version {
+            Version::One => Session::One(v1::Client::start(link)?),
+            Version::Two => {
+                // As MPICH's client names itself: PMI_ID, else PMI_RANK.
+                let pmirank = id.unwrap_or_else(|| rank.to_string());
+                let jobid = std::env::var("PMI_JOBID").ok();
+                let s = v2::Client::start(link, &pmirank, jobid.as_deref())?;
+                (rank, size) = (s.rank, s.size);
+                Session::Two(s.client)
+            }
         };
-        if let Ok(id) = std::env::var("PMI_ID") {
-            pmi.initack(&id, secret.as_deref())?;
+        if rank >= size {
+            return Err(Error::Pmi(format!("rank {rank} outside size {size}")));
         }
-        let r = pmi.call(
-            "cmd=init pmi_version=1 pmi_subversion=1",
-            "response_to_init",
-        )?;
-        if r.get("pmi_version").map(String::as_str) != Some("1") {
-            return Err(Error::Pmi(format!(
-                "server speaks PMI {:?}, not 1",
-                r.get("pmi_version")
-            )));
-        }
-        pmi.call("cmd=get_maxes", "maxes")?;
-        let r = pmi.call("cmd=get_my_kvsname", "my_kvsname")?;
-        pmi.kvsname = r
-            .get("kvsname")
-            .cloned()
-            .ok_or_else(|| Error::Pmi("my_kvsname without kvsname".into()))?;
-        if pmi.rank >= pmi.size {
-            return Err(Error::Pmi(format!(
-                "rank {} outside size {}",
-                pmi.rank, pmi.size
-            )));
-        }
-        Ok(pmi)
-    }
-
-    /// Hydra's `PMI_PORT` handshake: the server answers with our size and
-    /// rank. o2grun's server also wants the job's `secret`, which its
-    /// ranks find in `O2G_JOB_SECRET`; without one the line is hydra's.
-    fn initack(&mut self, id: &str, secret: Option<&str>) -> Result<()> {
-        let proof = secret.map_or(String::new(), |s| format!(" secret={}", escape(s)));
-        self.send(&format!("cmd=initack pmiid={id}{proof}"))?;
-        self.expect("initack")?;
-        for _ in 0..3 {
-            let r = self.expect("set")?;
-            let num = |k: &str| r.get(k).and_then(|v| v.parse().ok());
-            if let Some(n) = num("size") {
-                self.size = n;
-            }
-            if let Some(n) = num("rank") {
-                self.rank = n;
-            }
-        }
-        Ok(())
-    }
-
-    fn send(&mut self, line: &str) -> Result<()> {
-        let w = self
-            .wire
-            .as_mut()
-            .ok_or(Error::Pmi("no process manager".into()))?;
-        w.writer
-            .write_all(format!("{line}\n").as_bytes())
-            .and_then(|()| w.writer.flush())
-            .map_err(|e| Error::io("writing to the process manager", e))
-    }
-
-    fn expect(&mut self, cmd: &str) -> Result<HashMap<String, String>> {
-        let w = self
-            .wire
-            .as_mut()
-            .ok_or(Error::Pmi("no process manager".into()))?;
-        let mut line = String::new();
-        let n = w
-            .reader
-            .read_line(&mut line)
-            .map_err(|e| Error::io("reading from the process manager", e))?;
-        if n == 0 {
-            return Err(Error::Pmi(format!(
-                "connection closed while waiting for {cmd}"
-            )));
-        }
-        let r = parse(&line);
-        if r.get("cmd").map(String::as_str) != Some(cmd) {
-            return Err(Error::Pmi(format!(
-                "expected cmd={cmd}, got {:?}",
-                line.trim()
-            )));
-        }
-        if let Some(rc) = r.get("rc").filter(|rc| *rc != "0") {
-            return Err(Error::Pmi(format!(
-                "{cmd} failed: rc={rc} {}",
-                r.get("msg").map_or("", String::as_str)
-            )));
-        }
-        Ok(r)
-    }
-
-    fn call(&mut self, line: &str, reply: &str) -> Result<HashMap<String, String>> {
-        self.send(line)?;
-        self.expect(reply)
+        Ok(Self {
+            session,
+            rank,
+            size,
+        })
     }
 
     /// This process's rank in the world.
@@ -247,63 +243,69 @@ impl Pmi {
 
     /// Publishes `key=value` in the job's key-value space.
     pub(crate) fn put(&mut self, key: &str, value: &str) -> Result<()> {
-        if self.wire.is_none() {
-            self.local.insert(key.into(), value.into());
-            return Ok(());
+        match &mut self.session {
+            Session::Singleton(local) => {
+                local.insert(key.into(), value.into());
+                Ok(())
+            }
+            Session::One(c) => c.put(key, value),
+            Session::Two(c) => c.put(key, value),
+            Session::Done => Err(finalized()),
         }
-        let line = format!("cmd=put kvsname={} key={key} value={value}", self.kvsname);
-        self.call(&line, "put_result").map(drop)
     }
 
     /// Reads a key another process published before the last barrier.
     pub(crate) fn get(&mut self, key: &str) -> Result<String> {
-        if self.wire.is_none() {
-            return self
-                .local
+        match &mut self.session {
+            Session::Singleton(local) => local
                 .get(key)
                 .cloned()
-                .ok_or_else(|| Error::Pmi(format!("no key {key}")));
+                .ok_or_else(|| Error::Pmi(format!("no key {key}"))),
+            Session::One(c) => c.get(key),
+            Session::Two(c) => c.get(key),
+            Session::Done => Err(finalized()),
         }
-        let line = format!("cmd=get kvsname={} key={key}", self.kvsname);
-        let r = self.call(&line, "get_result")?;
-        r.get("value")
-            .cloned()
-            .ok_or_else(|| Error::Pmi(format!("get {key}: no value")))
     }
 
     /// Waits until every process has reached the barrier; makes earlier
     /// puts visible to every process.
     pub(crate) fn barrier(&mut self) -> Result<()> {
-        if self.wire.is_none() {
-            return Ok(());
+        match &mut self.session {
+            Session::Singleton(_) => Ok(()),
+            Session::One(c) => c.barrier(),
+            Session::Two(c) => c.barrier(),
+            Session::Done => Err(finalized()),
         }
-        self.call("cmd=barrier_in", "barrier_out").map(drop)
     }
 
     /// Tells the manager this process is done with PMI.
     pub(crate) fn finalize(&mut self) -> Result<()> {
-        if self.wire.is_none() {
-            return Ok(());
+        match std::mem::replace(&mut self.session, Session::Done) {
+            Session::Singleton(_) | Session::Done => Ok(()),
+            Session::One(mut c) => c.finalize(),
+            Session::Two(mut c) => c.finalize(),
         }
-        let r = self.call("cmd=finalize", "finalize_ack").map(drop);
-        self.wire = None;
-        r
     }
 
     /// Asks the manager to end the whole job with `code`
-    /// (`MPI_Abort`, §9.5); best effort. The message arrives as written
-    /// (line breaks become spaces).
+    /// (`MPI_Abort`, §9.5); best effort.
     pub(crate) fn abort(&mut self, code: i32, msg: &str) {
-        let _ = self.send(&format!(
-            "cmd=abort exitcode={code} error_msg={}",
-            escape(msg)
-        ));
+        match &mut self.session {
+            Session::One(c) => c.abort(code, msg),
+            Session::Two(c) => c.abort(code, msg),
+            Session::Singleton(_) | Session::Done => {}
+        }
     }
+}
+
+fn finalized() -> Error {
+    Error::Pmi("PMI is finalized".into())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{escape, parse};
+    use super::escape::{escape, parse};
+    use super::{choose_version, Version};
 
     #[test]
     fn a_value_with_spaces_and_backslashes_reaches_the_client_intact() {
@@ -326,5 +328,22 @@ mod tests {
         );
         assert_eq!(escape("two\nlines"), "two\\ lines");
         assert_eq!(escape(""), "");
+    }
+
+    #[test]
+    fn the_version_is_the_one_asked_for_else_the_launchers() {
+        assert_eq!(choose_version(Some("1"), true).ok(), Some(Version::One));
+        assert_eq!(choose_version(Some(" 2 "), false).ok(), Some(Version::Two));
+        assert_eq!(choose_version(None, true).ok(), Some(Version::Two));
+        assert_eq!(choose_version(None, false).ok(), Some(Version::One));
+        for bad in ["3", "", "two", "1.1"] {
+            let e = choose_version(Some(bad), false)
+                .err()
+                .map(|e| e.to_string());
+            assert!(
+                e.as_deref().is_some_and(|e| e.contains("expected 1 or 2")),
+                "{bad:?}: {e:?}"
+            );
+        }
     }
 }

@@ -4,7 +4,13 @@
 //! (`pmi_server.rs`) only once its first line is
 //! `cmd=initack pmiid=<rank> secret=<the job's secret>` for a rank that no
 //! connection has held yet; until then it is a few bytes of buffer here,
-//! and nothing it sends or withholds reaches the job:
+//! and nothing it sends or withholds reaches the job. This is the proof
+//! for either PMI version: over `PMI_PORT` both open with the `initack`
+//! (hydra's handshake), and a PMI-2 client asks for its version after it
+//! (`cmd=init pmi_version=2`), so the gate needs to know no version and
+//! one secret check covers both. A connection that opens with a PMI-2
+//! frame instead (told by its length field) is refused at once, not
+//! after the timeout:
 //! - the first line must come within [`INITACK_TIMEOUT`] and fit in
 //!   [`MAX_FIRST_LINE`] bytes, and must be UTF-8;
 //! - at most [`MAX_PENDING`] connections wait at once; when that many do,
@@ -34,6 +40,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use crate::pmi_server::Server;
 use crate::secret::Secret;
 use crate::wire;
+use crate::wire2;
 
 /// How long a new connection has to send its initack.
 pub(crate) const INITACK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -71,6 +78,8 @@ pub(crate) enum Refusal {
     TooLong,
     NotUtf8,
     NotInitack,
+    /// Its first bytes are a PMI-2 length field.
+    Pmi2Frame,
     NoSuchRank,
     WrongSecret,
     Taken(u32),
@@ -97,6 +106,10 @@ impl Refusal {
             Refusal::TooLong => format!("sent more than {MAX_FIRST_LINE} bytes without a newline"),
             Refusal::NotUtf8 => "sent a line that is not UTF-8".into(),
             Refusal::NotInitack => "did not open with an initack".into(),
+            Refusal::Pmi2Frame => "opened with a PMI-2 frame, not an initack line (over PMI_PORT \
+                                   both PMI versions begin with cmd=initack pmiid=<rank> \
+                                   secret=<job secret>)"
+                .into(),
             Refusal::NoSuchRank => "asked for a rank the job does not have".into(),
             Refusal::WrongSecret => "presented a wrong or no job secret".into(),
             Refusal::Taken(r) => format!("asked for rank {r}, which has its connection"),
@@ -140,6 +153,10 @@ fn read_first_line(p: &mut Pending) -> Progress {
             Ok(0) => return Progress::Refused(Refusal::Closed),
             Ok(n) => {
                 p.buf.extend_from_slice(&chunk[..n]);
+                let field = p.buf.get(..wire2::LEN_FIELD);
+                if field.is_some_and(|f| wire2::parse_len(f).is_ok()) {
+                    return Progress::Refused(Refusal::Pmi2Frame);
+                }
                 if let Some(i) = p.buf.iter().position(|&b| b == b'\n') {
                     let rest = p.buf.split_off(i + 1);
                     p.buf.pop();
@@ -434,6 +451,44 @@ mod tests {
         }
     }
 
+    /// What the gate makes of a connection that sent `bytes`.
+    fn first_line_of(bytes: &[u8]) -> Result<(Vec<u8>, Vec<u8>), Refusal> {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let mut client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (stream, peer) = listener.accept().expect("accept");
+        client.write_all(bytes).expect("write");
+        let mut p = Pending {
+            stream,
+            peer,
+            since: Instant::now(),
+            buf: Vec::new(),
+        };
+        // Blocking: the bytes are read as they come.
+        loop {
+            match read_first_line(&mut p) {
+                Progress::Waiting => {}
+                Progress::Line(line, rest) => return Ok((line, rest)),
+                Progress::Refused(why) => return Err(why),
+            }
+        }
+    }
+
+    #[test]
+    fn an_initack_line_is_read_whatever_follows_and_a_frame_is_refused() {
+        let frame = b"    45cmd=fullinit;pmirank=0;threaded=FALSE;";
+        assert_eq!(first_line_of(frame), Err(Refusal::Pmi2Frame));
+        let hello = [
+            &b"cmd=initack pmiid=0 secret=x\ncmd=init pmi_version=2\n"[..],
+            &frame[..],
+        ]
+        .concat();
+        let (line, rest) = first_line_of(&hello).expect("a line");
+        assert_eq!(line, b"cmd=initack pmiid=0 secret=x");
+        // The rest, or its start, stays for the conversation.
+        let after = [&b"cmd=init pmi_version=2\n"[..], &frame[..]].concat();
+        assert!(after.starts_with(&rest), "{rest:?}");
+    }
+
     #[test]
     fn answers_tell_a_client_why_and_strangers_nothing() {
         assert_eq!(
@@ -442,6 +497,7 @@ mod tests {
         );
         assert!(Refusal::WrongSecret.answer().is_some());
         assert_eq!(Refusal::NotInitack.answer(), None);
+        assert_eq!(Refusal::Pmi2Frame.answer(), None);
         assert_eq!(Refusal::Silent.answer(), None);
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct JobConfig {
     /// The ranks this o2grun starts.
     pub(crate) local: Range<u32>,
     pub(crate) pmi: Pmi,
+    /// The PMI version the ranks must speak (`--pmi`); `None`: either.
+    pub(crate) pmi_version: Option<u8>,
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<String>,
     pub(crate) tag_output: bool,
@@ -75,6 +77,9 @@ fn spawn(cfg: &JobConfig, rank: u32, pmi_port: &str) -> std::io::Result<Child> {
         .env("PMI_SIZE", cfg.np.to_string())
         .env_remove("PMI_FD")
         .stdin(Stdio::null());
+    if let Some(v) = cfg.pmi_version {
+        cmd.env("O2G_PMI_VERSION", v.to_string());
+    }
     match &cfg.secret {
         Some(s) => cmd.env(secret::ENV, s.as_str()),
         None => cmd.env_remove(secret::ENV),
@@ -174,6 +179,7 @@ pub(crate) fn run(cfg: &JobConfig) -> Result<u8, String> {
                 cfg.np,
                 cfg.local.clone(),
                 cfg.secret.clone(),
+                cfg.pmi_version,
                 tx.clone(),
             ));
             bound.to_string()

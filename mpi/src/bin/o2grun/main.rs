@@ -1,12 +1,16 @@
 //! `o2grun`: start an MPI job of N processes on this machine.
 //!
 //! ```text
-//! o2grun -n 4 [--tag-output] [--timeout 60] prog [args...]
+//! o2grun -n 4 [--tag-output] [--timeout 60] [--pmi 1|2] prog [args...]
 //! ```
 //!
-//! o2grun is a PMI-1 server (`pmi_server.rs`): each rank gets
-//! `PMI_PORT`, `PMI_ID`, `PMI_RANK`, `PMI_SIZE` and `O2G_JOB_SECRET` and
-//! connects back. It then supervises the job (`job.rs`):
+//! o2grun is a PMI server (`pmi_server.rs`) for PMI-1 (`pmi1.rs`) and
+//! PMI-2 (`pmi2.rs`): each rank gets `PMI_PORT`, `PMI_ID`, `PMI_RANK`,
+//! `PMI_SIZE` and `O2G_JOB_SECRET` and connects back, speaking whichever
+//! version it chose (its `O2G_PMI_VERSION`, 1 by default). With
+//! `--pmi N` the ranks are told to speak version N (o2grun sets their
+//! `O2G_PMI_VERSION`) and a rank that speaks the other is refused, which
+//! fails the job naming it. It then supervises the job (`job.rs`):
 //! - exit status 0 when every rank exits 0;
 //! - if a rank exits non-zero, is killed by a signal, calls `MPI_Abort`,
 //!   or exits 0 without `MPI_Finalize` after connecting to PMI (its peers
@@ -58,9 +62,12 @@
 
 mod gate;
 mod job;
+mod pmi1;
+mod pmi2;
 mod pmi_server;
 mod secret;
 mod wire;
+mod wire2;
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -98,6 +105,11 @@ struct Args {
     /// Serve no PMI: the ranks connect to this o2grun's PMI server.
     #[arg(long)]
     pmi_server: Option<String>,
+    /// The PMI version the ranks speak, 1 or 2, set as their
+    /// O2G_PMI_VERSION; the server refuses the other (default: each rank's
+    /// own choice, either served).
+    #[arg(long = "pmi", value_name = "VERSION", value_parser = clap::value_parser!(u8).range(1..=2))]
+    pmi_version: Option<u8>,
     /// The program.
     program: PathBuf,
     /// Its arguments.
@@ -170,6 +182,7 @@ fn main() -> ExitCode {
         np: a.np,
         local,
         pmi,
+        pmi_version: a.pmi_version,
         program: a.program,
         args: a.args,
         tag_output: a.tag_output,

@@ -1,20 +1,32 @@
-//! The PMI-1 server: the job's key-value space and barrier, and a thread
-//! per rank serving that rank's connection.
+//! The PMI server: the job's key-value space and barrier, and a thread
+//! per rank serving that rank's connection in PMI-1 (`pmi1.rs`) or PMI-2
+//! (`pmi2.rs`).
 //!
 //! Speaks the `PMI_PORT` dialect of hydra: the client opens with
-//! `cmd=initack pmiid=<rank> secret=<job secret>`, is told its size and
-//! rank, then sends the usual PMI-1 commands. Which connections get that
+//! `cmd=initack pmiid=<rank> secret=<job secret>`, whichever version it
+//! speaks next, and is told its size and rank. Which connections get that
 //! far is the gate's decision (`gate.rs`): from then on a connection is
 //! its rank's, only one connection holds a rank, and what it says counts
-//! as the rank's own. A rank that breaks the protocol (an overlong or
-//! non-UTF-8 line, a malformed `put`, a second barrier entry) or calls
-//! `abort` is reported to the supervisor, which ends the job naming it.
+//! as the rank's own. Its next message picks the version: a PMI-1 line
+//! `cmd=init pmi_version=1` (or any PMI-1 command) keeps to PMI-1; `cmd=init
+//! pmi_version=2`, answered in PMI-1 as MPICH's, hydra's and Slurm's PMI-2
+//! clients and servers do, or a PMI-2 frame straight away (told by its
+//! length field) switches to PMI-2 for the rest of the connection. Ranks
+//! of one job may speak different versions: both share one key-value space
+//! and one barrier (`barrier_in` and `kvs-fence` are the same wait).
+//! `o2grun --pmi N` serves only version N and refuses the other with an
+//! error the client reports.
+//!
+//! A rank that breaks the protocol (an overlong or non-UTF-8 message, a
+//! malformed `put`, a second barrier entry, a version the job does not
+//! serve) or calls `abort` is reported to the supervisor, which ends the
+//! job naming it.
 //!
 //! Lock order: one mutex, [`Server`]'s state, never held across I/O (a
 //! barrier waits on the condition variable, which releases it).
 
 use std::collections::HashMap;
-use std::io::{self, BufReader, Cursor, Read, Write};
+use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::ops::Range;
 use std::sync::mpsc::Sender;
@@ -22,8 +34,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 
 use crate::gate;
+use crate::pmi1;
+use crate::pmi2;
 use crate::secret::Secret;
-use crate::wire::{self, LineError, MAX_LINE};
+use crate::wire2;
 
 /// Most bytes of keys and values the key-value space holds: far above
 /// what the transports publish (an address per rank), a bound on what a
@@ -114,6 +128,8 @@ pub(crate) struct Server {
     /// Ranks the serving o2grun supervises; the others run elsewhere.
     local: Range<u32>,
     secret: Option<Secret>,
+    /// The one PMI version served (`o2grun --pmi`); `None`: both.
+    version: Option<u8>,
     kvsname: String,
     state: Mutex<State>,
     cond: Condvar,
@@ -123,19 +139,36 @@ pub(crate) struct Server {
 impl Server {
     /// Serves PMI on `listener` for `np` ranks, of which those outside
     /// `local` run on other machines; admits only connections that present
-    /// `secret` (any, without one). Returns at once: the gate and the
-    /// ranks' connections run on threads of their own.
+    /// `secret` (any, without one), and serves PMI `version` only, if
+    /// given. Returns at once: the gate and the ranks' connections run on
+    /// threads of their own.
     pub(crate) fn start(
         listener: TcpListener,
         np: u32,
         local: Range<u32>,
         secret: Option<Secret>,
+        version: Option<u8>,
         events: Sender<Event>,
     ) -> Arc<Self> {
-        let server = Arc::new(Self {
+        let server = Self::new(np, local, secret, version, events);
+        let s = server.clone();
+        thread::spawn(move || gate::run(listener, &s));
+        server
+    }
+
+    /// The server's state, before anything is served.
+    fn new(
+        np: u32,
+        local: Range<u32>,
+        secret: Option<Secret>,
+        version: Option<u8>,
+        events: Sender<Event>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
             np,
             local,
             secret,
+            version,
             kvsname: format!("o2grun_{}", std::process::id()),
             state: Mutex::new(State {
                 kvs: HashMap::new(),
@@ -145,10 +178,7 @@ impl Server {
             }),
             cond: Condvar::new(),
             events,
-        });
-        let s = server.clone();
-        thread::spawn(move || gate::run(listener, &s));
-        server
+        })
     }
 
     pub(crate) fn np(&self) -> u32 {
@@ -157,6 +187,31 @@ impl Server {
 
     pub(crate) fn secret(&self) -> Option<&Secret> {
         self.secret.as_ref()
+    }
+
+    /// The job's key-value space's name (PMI-2's job id).
+    pub(crate) fn kvsname(&self) -> &str {
+        &self.kvsname
+    }
+
+    /// Whether PMI `version` is served.
+    pub(crate) fn serves(&self, version: u8) -> bool {
+        self.version.is_none_or(|v| v == version)
+    }
+
+    /// What is served, for a client refused.
+    pub(crate) fn served(&self) -> String {
+        match self.version {
+            Some(v) => format!("PMI-{v} only (o2grun --pmi {v})"),
+            None => "PMI-1 and PMI-2".into(),
+        }
+    }
+
+    /// PMI-2's `PMI_process_mapping` job attribute: every rank on this
+    /// machine, as MPICH writes it; unknown for a job split across
+    /// o2gruns, whose other machines' ranks this one does not know.
+    pub(crate) fn process_mapping(&self) -> Option<String> {
+        (self.local == (0..self.np)).then(|| format!("(vector,(0,1,{}))", self.np))
     }
 
     /// Whether `rank` connected and then exited (or is exiting) without
@@ -232,75 +287,45 @@ impl Server {
     fn converse(&self, rank: u32, stream: TcpStream, leftover: Vec<u8>) -> Result<Stop, Stop> {
         let mut out = stream.try_clone()?;
         let mut input = BufReader::new(Cursor::new(leftover).chain(stream));
-        let mut send = |line: &str| out.write_all(format!("{line}\n").as_bytes());
         // The gate admitted the connection on its initack: answer it.
-        send("cmd=initack rc=0")?;
-        send(&format!("cmd=set size={}", self.np))?;
-        send(&format!("cmd=set rank={rank}"))?;
-        send("cmd=set debug=0")?;
-        loop {
-            let line = match wire::read_line(&mut input, MAX_LINE) {
-                Ok(Some(line)) => line,
-                Ok(None) => return Ok(Stop::Closed(None)),
-                Err(LineError::Io(e)) => return Ok(Stop::Closed(Some(e))),
-                Err(e) => return Err(Stop::Broken(format!("sent {e}"))),
-            };
-            let kv = wire::parse(&line);
-            let get = |k: &str| kv.get(k).map(String::as_str);
-            match get("cmd").unwrap_or("") {
-                "initack" => return Err(Stop::Broken("sent initack twice".into())),
-                "init" => send("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0")?,
-                "get_maxes" => {
-                    send("cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024 rc=0")?
-                }
-                "get_my_kvsname" => send(&format!("cmd=my_kvsname kvsname={} rc=0", self.kvsname))?,
-                "get_universe_size" => send(&format!("cmd=universe_size size={} rc=0", self.np))?,
-                "get_appnum" => send("cmd=appnum appnum=0 rc=0")?,
-                "put" => {
-                    let (Some(k), Some(v)) = (get("key"), get("value")) else {
-                        return Err(Stop::Broken(format!(
-                            "sent a put without key or value: {}",
-                            shorten(&line)
-                        )));
-                    };
-                    self.put(k, v)?;
-                    send("cmd=put_result rc=0 msg=success")?;
-                }
-                "get" => {
-                    let v = self.lock().kvs.get(get("key").unwrap_or("")).cloned();
-                    send(&match v {
-                        Some(v) => {
-                            format!("cmd=get_result rc=0 msg=success value={}", wire::escape(&v))
-                        }
-                        None => "cmd=get_result rc=-1 msg=key_not_found".into(),
-                    })?;
-                }
-                "barrier_in" => {
-                    self.barrier(rank)?;
-                    send("cmd=barrier_out")?;
-                }
-                "finalize" => {
-                    // Recorded before the answer: once the rank has it, it
-                    // may exit, and its supervisor must see it finalized.
-                    self.lock().conns[rank as usize] = Conn::Finalized;
-                    send("cmd=finalize_ack rc=0")?;
-                    return Ok(Stop::Finalized);
-                }
-                "abort" => {
-                    return Ok(Stop::Aborted {
-                        code: get("exitcode").and_then(|c| c.parse().ok()).unwrap_or(1),
-                        msg: get("error_msg").unwrap_or("").to_owned(),
-                    })
-                }
-                other => send(&format!(
-                    "cmd={}_result rc=-1 msg=unknown_command",
-                    wire::escape(other)
-                ))?,
+        out.write_all(
+            format!(
+                "cmd=initack rc=0\ncmd=set size={}\ncmd=set rank={rank}\ncmd=set debug=0\n",
+                self.np
+            )
+            .as_bytes(),
+        )?;
+        // The next message's first byte tells PMI-2's frames from lines.
+        let first = loop {
+            match input.fill_buf() {
+                Ok([first, ..]) => break *first,
+                Ok([]) => return Ok(Stop::Closed(None)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Ok(Stop::Closed(Some(e))),
+            }
+        };
+        if !wire2::is_frame_start(first) {
+            match pmi1::converse(self, rank, &mut input, &mut out)? {
+                pmi1::Next::Stop(stop) => return Ok(stop),
+                pmi1::Next::Pmi2 => {}
             }
         }
+        pmi2::converse(self, rank, &mut input, &mut out)
     }
 
-    fn put(&self, key: &str, value: &str) -> Result<(), Stop> {
+    /// Records that `rank` finalized. Before the answer: once the rank
+    /// has it, it may exit, and its supervisor must see it finalized.
+    pub(crate) fn finalized(&self, rank: u32) {
+        self.lock().conns[rank as usize] = Conn::Finalized;
+    }
+
+    /// The value of `key`, if some rank put it.
+    pub(crate) fn get(&self, key: &str) -> Option<String> {
+        self.lock().kvs.get(key).cloned()
+    }
+
+    /// Stores `key=value`, within the bound on the space.
+    pub(crate) fn put(&self, key: &str, value: &str) -> Result<(), Stop> {
         let mut st = self.lock();
         let old = st.kvs.get(key).map_or(0, |v| key.len() + v.len());
         let bytes = st.kvs_bytes - old + key.len() + value.len();
@@ -316,7 +341,7 @@ impl Server {
     }
 
     /// Waits until every rank has entered the barrier.
-    fn barrier(&self, rank: u32) -> Result<(), Stop> {
+    pub(crate) fn barrier(&self, rank: u32) -> Result<(), Stop> {
         let mut st = self.lock();
         match st.barrier.enter(rank).map_err(Stop::Broken)? {
             Entry::Released => self.cond.notify_all(),
@@ -333,7 +358,7 @@ impl Server {
 }
 
 /// How a rank's conversation ended.
-enum Stop {
+pub(crate) enum Stop {
     Finalized,
     /// The connection ended or failed without `finalize`.
     Closed(Option<io::Error>),
@@ -352,7 +377,7 @@ impl From<io::Error> for Stop {
 }
 
 /// The start of a long line, for a message.
-fn shorten(line: &str) -> String {
+pub(crate) fn shorten(line: &str) -> String {
     match line.char_indices().nth(80) {
         Some((i, _)) => format!("{}...", &line[..i]),
         None => line.to_owned(),
@@ -360,8 +385,15 @@ fn shorten(line: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A server of `np` ranks on this machine, serving `version` (both if
+    /// `None`), with nobody listening to its events.
+    pub(crate) fn server(np: u32, version: Option<u8>) -> Arc<Server> {
+        let (events, _) = std::sync::mpsc::channel();
+        Server::new(np, 0..np, None, version, events)
+    }
 
     #[test]
     fn the_barrier_releases_when_every_rank_entered_once() {
