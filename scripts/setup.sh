@@ -29,6 +29,12 @@ DEB_PACKAGES=(
     linux-perf libc6-dbg
     # the install test builds o2g.ko the way a node does (scripts/test-install.sh)
     dkms
+    # applies examples/rsmpi/o2g.patch to rsmpi's examples (scripts/test-rsmpi-examples.sh)
+    patch
+    # the libraries of Slurm and MUNGE, whose daemons run only in the
+    # guests (scripts/fetch-slurm.sh unpacks them without installing)
+    libmunge2 libhwloc15 libjson-c5 liblua5.1-0 libyaml-0-2 libnuma1
+    libdbus-1-3 liblz4-1 libpam0g libreadline8 libgcrypt20 libbz2-1.0 zlib1g
 )
 
 missing=()
@@ -57,6 +63,8 @@ if ! bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
 fi
 
 "$O2G_ROOT/scripts/fetch-kernel-source.sh"
+# Slurm and MUNGE for the guests' cluster (unpacked, not installed)
+"$O2G_ROOT/scripts/fetch-slurm.sh" >/dev/null
 # MPICH 5.0 standard-ABI header and library for the capi binary-compatibility test
 "$O2G_ROOT/scripts/fetch-mpi-abi.sh" >/dev/null
 # --- cargo-fuzz, for scripts/fuzz.sh (begin) ---------------------------------

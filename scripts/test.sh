@@ -6,7 +6,7 @@
 #   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here);
 #      scripts/install.sh into a fresh prefix used as a user would (and
 #      DKMS building o2g.ko from it), an external cargo project on the
-#      mpi crate, cargo doc
+#      mpi crate, cargo doc, rsmpi's examples over every host transport
 #   3. one VM: the module suite (qemu/suites/module.suite)
 #   4. three VMs on a private network: the cluster suite
 #   5. two VMs with Open MPI and MPICH: their launchers across VMs
@@ -37,7 +37,7 @@ stage() {
 mkdir -p "$logdir"
 
 echo "KTAP version 1"
-echo "1..13"
+echo "1..14"
 n=0
 
 # result OK NAME [REASON]: this run's next result line (OK: 1 or 0).
@@ -118,6 +118,13 @@ step "install into a fresh prefix, build and run from it, dkms (scripts/test-ins
     "$O2G_ROOT/scripts/test-install.sh"
 step "mpi crate from a project outside the workspace; cargo doc (scripts/test-external.sh)" \
     "$O2G_ROOT/scripts/test-external.sh"
+# rsmpi's examples on our crate, over every host transport: each run counted.
+"$O2G_ROOT/scripts/test-rsmpi-examples.sh" 2>&1 | tee "$logdir/rsmpi-examples.log"
+rx_rc=${PIPESTATUS[0]}
+read -r p f < <(awk '/^rsmpi-examples: [0-9]+ passed/ {p = $2; f = $4} END {print p + 0, f + 0}' "$logdir/rsmpi-examples.log")
+if ((rx_rc != 0 && f == 0)); then f=1; fi
+passed=$((passed + p)); failed=$((failed + f))
+result $((f == 0)) "rsmpi's examples (scripts/test-rsmpi-examples.sh)" "$p passed, $f failed"
 
 stage "vm: module"
 vm_suite module --timeout 300 module
