@@ -9,7 +9,8 @@
 //! | `O2G_SELF` | `1` | `0` sends messages to oneself through the network transport instead of the in-process loopback, so benchmarks measure the network path |
 //! | `O2G_SNDBUF`, `O2G_RCVBUF` | system | `SO_SNDBUF` / `SO_RCVBUF` of every connection, in bytes |
 //! | `O2G_MAX_MESSAGE` | 4 GiB | largest payload accepted in one message |
-//! | `O2G_ADDR` | `127.0.0.1` | address this process listens on and publishes to its peers |
+//! | `O2G_ADDR` | `127.0.0.1`; `auto` under Slurm on several nodes | address this process listens on and publishes to its peers; `auto`: the first interface that is up, not loopback, with an IPv4 address (`listen_addr.rs`) |
+//! | `O2G_IF` | (none) | the interface `O2G_ADDR=auto` takes |
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
 //! | `O2G_RNDV_THRESHOLD` | 64 KiB | socket transports and `o2g`: messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit |
 //! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some. `o2g` uses the message count (`O2G_EAGER_CREDIT_MSGS`), within the slots its dump area holds |
@@ -251,7 +252,7 @@ impl Config {
             max_message: parse(&var, "O2G_MAX_MESSAGE")?.unwrap_or(4 << 30),
             rndv_threshold: parse(&var, "O2G_RNDV_THRESHOLD")?.unwrap_or(64 << 10),
             eager_credit,
-            addr: parse(&var, "O2G_ADDR")?.unwrap_or(IpAddr::from([127, 0, 0, 1])),
+            addr: crate::listen_addr::from_env(&var)?,
             connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
             idle_connections: parse(&var, "O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
             o2g: O2gConfig {

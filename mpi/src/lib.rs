@@ -75,6 +75,7 @@ pub mod environment;
 mod error;
 pub mod group;
 pub mod intercomm;
+mod listen_addr;
 pub mod operation;
 mod pmi;
 pub mod point_to_point;
