@@ -1,8 +1,9 @@
 //! `o2g-stat`: lists every endpoint of the loaded o2g module with its
 //! counters, one row (or one JSON object per line with `--json`) each.
 //!
-//! It opens the device without initialising an endpoint of its own, so it
-//! does not show up in its own listing.
+//! Opening the device makes an endpoint (the module lists every open
+//! file, initialised or not); o2g-stat leaves its own out of what it
+//! prints.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -185,15 +186,24 @@ fn render_json(listing: &EndpointListing) -> String {
     out
 }
 
+/// Drops this process's own endpoint (the open that read the listing).
+fn leave_out_own(listing: &mut EndpointListing, pid: u32) {
+    let before = listing.endpoints.len();
+    listing.endpoints.retain(|e| e.pid != pid);
+    let dropped = (before - listing.endpoints.len()) as u32;
+    listing.total = listing.total.saturating_sub(dropped);
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
-    let listing = match Device::open_path(&args.device).and_then(|d| d.list_endpoints()) {
+    let mut listing = match Device::open_path(&args.device).and_then(|d| d.list_endpoints()) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("o2g-stat: {e}");
             return ExitCode::FAILURE;
         }
     };
+    leave_out_own(&mut listing, std::process::id());
     if args.json {
         print!("{}", render_json(&listing));
         if !listing.is_complete() {
@@ -248,6 +258,17 @@ mod tests {
             endpoints: vec![a, b],
             total: 2,
         }
+    }
+
+    #[test]
+    fn its_own_endpoint_is_left_out() {
+        let mut l = listing();
+        leave_out_own(&mut l, 7);
+        assert_eq!(l.endpoints.len(), 1);
+        assert_eq!((l.endpoints[0].pid, l.total), (4242, 1));
+        assert!(l.is_complete());
+        leave_out_own(&mut l, 99);
+        assert_eq!((l.endpoints.len(), l.total), (1, 1));
     }
 
     #[test]

@@ -52,12 +52,29 @@ fn parse(line: &str) -> Result<Row, String> {
         .map(Row)
 }
 
-/// Runs `o2g-stat ARGS` and returns its standard output.
+/// Runs `o2g-stat ARGS` and returns its standard output, which must not
+/// list o2g-stat's own open of the device.
 fn o2g_stat(args: &[&str]) -> Result<String, String> {
-    let out = Command::new("o2g-stat")
+    let child = Command::new("o2g-stat")
         .args(args)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| format!("running o2g-stat: {e}"))?;
+    let own = child.id().to_string();
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("running o2g-stat: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains(&format!("\"pid\":{own},"))
+        || text
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(&own))
+    {
+        return Err(format!(
+            "o2g-stat lists its own endpoint (pid {own}):\n{text}"
+        ));
+    }
     if !out.status.success() {
         return Err(format!(
             "o2g-stat {args:?}: {}; {}",
