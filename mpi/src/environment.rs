@@ -133,7 +133,7 @@ pub struct Universe {
 
 /// Initialises MPI (`MPI_Init`, §11.2.1): reads the configuration from the
 /// environment (see the crate docs), learns rank and size from the process
-/// manager through PMI-1 (a singleton without one), and connects to every
+/// manager through PMI-1 or PMI-2 (a singleton without one), and connects to every
 /// peer.
 ///
 /// # Errors

@@ -63,7 +63,7 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// The process manager (PMI-1) refused or broke the protocol.
+    /// The process manager (PMI-1 or PMI-2) refused or broke the protocol.
     #[error("PMI: {0}")]
     Pmi(String),
     /// The environment configures something impossible.

@@ -41,10 +41,10 @@
 //!
 //! # Running
 //! Start programs with `o2grun -n N prog` (this crate's launcher), MPICH's
-//! `mpiexec -n N prog`, or Slurm; all speak PMI-1. Without a process
-//! manager a program is a world of one. The environment selects the
-//! transport and its knobs: see `config.rs` (`O2G_TRANSPORT`, `O2G_SELF`,
-//! `O2G_SNDBUF`, `O2G_RCVBUF`, `O2G_MAX_MESSAGE`, `O2G_ADDR`,
+//! `mpiexec -n N prog`, or Slurm's `srun --mpi=pmi2` (PMI-1 or PMI-2).
+//! Without a process manager a program is a world of one. The environment
+//! selects the transport and its knobs: see `config.rs` (`O2G_TRANSPORT`,
+//! `O2G_SELF`, `O2G_SNDBUF`, `O2G_RCVBUF`, `O2G_MAX_MESSAGE`, `O2G_ADDR`,
 //! `O2G_CONNECT_TIMEOUT`) and the transport contract in `transport/mod.rs`.
 //!
 //! # Threads and `unsafe`
