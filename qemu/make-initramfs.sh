@@ -13,7 +13,8 @@
 #   paths, copied to the same paths in the guest).
 #   O2G_GUEST_PYTHON=1 installs Debian's Python; O2G_GUEST_TREES copies
 #   directories in (HOST[=GUEST] each); O2G_GUEST_CC=1 a C compiler and the
-#   headers O2G_GUEST_CC_SOURCES include.
+#   headers O2G_GUEST_CC_SOURCES include; O2G_GUEST_SLURM=1 Debian's Slurm
+#   and MUNGE (scripts/fetch-slurm.sh).
 #   O2G_GUEST_PEERS=1 also installs Debian's Open MPI and MPICH (launchers,
 #   plugins, help and config files, the libraries they load) at their host
 #   paths, and qemu/guest-peers.sh as /etc/o2g/peers.sh; off by default,
@@ -155,6 +156,26 @@ if [[ "${O2G_GUEST_CC:-0}" == 1 ]]; then
     copy_libs_under "$root$gccdir"
 fi
 
+# Slurm and MUNGE (O2G_GUEST_SLURM=1): Debian's packages as
+# scripts/fetch-slurm.sh unpacked them, their plugins' libraries, and the
+# users their daemons name.
+if [[ "${O2G_GUEST_SLURM:-0}" == 1 ]]; then
+    slurm_root="$("$O2G_ROOT/scripts/fetch-slurm.sh")" || die "fetching Slurm failed"
+    cp -a "$slurm_root/usr" "$root/"
+    copy_libs_under "$root/usr/sbin"
+    copy_libs_under "$root/usr/bin"
+    copy_libs_under "$root/usr/lib/x86_64-linux-gnu/slurm-wlm"
+    mkdir -p "$root/etc"
+    for u in 'root:x:0:0:root:/tmp:/bin/sh' 'munge:x:101:101:munge:/tmp:/bin/false' \
+        'slurm:x:102:102:slurm:/tmp:/bin/false'; do
+        grep -qs "^${u%%:*}:" "$root/etc/passwd" || echo "$u" >>"$root/etc/passwd"
+    done
+    for g in 'root:x:0:' 'munge:x:101:' 'slurm:x:102:'; do
+        grep -qs "^${g%%:*}:" "$root/etc/group" || echo "$g" >>"$root/etc/group"
+    done
+    printf 'passwd: files\ngroup: files\nhosts: files\n' >"$root/etc/nsswitch.conf"
+fi
+
 # The MPI peers: what ldd shows for the programs is not enough. Their
 # launchers, the plugins Open MPI and PMIx dlopen, help texts (error
 # messages are looked up there) and config must be at the host's paths.
@@ -172,8 +193,8 @@ if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
     copy_libs_under "$root/usr"
     mkdir -p "$root/etc"
     # Both look up the user and the host name; glibc reads these files.
-    echo 'root:x:0:0:root:/tmp:/bin/sh' >"$root/etc/passwd"
-    echo 'root:x:0:' >"$root/etc/group"
+    grep -qs '^root:' "$root/etc/passwd" || echo 'root:x:0:0:root:/tmp:/bin/sh' >>"$root/etc/passwd"
+    grep -qs '^root:' "$root/etc/group" || echo 'root:x:0:' >>"$root/etc/group"
     printf 'passwd: files\ngroup: files\nhosts: files\n' >"$root/etc/nsswitch.conf"
     cp "$O2G_ROOT/qemu/guest-peers.sh" "$root/etc/o2g/peers.sh"
 fi

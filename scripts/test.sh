@@ -129,7 +129,7 @@ result $((f == 0)) "rsmpi's examples (scripts/test-rsmpi-examples.sh)" "$p passe
 stage "vm: module"
 vm_suite module --timeout 300 module
 stage "vm: cluster"
-vm_suite cluster --nodes 3 --timeout 600 cluster
+vm_suite cluster --nodes 3 --timeout 900 cluster
 stage "vm: cluster-peers"
 O2G_VM_MEM=2048 O2G_GUEST_PEERS=1 vm_suite cluster-peers --nodes 2 --timeout 900 cluster-peers
 # The MPI conformance suite over the o2g transport (a 1 GiB message: 6 GiB guest).
