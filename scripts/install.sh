@@ -46,7 +46,9 @@ if ((build)); then
     # shellcheck source=scripts/env.sh
     source "$root/scripts/env.sh"
     log "building the library, o2grun and o2g-stat (release)"
-    (cd "$root" && cargo build --release --locked -q -p o2g-mpi-abi -p mpi --bin o2grun -p o2g-stat)
+    # Two commands: a --bin filter would apply to every package named.
+    (cd "$root" && cargo build --release --locked -q -p o2g-mpi-abi -p o2g-stat &&
+        cargo build --release --locked -q -p mpi --bin o2grun)
 fi
 for f in "$rel/libmpi_abi.so" "$rel/o2grun" "$rel/o2g-stat"; do
     [[ -f "$f" ]] || die "$f is missing: build first, or drop --no-build"
