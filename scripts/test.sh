@@ -68,6 +68,20 @@ nested() {
     result $((f == 0)) "$name" "$p passed, $f failed, $s skipped"
 }
 
+# counted NAME TAG CMD...: runs CMD, whose summary line is "TAG: N passed,
+# M failed", and counts its N and M (a CMD that fails without a failure
+# counted counts one).
+counted() {
+    local name="$1" tag="$2" log="$logdir/$2.log" rc p f
+    shift 2
+    "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    read -r p f < <(awk -v t="$tag:" '$1 == t && $3 == "passed," {p = $2; f = $4} END {print p + 0, f + 0}' "$log")
+    if ((rc != 0 && f == 0)); then f=1; fi
+    passed=$((passed + p)); failed=$((failed + f))
+    result $((f == 0)) "$name" "$p passed, $f failed"
+}
+
 stage "host checks"
 step "cargo fmt --check" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warnings
@@ -93,12 +107,7 @@ step "fuzz o2g-core (scripts/fuzz.sh)" env O2G_FUZZ_SECS="${O2G_FUZZ_SECS:-10}" 
 # mpi4py's own tests (a fixed subset) on the C ABI, over every host
 # transport and under MPICH's mpiexec: each test counted once per run.
 stage "mpi4py"
-"$O2G_ROOT/scripts/mpi4py.sh" 2>&1 | tee "$logdir/mpi4py.log"
-m4_rc=${PIPESTATUS[0]}
-read -r p f < <(awk '/^mpi4py: [0-9]+ passed/ {p = $2; f = $4} END {print p + 0, f + 0}' "$logdir/mpi4py.log")
-if ((m4_rc != 0 && f == 0)); then f=1; fi
-passed=$((passed + p)); failed=$((failed + f))
-result $((f == 0)) "mpi4py's test suite (scripts/mpi4py.sh)" "$p passed, $f failed"
+counted "mpi4py's test suite (scripts/mpi4py.sh)" mpi4py "$O2G_ROOT/scripts/mpi4py.sh"
 
 # In-guest suites: count each in-guest test, from vm.sh's KTAP output
 # (shown nested).
@@ -119,12 +128,8 @@ step "install into a fresh prefix, build and run from it, dkms (scripts/test-ins
 step "mpi crate from a project outside the workspace; cargo doc (scripts/test-external.sh)" \
     "$O2G_ROOT/scripts/test-external.sh"
 # rsmpi's examples on our crate, over every host transport: each run counted.
-"$O2G_ROOT/scripts/test-rsmpi-examples.sh" 2>&1 | tee "$logdir/rsmpi-examples.log"
-rx_rc=${PIPESTATUS[0]}
-read -r p f < <(awk '/^rsmpi-examples: [0-9]+ passed/ {p = $2; f = $4} END {print p + 0, f + 0}' "$logdir/rsmpi-examples.log")
-if ((rx_rc != 0 && f == 0)); then f=1; fi
-passed=$((passed + p)); failed=$((failed + f))
-result $((f == 0)) "rsmpi's examples (scripts/test-rsmpi-examples.sh)" "$p passed, $f failed"
+counted "rsmpi's examples (scripts/test-rsmpi-examples.sh)" rsmpi-examples \
+    "$O2G_ROOT/scripts/test-rsmpi-examples.sh"
 
 stage "vm: module"
 vm_suite module --timeout 300 module
