@@ -33,9 +33,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mpi::traits::*;
-use mpi::SystemOperation;
-
 /// o2grun's `--timeout` for every job: a job that hangs ends here (with
 /// status 124).
 const JOB_TIMEOUT: u64 = 30;
@@ -70,7 +67,8 @@ fn rank_main(role: &str) -> i32 {
     }
 }
 
-type RankResult = Result<(), Box<dyn std::error::Error>>;
+mod common;
+use common::RankResult;
 
 fn run_rank(role: &str) -> RankResult {
     let dir = PathBuf::from(std::env::var("O2G_TEST_DIR")?);
@@ -112,27 +110,7 @@ fn write_file(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
 /// The `hello` example: its output is how a test knows the job was
 /// unharmed.
 fn ring() -> RankResult {
-    let universe = mpi::initialize()?;
-    let world = universe.world();
-    let (rank, size) = (world.rank(), world.size());
-    println!("hello from rank {rank} of {size}");
-    let next = world.process_at_rank((rank + 1) % size)?;
-    let prev = world.process_at_rank((rank + size - 1) % size)?;
-    let mut got = [0i32];
-    let mine = [rank];
-    let req = next.immediate_send(&mine)?;
-    prev.receive_into(&mut got)?;
-    req.wait()?;
-    if got[0] != (rank + size - 1) % size {
-        return Err(format!("got {} from the previous rank", got[0]).into());
-    }
-    let mut sum = [0i32];
-    world.all_reduce_into(&[rank], &mut sum, &SystemOperation::Sum)?;
-    if rank == 0 {
-        println!("sum of ranks: {}", sum[0]);
-    }
-    universe.finalize()?;
-    Ok(())
+    common::ring("")
 }
 
 /// Rank 1 leaves without `MPI_Finalize`; the others stand for ranks

@@ -29,7 +29,6 @@ use std::thread;
 use std::time::Duration;
 
 use mpi::traits::*;
-use mpi::SystemOperation;
 
 /// Seconds a job may run before its launcher kills it.
 const JOB_TIMEOUT: u64 = 30;
@@ -54,7 +53,8 @@ fn rank() {
     }
 }
 
-type RankResult = Result<(), Box<dyn std::error::Error>>;
+mod common;
+use common::RankResult;
 
 fn run_rank(role: &str) -> RankResult {
     // hydra's PMI_PORT mode sets PMI_ID, not PMI_RANK.
@@ -90,27 +90,7 @@ fn run_rank(role: &str) -> RankResult {
 /// The `hello` example, saying which PMI version the rank asked for.
 fn ring() -> RankResult {
     let asked = std::env::var("O2G_PMI_VERSION").unwrap_or_else(|_| "default".into());
-    let universe = mpi::initialize()?;
-    let world = universe.world();
-    let (rank, size) = (world.rank(), world.size());
-    println!("hello from rank {rank} of {size}, PMI {asked}");
-    let next = world.process_at_rank((rank + 1) % size)?;
-    let prev = world.process_at_rank((rank + size - 1) % size)?;
-    let mut got = [0i32];
-    let mine = [rank];
-    let req = next.immediate_send(&mine)?;
-    prev.receive_into(&mut got)?;
-    req.wait()?;
-    if got[0] != (rank + size - 1) % size {
-        return Err(format!("got {} from the previous rank", got[0]).into());
-    }
-    let mut sum = [0i32];
-    world.all_reduce_into(&[rank], &mut sum, &SystemOperation::Sum)?;
-    if rank == 0 {
-        println!("sum of ranks: {}", sum[0]);
-    }
-    universe.finalize()?;
-    Ok(())
+    common::ring(&format!(", PMI {asked}"))
 }
 
 /// Rank `me` opens its PMI-2 conversation as a client would, then sends
