@@ -12,7 +12,8 @@
 #
 # The wrappers find mpi.h and the library through their own location
 # (PREFIX/bin/../include, ../lib), so an installed tree needs neither the
-# build tree nor any environment variable, and stays relocatable.
+# build tree nor any environment variable (pkg-config's file and the RUNPATH
+# of the programs they link name PREFIX itself).
 #
 # usage: scripts/install.sh --prefix DIR [--destdir DIR] [--group NAME] [--no-build]
 #   --destdir DIR  stage under DIR (DIR/PREFIX/...), as packagers do; the
