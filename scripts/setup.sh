@@ -39,7 +39,7 @@ DEB_PACKAGES=(
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"install ok installed"* ]] || missing+=("$p")
 done
 if ((${#missing[@]})); then
     log "installing Debian packages: ${missing[*]}"
@@ -52,12 +52,14 @@ if ((${#missing[@]})); then
     rm -f "$apt_log"
 fi
 
-if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+# Each check greps captured output: `cmd | grep -q` under pipefail fails when
+# grep's early exit hands cmd a SIGPIPE, and the step would rerun needlessly.
+if ! grep -q '^rust-src' <<<"$(rustup component list --installed 2>/dev/null)"; then
     log "adding rust-src"
     rustup component add rust-src
 fi
 
-if ! bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
+if ! grep -qF "$BINDGEN_VERSION" <<<"$(bindgen --version 2>/dev/null)"; then
     log "installing bindgen-cli $BINDGEN_VERSION"
     cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
 fi
@@ -71,11 +73,11 @@ fi
 # cargo-fuzz builds with nightly-only flags, so it needs a nightly toolchain
 # beside the stable one; the version is pinned like bindgen-cli's.
 CARGO_FUZZ_VERSION=0.13.2
-if ! rustup toolchain list | grep -q '^nightly-'; then
+if ! grep -q '^nightly-' <<<"$(rustup toolchain list)"; then
     log "installing the nightly toolchain (for cargo-fuzz)"
     rustup toolchain install nightly --profile minimal
 fi
-if ! cargo +nightly fuzz --version 2>/dev/null | grep -q "^cargo-fuzz $CARGO_FUZZ_VERSION$"; then
+if ! grep -qx "cargo-fuzz $CARGO_FUZZ_VERSION" <<<"$(cargo +nightly fuzz --version 2>/dev/null)"; then
     log "installing cargo-fuzz $CARGO_FUZZ_VERSION"
     cargo install --locked --quiet cargo-fuzz --version "$CARGO_FUZZ_VERSION"
 fi

@@ -51,8 +51,11 @@ cp "$O2G_ROOT/capi/tests/c/hello.c" "$O2G_ROOT/capi/tests/c/check.h" "$work/app/
 (cd "$work/app" && "${user_env[@]}" mpicc -O1 -o hello hello.c) || fail "mpicc hello.c"
 runpath="$(readelf -d "$work/app/hello" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')"
 [[ "$runpath" == "$prefix/lib" ]] || fail "hello's RUNPATH is '$runpath', not $prefix/lib"
-"${user_env[@]}" ldd "$work/app/hello" | grep -q "libmpi_abi.so.1 => $prefix/lib/libmpi_abi.so.1" ||
-    fail "hello does not load the prefix's libmpi_abi.so.1: $(ldd "$work/app/hello")"
+# Captured first: `ldd | grep -q` under pipefail fails when grep's early exit
+# hands ldd a SIGPIPE.
+libs="$("${user_env[@]}" ldd "$work/app/hello")"
+grep -qF "libmpi_abi.so.1 => $prefix/lib/libmpi_abi.so.1" <<<"$libs" ||
+    fail "hello does not load the prefix's libmpi_abi.so.1: $libs"
 flags="$("${user_env[@]}" PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs o2g-mpi | sed "s/ *$//")"
 [[ "$flags" == "-I$prefix/include -L$prefix/lib -Wl,-rpath,$prefix/lib -lmpi_abi" ]] ||
     fail "pkg-config o2g-mpi: $flags"
