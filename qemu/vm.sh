@@ -356,7 +356,7 @@ for ((i = 0; i < nodes; i++)); do
         # land before the first test, between tests or on the way down.
         results=$((results + 1))
         emit "not ok $results - node$i/kernel-log-clean"
-        grep -aE -e "$patterns" "$console" | head -20 | tr -d '\r' | sed 's/^/# /'
+        grep -aE -m 20 -e "$patterns" "$console" | tr -d '\r' | sed 's/^/# /'
     fi
 done
 read -r passed failed skipped < <(ktap_count "$ktap")

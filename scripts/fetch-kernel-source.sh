@@ -16,7 +16,7 @@ source "$(dirname "$0")/private-apt.sh"
 pkg="linux-source-$O2G_KERNEL_SERIES"
 log "refreshing private unstable package list"
 apt-get "${apt_opts[@]}" update -qq
-version="$(apt-cache "${apt_opts[@]}" show "$pkg" 2>/dev/null | awk '/^Version:/{print $2; exit}')"
+version="$(apt-cache "${apt_opts[@]}" show "$pkg" 2>/dev/null | awk '/^Version:/ && !v {v = $2} END {print v}')"
 if [[ -z "$version" ]]; then
     avail="$(apt-cache "${apt_opts[@]}" pkgnames linux-source- 2>/dev/null | sort | tr '\n' ' ')"
     die "$pkg is not in Debian unstable any more; available: ${avail:-none}"

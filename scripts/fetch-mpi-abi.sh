@@ -24,7 +24,7 @@ mkdir -p "$dest"
 source "$(dirname "$0")/private-apt.sh"
 log "refreshing private unstable package list"
 apt-get "${apt_opts[@]}" update -qq
-version="$(apt-cache "${apt_opts[@]}" show libmpich-dev 2>/dev/null | awk '/^Version:/{print $2; exit}')"
+version="$(apt-cache "${apt_opts[@]}" show libmpich-dev 2>/dev/null | awk '/^Version:/ && !v {v = $2} END {print v}')"
 [[ -n "$version" ]] || die "libmpich-dev is not in Debian unstable"
 case "$version" in
     5.*) ;;
