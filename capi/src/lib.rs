@@ -57,6 +57,7 @@ mod env;
 mod errhandler;
 mod error;
 mod ffi;
+mod fortran;
 mod grequest;
 mod group;
 mod handle_int;

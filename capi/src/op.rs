@@ -38,12 +38,21 @@ pub(crate) type UserFn = unsafe extern "C" fn(
 pub(crate) type UserFnC =
     unsafe extern "C" fn(invec: *mut c_void, inoutvec: *mut c_void, len: *mut i64, dt: *mut Handle);
 
-/// The function of a user operation, as `MPI_Op_create` or
-/// `MPI_Op_create_c` got it.
+/// A Fortran user function (§19.1): the datatype is an integer handle.
+pub(crate) type UserFnF = unsafe extern "C" fn(
+    invec: *mut c_void,
+    inoutvec: *mut c_void,
+    len: *mut c_int,
+    dt: *mut crate::fortran::Fint,
+);
+
+/// The function of a user operation, as `MPI_Op_create`,
+/// `MPI_Op_create_c` or Fortran's `MPI_OP_CREATE` got it.
 #[derive(Clone, Copy)]
 pub(crate) enum UserFunc {
     Int(UserFn),
     Count(UserFnC),
+    Fortran(UserFnF),
 }
 
 /// A user-defined operation.
@@ -229,6 +238,11 @@ unsafe fn call_user(f: UserFunc, a: *mut c_void, b: *mut c_void, len: usize, dt:
                 let mut n = i64::try_from(len).unwrap_or(i64::MAX);
                 f(a, b, &mut n, &mut dt)
             }
+            UserFunc::Fortran(f) => {
+                let mut n = c_int::try_from(len).unwrap_or(c_int::MAX);
+                let mut fdt = crate::fortran::c2f(dt);
+                f(a, b, &mut n, &mut fdt)
+            }
         }
     }
 }
@@ -381,7 +395,12 @@ impl Resolved {
 /// # Safety
 ///
 /// `op` must be valid for a write of one handle.
-unsafe fn create(name: &str, f: Option<UserFunc>, commute: c_int, op: *mut Handle) -> c_int {
+pub(crate) unsafe fn create(
+    name: &str,
+    f: Option<UserFunc>,
+    commute: c_int,
+    op: *mut Handle,
+) -> c_int {
     boundary(name, std::ptr::null_mut(), || {
         let f = f.ok_or(Code(crate::error::MPI_ERR_ARG))?;
         let h = OPS.insert(UserOp {

@@ -1,0 +1,118 @@
+//! `MPI_Type_create_f90_integer`, `_real` and `_complex` (§19.2.5): the
+//! predefined type of a Fortran `KIND` chosen by precision and range
+//! (`SELECTED_INT_KIND(r)`, `SELECTED_REAL_KIND(p, r)`), with gfortran's
+//! kinds on x86-64: integers of 1, 2, 4, 8 bytes, reals of 4, 8, 16.
+//! The handles are the predefined `MPI_INTEGERn`/`MPI_REALn`/
+//! `MPI_COMPLEXn` ones, which need no freeing.
+
+use std::ffi::c_int;
+
+use o2g_mpi_abi_macros::export;
+
+use crate::error::{boundary, Code, MPI_ERR_ARG};
+use crate::ffi;
+use crate::handles::{handle, Handle};
+use crate::status::UNDEFINED;
+
+/// Decimal range (`RANGE`) of each integer kind, and its type's value.
+const INTEGERS: [(c_int, usize); 4] = [(2, 0x2c1), (4, 0x2c9), (9, 0x2d1), (18, 0x2d9)];
+
+/// Precision and decimal exponent range of each real kind, and the
+/// values of its real and complex types.
+const REALS: [(c_int, c_int, usize, usize); 3] = [
+    (6, 37, 0x2d2, 0x2db),
+    (15, 307, 0x2da, 0x2e3),
+    (33, 4931, 0x2e2, 0x2eb),
+];
+
+/// The smallest kind that has precision `p` and range `r`
+/// (`MPI_UNDEFINED` for either asks nothing of it).
+fn real(p: c_int, r: c_int) -> Option<(usize, usize)> {
+    let any = |x: c_int| x == UNDEFINED;
+    if any(p) && any(r) {
+        return None;
+    }
+    REALS
+        .iter()
+        .find(|&&(kp, kr, ..)| (any(p) || p <= kp) && (any(r) || r <= kr))
+        .map(|&(_, _, re, cx)| (re, cx))
+}
+
+/// Writes the type `v` found for `name`, or `MPI_ERR_ARG` if none fits.
+///
+/// # Safety
+///
+/// `newtype` is valid for a write of one handle.
+unsafe fn answer(name: &str, v: Option<usize>, newtype: *mut Handle) -> c_int {
+    boundary(name, std::ptr::null_mut(), || {
+        let v = v.ok_or(Code(MPI_ERR_ARG))?;
+        // SAFETY: the caller's contract.
+        unsafe { ffi::out(newtype, handle(v)) }
+    })
+}
+
+/// `MPI_Type_create_f90_integer` (§19.2.5).
+///
+/// # Safety
+///
+/// `newtype` is valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Type_create_f90_integer(
+    r: c_int,
+    newtype: *mut Handle,
+) -> c_int {
+    let v = INTEGERS.iter().find(|&&(kr, _)| r <= kr).map(|&(_, v)| v);
+    // SAFETY: the caller's contract.
+    unsafe { answer("MPI_Type_create_f90_integer", v, newtype) }
+}
+
+/// `MPI_Type_create_f90_real` (§19.2.5).
+///
+/// # Safety
+///
+/// `newtype` is valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Type_create_f90_real(
+    p: c_int,
+    r: c_int,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { answer("MPI_Type_create_f90_real", real(p, r).map(|t| t.0), newtype) }
+}
+
+/// `MPI_Type_create_f90_complex` (§19.2.5).
+///
+/// # Safety
+///
+/// `newtype` is valid for a write of one handle.
+#[export]
+pub(crate) unsafe extern "C" fn MPI_Type_create_f90_complex(
+    p: c_int,
+    r: c_int,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        answer(
+            "MPI_Type_create_f90_complex",
+            real(p, r).map(|t| t.1),
+            newtype,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_the_smallest_that_fit() {
+        assert_eq!(real(6, UNDEFINED), Some((0x2d2, 0x2db)));
+        assert_eq!(real(7, UNDEFINED), Some((0x2da, 0x2e3)));
+        assert_eq!(real(UNDEFINED, 300), Some((0x2da, 0x2e3)));
+        assert_eq!(real(15, 308), Some((0x2e2, 0x2eb)));
+        assert_eq!(real(34, 1), None);
+        assert_eq!(real(UNDEFINED, UNDEFINED), None);
+    }
+}

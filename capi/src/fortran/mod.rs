@@ -1,0 +1,38 @@
+//! Fortran bindings: `mpif.h` and `use mpi` (MPI 5.0 §19.1), for
+//! gfortran, over this library's C functions.
+//!
+//! `capi/build/fortran.rs` generates `mpi_xxx_`/`pmpi_xxx_` for every
+//! exported function Fortran has (`bindings.rs` includes them) and the
+//! headers; `special.rs` writes by hand the few whose Fortran form is not
+//! the C one argument for argument. The generated code leans on:
+//! - `handles.rs`: integer handles and back (`MPI_Comm_c2f`, ...);
+//! - `args.rs`: the sentinels (`MPI_BOTTOM`, `MPI_STATUS_IGNORE`, ...,
+//!   common blocks whose addresses are recognised), strings (blank-padded
+//!   in Fortran, NUL-terminated in C) and 1-based indices.
+//!
+//! gfortran passes every argument by reference and each character
+//! argument's length as a hidden `size_t` after the others; default
+//! `INTEGER` and `LOGICAL` are 4 bytes, `.TRUE.` is 1, so integer and
+//! logical arrays, `MPI_Aint`/`MPI_Count` values and statuses (8
+//! integers, the C `MPI_Status`) are shared as they are.
+
+mod args;
+mod bindings;
+mod f90_types;
+mod handles;
+mod special;
+
+pub(crate) use args::{
+    choice, fints, group_len, one_based, status, statuses, str_in, weights, StrOut,
+};
+pub(crate) use handles::{c2f, c2f_after, f2c, Fint};
+
+/// `MPI_ERR_IN_STATUS`: a multiple completion wrote its indices.
+pub(crate) const ERR_IN_STATUS: Fint = 19;
+
+/// Exported C functions without a Fortran binding, and why (for
+/// `capi/README.md`'s Fortran table and its test).
+#[allow(dead_code)]
+pub(crate) fn unbound() -> &'static [(&'static str, &'static str)] {
+    bindings::UNBOUND
+}
