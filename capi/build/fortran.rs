@@ -138,6 +138,9 @@ fn excluded(name: &str) -> Option<&'static str> {
     if name.contains("create_errhandler") || name == "MPI_Grequest_start" {
         return Some("takes a user callback: not bound yet");
     }
+    if name.contains("eighbor_alltoallw") {
+        return Some("its type arrays are as long as the topology's degree: not bound yet");
+    }
     if name == "MPI_Info_create_env" {
         return Some("Fortran's form has no command line: not bound yet");
     }
@@ -227,7 +230,13 @@ fn inout_handle(func: &str, param: &str) -> bool {
     func.ends_with("_free")
         || matches!(
             func,
-            "MPI_Wait" | "MPI_Test" | "MPI_Comm_disconnect" | "MPI_Session_finalize"
+            "MPI_Wait"
+                | "MPI_Test"
+                | "MPI_Start"
+                | "MPI_Cancel"
+                | "MPI_Type_commit"
+                | "MPI_Comm_disconnect"
+                | "MPI_Session_finalize"
         )
         || (matches!(func, "MPI_Mrecv" | "MPI_Imrecv") && param == "message")
 }

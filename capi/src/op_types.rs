@@ -1,7 +1,8 @@
 //! Reductions on the predefined types whose elements are not one Rust
 //! number (MPI 5.0 §6.9.2, §6.9.4): the value-index pairs of
-//! `MPI_MINLOC` / `MPI_MAXLOC`, the C complex types, and `long double`
-//! (x86-64's 80-bit x87 format, computed with the x87 unit itself).
+//! `MPI_MINLOC` / `MPI_MAXLOC`, the C and Fortran complex types, Fortran's
+//! `LOGICAL`s and `long double` (x86-64's 80-bit x87 format, computed
+//! with the x87 unit itself).
 //! They are recognised by handle value, so a derived type over them is
 //! not (its reductions fail with `MPI_ERR_OP`).
 //!
@@ -12,6 +13,11 @@
 //! @4} 8, `MPI_LONG_DOUBLE_INT` {long double @0, int @16} 32; complex
 //! types are {re, im} of their float type (`long double _Complex`: two
 //! 16-byte slots). Padding bytes of the inout buffer are left as they are.
+//! Fortran's pairs are two of one type: `MPI_2INTEGER` {int, int} (as
+//! `MPI_2INT`), `MPI_2REAL` {real, real}, `MPI_2DOUBLE_PRECISION` {double,
+//! double}, the index compared as a number of that type. A Fortran
+//! `LOGICAL` is an integer of its size, `.TRUE.` 1 and `.FALSE.` 0
+//! (gfortran).
 
 use crate::op::{Builtin, Reducer};
 
@@ -21,6 +27,10 @@ pub(crate) enum Special {
     /// A value-index pair: the value's kind, and the element's extent
     /// and index offset.
     Pair(Value, usize, usize),
+    /// A Fortran pair: value and index both of this kind and size.
+    SamePair(Value, usize),
+    /// A Fortran `LOGICAL` of this many bytes.
+    Logical(usize),
     /// `float _Complex` (and `MPI_CXX_FLOAT_COMPLEX`).
     ComplexF32,
     /// `double _Complex` (and `MPI_CXX_DOUBLE_COMPLEX`).
@@ -46,8 +56,15 @@ pub(crate) enum Value {
 pub(crate) fn special(v: usize) -> Option<Special> {
     use Special::*;
     Some(match v {
-        0x212 | 0x213 => ComplexF32,
-        0x216 | 0x217 => ComplexF64,
+        0x212 | 0x213 | 0x21b | 0x2db => ComplexF32,
+        0x216 | 0x217 | 0x21d | 0x2e3 => ComplexF64,
+        0x218 | 0x2d0 => Logical(4),
+        0x2c0 => Logical(1),
+        0x2c8 => Logical(2),
+        0x2d8 => Logical(8),
+        0x230 => SamePair(Value::F32, 4),
+        0x231 => SamePair(Value::F64, 8),
+        0x232 => Pair(Value::I32, 8, 4),
         0x224 | 0x225 => ComplexF80,
         0x220 => F80,
         0x228 => Pair(Value::F32, 8, 4),
@@ -77,6 +94,28 @@ pub(crate) fn reducer(op: Builtin, t: Special) -> Option<Reducer> {
                 }
             }))
         }
+        (Special::SamePair(v, w), Minloc | Maxloc) => {
+            let max = op == Maxloc;
+            Some(Box::new(move |a, b| {
+                for (x, y) in a.chunks_exact(2 * w).zip(b.chunks_exact_mut(2 * w)) {
+                    same_pair_loc(v, w, max, x, y);
+                }
+            }))
+        }
+        (Special::Logical(w), Land | Lor | Lxor) => Some(Box::new(move |a, b| {
+            let truth = |s: &[u8]| s.iter().any(|&b| b != 0);
+            for (x, y) in a.chunks_exact(w).zip(b.chunks_exact_mut(w)) {
+                let (p, q) = (truth(x), truth(y));
+                let r = match op {
+                    Land => p && q,
+                    Lor => p || q,
+                    _ => p != q,
+                };
+                y.fill(0);
+                // 1 in the integer's lowest byte (little-endian x86-64).
+                y[0] = u8::from(r);
+            }
+        })),
         (Special::ComplexF32, Sum | Prod) => Some(Box::new(move |a, b| {
             complex::<f32, 4>(op == Prod, 4, a, b, f32::from_ne_bytes, |x| x.to_ne_bytes())
         })),
@@ -113,6 +152,21 @@ pub(crate) fn reducer(op: Builtin, t: Special) -> Option<Reducer> {
             }
         })),
         _ => None,
+    }
+}
+
+/// `MPI_MINLOC` / `MPI_MAXLOC` of a Fortran pair `x` into `y`: as
+/// [`loc`], with an index of the value's kind and width `w`.
+fn same_pair_loc(v: Value, w: usize, max: bool, x: &[u8], y: &mut [u8]) {
+    use std::cmp::Ordering::*;
+    let take_x = match compare(v, &x[..w], &y[..w]) {
+        Some(Less) => !max,
+        Some(Greater) => max,
+        Some(Equal) => compare(v, &x[w..], &y[w..]) == Some(Less),
+        None => false,
+    };
+    if take_x {
+        y.copy_from_slice(x);
     }
 }
 

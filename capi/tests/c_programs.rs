@@ -9,7 +9,8 @@
 //! standard-ABI `mpi.h` (constants, types, prototypes; `header.rs`), and
 //! binary compatibility (programs compiled and linked against MPICH's
 //! standard-ABI header and library, run unmodified against o2g's
-//! `libmpi_abi.so.1` by `LD_LIBRARY_PATH`).
+//! `libmpi_abi.so.1` by `LD_LIBRARY_PATH`), and the Fortran bindings
+//! (`fortran.rs`).
 //!
 //! Needs, in the same target directory: `o2grun` (built by
 //! `cargo test --workspace`, or `cargo build -p mpi --bins`) and
@@ -25,6 +26,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
+#[path = "c_programs/fortran.rs"]
+mod fortran;
 #[path = "c_programs/function_table.rs"]
 mod function_table;
 #[path = "c_programs/header.rs"]
@@ -252,6 +255,7 @@ fn main() {
     tests.extend(profiling::tests(env));
     tests.extend(header::tests(env));
     tests.extend(wrappers::tests(env));
+    tests.extend(fortran::tests(env));
     let programs = [
         "env",
         "p2p",
@@ -433,6 +437,17 @@ fn main() {
         ));
     }
 
+    // As libtest: arguments that are not options keep only the tests whose
+    // names contain one of them (a program's build test shares its name).
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let before = tests.len();
+    tests.retain(|(name, _)| {
+        filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
+    });
+    let filtered = before - tests.len();
     let total = tests.len();
     println!("\nrunning {total} tests");
     let (mut passed, mut failed) = (0, Vec::new());
@@ -455,10 +470,11 @@ fn main() {
         }
     }
     println!(
-        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; 0 filtered out; finished in {:.2}s\n",
+        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
         if failed.is_empty() { "ok" } else { "FAILED" },
         passed,
         failed.len(),
+        filtered,
         start.elapsed().as_secs_f64()
     );
     if !failed.is_empty() {

@@ -14,22 +14,53 @@ use super::handles::{c2f, f2c, Fint};
 use crate::handles::Handle;
 use crate::op::{UserFnF, UserFunc};
 
+type Init = unsafe extern "C" fn(*mut c_int, *mut *mut *mut i8) -> c_int;
+type InitThread = unsafe extern "C" fn(*mut c_int, *mut *mut *mut i8, c_int, *mut c_int) -> c_int;
+type BufferDetach = unsafe extern "C" fn(*mut c_void, *mut c_int) -> c_int;
+type CommDetachBuffer = unsafe extern "C" fn(Handle, *mut c_void, *mut c_int) -> c_int;
+type CommGetAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_int) -> c_int;
+
 extern "C" {
     fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut i8) -> c_int;
+    fn PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut i8) -> c_int;
     fn MPI_Init_thread(
-        argc: *mut c_int,
-        argv: *mut *mut *mut i8,
+        a: *mut c_int,
+        v: *mut *mut *mut i8,
+        required: c_int,
+        provided: *mut c_int,
+    ) -> c_int;
+    fn PMPI_Init_thread(
+        a: *mut c_int,
+        v: *mut *mut *mut i8,
         required: c_int,
         provided: *mut c_int,
     ) -> c_int;
     fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
+    fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
     fn MPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
-    fn MPI_Comm_get_attr(
-        comm: Handle,
-        keyval: c_int,
-        attribute_val: *mut c_void,
-        flag: *mut c_int,
-    ) -> c_int;
+    fn PMPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
+    fn MPI_Comm_get_attr(comm: Handle, key: c_int, val: *mut c_void, flag: *mut c_int) -> c_int;
+    fn PMPI_Comm_get_attr(comm: Handle, key: c_int, val: *mut c_void, flag: *mut c_int) -> c_int;
+}
+
+/// Exports a binding written as `unsafe fn $body(c, args...)` twice: as
+/// `$f` calling the C `MPI_` function `$c`, and as `$pf` calling `$pc`
+/// (the profiling interface).
+macro_rules! twice {
+    ($body:ident, $f:ident($($a:ident: $t:ty),*) => $c:ident, $pf:ident => $pc:ident) => {
+        /// The Fortran binding (see the function it calls).
+        #[no_mangle]
+        pub(crate) unsafe extern "C" fn $f($($a: $t),*) {
+            // SAFETY: the arguments are Fortran's (module docs).
+            unsafe { $body($c, $($a),*) }
+        }
+        /// The Fortran binding of the profiling interface.
+        #[no_mangle]
+        pub(crate) unsafe extern "C" fn $pf($($a: $t),*) {
+            // SAFETY: the arguments are Fortran's (module docs).
+            unsafe { $body($pc, $($a),*) }
+        }
+    };
 }
 
 /// Stores `rc` in Fortran's `ierror`.
@@ -45,22 +76,17 @@ unsafe fn set(ierr: *mut Fint, rc: c_int) {
 }
 
 /// `MPI_INIT(IERROR)`: Fortran has no command line to pass.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_init_(ierr: *mut Fint) {
+unsafe fn init(c: Init, ierr: *mut Fint) {
     // SAFETY: MPI_Init takes null argc/argv; `ierr` is Fortran's.
-    unsafe { set(ierr, MPI_Init(std::ptr::null_mut(), std::ptr::null_mut())) }
+    unsafe { set(ierr, c(std::ptr::null_mut(), std::ptr::null_mut())) }
 }
+twice!(init, mpi_init_(ierr: *mut Fint) => MPI_Init, pmpi_init_ => PMPI_Init);
 
 /// `MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR)`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_init_thread_(
-    required: *const Fint,
-    provided: *mut Fint,
-    ierr: *mut Fint,
-) {
+unsafe fn init_thread(c: InitThread, required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
     // SAFETY: the arguments are Fortran's (module docs).
     unsafe {
-        let rc = MPI_Init_thread(
+        let rc = c(
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             *required,
@@ -69,16 +95,22 @@ pub(crate) unsafe extern "C" fn mpi_init_thread_(
         set(ierr, rc)
     }
 }
+twice!(init_thread, mpi_init_thread_(required: *const Fint, provided: *mut Fint, ierr: *mut Fint)
+    => MPI_Init_thread, pmpi_init_thread_ => PMPI_Init_thread);
 
 /// `MPI_PCONTROL(LEVEL)`: no `IERROR`, and like the C function it does
 /// nothing (o2g has no profiling levels).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn mpi_pcontrol_(_level: *const Fint) {}
 
+/// `PMPI_PCONTROL(LEVEL)`, as `mpi_pcontrol_`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn pmpi_pcontrol_(_level: *const Fint) {}
+
 /// `MPI_BUFFER_DETACH(BUFFER_ADDR, SIZE, IERROR)`: Fortran cannot use the
 /// buffer's address (§3.6.1), so it is not written into `BUFFER_ADDR`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_buffer_detach_(
+unsafe fn buffer_detach(
+    c: BufferDetach,
     _buffer_addr: *mut c_void,
     size: *mut Fint,
     ierr: *mut Fint,
@@ -86,32 +118,34 @@ pub(crate) unsafe extern "C" fn mpi_buffer_detach_(
     let mut addr: *mut c_void = std::ptr::null_mut();
     // SAFETY: the C function writes one address into `addr`, and `size`
     // and `ierr` are Fortran's.
-    unsafe { set(ierr, MPI_Buffer_detach((&raw mut addr).cast(), size)) }
+    unsafe { set(ierr, c((&raw mut addr).cast(), size)) }
 }
+twice!(buffer_detach, mpi_buffer_detach_(buffer_addr: *mut c_void, size: *mut Fint, ierr: *mut Fint)
+    => MPI_Buffer_detach, pmpi_buffer_detach_ => PMPI_Buffer_detach);
 
 /// `MPI_COMM_DETACH_BUFFER(COMM, BUFFER_ADDR, SIZE, IERROR)`, as
-/// `mpi_buffer_detach_`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_comm_detach_buffer_(
+/// `buffer_detach`.
+unsafe fn comm_detach_buffer(
+    c: CommDetachBuffer,
     comm: *const Fint,
     _buffer_addr: *mut c_void,
     size: *mut Fint,
     ierr: *mut Fint,
 ) {
     let mut addr: *mut c_void = std::ptr::null_mut();
-    // SAFETY: as for `mpi_buffer_detach_`; `comm` is Fortran's.
-    unsafe {
-        set(
-            ierr,
-            MPI_Comm_detach_buffer(f2c(*comm), (&raw mut addr).cast(), size),
-        )
-    }
+    // SAFETY: as for `buffer_detach`; `comm` is Fortran's.
+    unsafe { set(ierr, c(f2c(*comm), (&raw mut addr).cast(), size)) }
 }
+twice!(comm_detach_buffer, mpi_comm_detach_buffer_(
+    comm: *const Fint, buffer_addr: *mut c_void, size: *mut Fint, ierr: *mut Fint
+) => MPI_Comm_detach_buffer, pmpi_comm_detach_buffer_ => PMPI_Comm_detach_buffer);
 
 /// `MPI_OP_CREATE(USER_FN, COMMUTE, OP, IERROR)`: the user function is a
 /// Fortran subroutine, called with the datatype as an integer handle.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_op_create_(
+/// (The C `MPI_Op_create` cannot take it, so both names call the
+/// library's own `create`.)
+unsafe fn op_create(
+    name: &str,
     user_fn: Option<UserFnF>,
     commute: *const Fint,
     op: *mut Fint,
@@ -120,17 +154,36 @@ pub(crate) unsafe extern "C" fn mpi_op_create_(
     let mut h: Handle = std::ptr::null_mut();
     // SAFETY: `h` is room for one handle; the rest is Fortran's.
     unsafe {
-        let rc = crate::op::create(
-            "MPI_OP_CREATE",
-            user_fn.map(UserFunc::Fortran),
-            *commute,
-            &mut h,
-        );
+        let rc = crate::op::create(name, user_fn.map(UserFunc::Fortran), *commute, &mut h);
         if rc == 0 {
             *op = c2f(h);
         }
         set(ierr, rc)
     }
+}
+
+/// The Fortran binding of `MPI_Op_create` (see `op_create`).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn mpi_op_create_(
+    user_fn: Option<UserFnF>,
+    commute: *const Fint,
+    op: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the arguments are Fortran's (module docs).
+    unsafe { op_create("MPI_Op_create", user_fn, commute, op, ierr) }
+}
+
+/// The Fortran binding of `PMPI_Op_create` (see `op_create`).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn pmpi_op_create_(
+    user_fn: Option<UserFnF>,
+    commute: *const Fint,
+    op: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the arguments are Fortran's (module docs).
+    unsafe { op_create("MPI_Op_create", user_fn, commute, op, ierr) }
 }
 
 /// The predefined attribute keys of `MPI_COMM_WORLD` (§9.1.2), whose C
@@ -141,8 +194,8 @@ const PREDEFINED_KEYS: std::ops::RangeInclusive<c_int> = 501..=507;
 /// `ATTRIBUTE_VAL` is an `INTEGER(KIND=MPI_ADDRESS_KIND)`; for a
 /// predefined key it is the value (`MPI_TAG_UB`, ...), for another the
 /// attribute C stored.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_comm_get_attr_(
+unsafe fn comm_get_attr(
+    c: CommGetAttr,
     comm: *const Fint,
     keyval: *const Fint,
     attribute_val: *mut isize,
@@ -154,7 +207,7 @@ pub(crate) unsafe extern "C" fn mpi_comm_get_attr_(
     // predefined key points to the attribute's `int` (`attr.rs`); the
     // rest is Fortran's.
     unsafe {
-        let rc = MPI_Comm_get_attr(f2c(*comm), *keyval, (&raw mut val).cast(), flag);
+        let rc = c(f2c(*comm), *keyval, (&raw mut val).cast(), flag);
         if rc == 0 && *flag != 0 {
             *attribute_val = if PREDEFINED_KEYS.contains(&*keyval) && !val.is_null() {
                 *val.cast::<c_int>() as isize
@@ -165,3 +218,6 @@ pub(crate) unsafe extern "C" fn mpi_comm_get_attr_(
         set(ierr, rc)
     }
 }
+twice!(comm_get_attr, mpi_comm_get_attr_(
+    comm: *const Fint, keyval: *const Fint, attribute_val: *mut isize, flag: *mut Fint, ierr: *mut Fint
+) => MPI_Comm_get_attr, pmpi_comm_get_attr_ => PMPI_Comm_get_attr);
