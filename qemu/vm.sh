@@ -96,6 +96,19 @@ for prog in env p2p coll is datatype coll2 icoll group topo p2p_modes persistent
     "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -o "$cdir/capi-$prog" "$O2G_ROOT/capi/tests/c/$prog.c"
     c_bins+=" $cdir/capi-$prog"
 done
+# The Fortran bindings' test programs (capi/tests/fortran), built with our
+# mpifort, for mpi-fortran-o2g (their gfortran runtime comes with them).
+if [[ " ${tests[*]} " == *" mpi-fortran-o2g "* ]]; then
+    fdir="$O2G_ROOT/capi/tests/fortran"
+    "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -c -o "$cdir/interop_c.o" "$fdir/interop_c.c"
+    for src in ring.f90 reduce.f90 alltoallv.f90 stencil.f90 ddt.f90 cg.f90 legacy.f interop.f90; do
+        prog="fortran-${src%.*}"
+        extra=()
+        [[ "$src" == interop.f90 ]] && extra=("$cdir/interop_c.o")
+        (cd "$cdir" && "$O2G_ROOT/capi/mpifort" -Wall -Werror -O1 -I "$fdir" -o "$prog" "$fdir/$src" "${extra[@]}")
+        c_bins+=" $cdir/$prog"
+    done
+fi
 if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.openmpi "$cdir" is-openmpi)"
     c_bins+=" $("$O2G_ROOT/bench/c/build.sh" mpicc.mpich "$cdir" is-mpich)"
@@ -165,6 +178,7 @@ if [[ " ${tests[*]} " == *" install-prefix "* ]]; then
     cp "$O2G_ROOT/uapi/abi.rs" "$bundle/uapi/"
     cp "$O2G_ROOT"/core/src/*.rs "$bundle/core/src/"
     cp "$rel/o2grun" "$rel/o2g-stat" "$rel/libmpi_abi.so" "$bundle/target/release/"
+    cp -r "$rel/fortran" "$bundle/target/release/"
     guest_trees+=" $bundle=/opt/o2g-bundle"
     export O2G_GUEST_CC=1 O2G_GUEST_CC_SOURCES="$O2G_ROOT/capi/tests/c/hello.c"
     bash_bin="$(command -v bash)"

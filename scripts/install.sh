@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what a user of o2g needs into a prefix, and nothing else:
 #
-#   PREFIX/bin/o2grun, o2g-stat, mpicc, mpicxx (a link to mpicc)
+#   PREFIX/bin/o2grun, o2g-stat, mpicc, mpicxx and mpifort (links to mpicc)
 #   PREFIX/lib/libmpi_abi.so.1 (the standard ABI's SONAME), libmpi_abi.so
 #   PREFIX/lib/pkgconfig/o2g-mpi.pc
-#   PREFIX/include/mpi.h
+#   PREFIX/include/mpi.h, mpif.h, mpi.mod (the `mpi` module, compiled by
+#                               the build's gfortran; left out without one)
 #   PREFIX/src/o2g-VERSION/     the module's sources and its dkms.conf, for
 #                               building o2g.ko on a node (docs/install.md)
 #   PREFIX/lib/modules-load.d/o2g.conf       loads the module at boot
@@ -51,7 +52,7 @@ if ((build)); then
     (cd "$root" && cargo build --release --locked -q -p o2g-mpi-abi -p o2g-stat &&
         cargo build --release --locked -q -p mpi --bin o2grun)
 fi
-for f in "$rel/libmpi_abi.so" "$rel/o2grun" "$rel/o2g-stat"; do
+for f in "$rel/libmpi_abi.so" "$rel/o2grun" "$rel/o2g-stat" "$rel/fortran/mpif.h"; do
     [[ -f "$f" ]] || die "$f is missing: build first, or drop --no-build"
 done
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)"
@@ -73,10 +74,16 @@ log "installing o2g $version into $top${destdir:+ (for $prefix)}"
 mkdir -p "$top/lib/pkgconfig" "$top/lib/modules-load.d" "$top/lib/udev/rules.d"
 put 0755 "$top/bin" "$rel/o2grun" "$rel/o2g-stat" "$root/capi/mpicc"
 ln -sfn mpicc "$top/bin/mpicxx"
+ln -sfn mpicc "$top/bin/mpifort"
 cp "$rel/libmpi_abi.so" "$top/lib/libmpi_abi.so.1"
 chmod 0755 "$top/lib/libmpi_abi.so.1"
 ln -sfn libmpi_abi.so.1 "$top/lib/libmpi_abi.so"
-put 0644 "$top/include" "$root/capi/include/mpi.h"
+put 0644 "$top/include" "$root/capi/include/mpi.h" "$rel/fortran/mpif.h"
+if [[ -f "$rel/fortran/mpi.mod" ]]; then
+    put 0644 "$top/include" "$rel/fortran/mpi.mod"
+else
+    log "no mpi.mod in $rel/fortran (the build had no gfortran): Fortran programs can include mpif.h, not use mpi"
+fi
 sed -e "s|@INCDIR@|$prefix/include|g" -e "s|@LIBDIR@|$prefix/lib|g" \
     "$root/capi/o2g-mpi.pc.in" >"$top/lib/pkgconfig/o2g-mpi.pc"
 chmod 0644 "$top/lib/pkgconfig/o2g-mpi.pc"

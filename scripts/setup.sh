@@ -22,6 +22,9 @@ DEB_PACKAGES=(
     # on o2g-mpi.pc; mpi4py built from source for its test suite
     # (scripts/mpi4py.sh)
     g++ pkg-config python3-dev python3-venv python3-pip
+    # the Fortran bindings: capi/build.rs compiles the `mpi` module, and
+    # mpifort's test programs (capi/tests/fortran)
+    gfortran
     # system calls per received message, counted in the guest (bench suite)
     strace
     # perf profiles in the guest (bench-profile; qemu/vm.sh copies perf in,

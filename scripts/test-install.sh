@@ -28,7 +28,7 @@ fail() {
     { cat "$work/install.log"; fail "scripts/install.sh"; }
 
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$O2G_ROOT/Cargo.toml" | head -1)"
-want="bin/mpicc bin/mpicxx bin/o2g-stat bin/o2grun include/mpi.h
+want="bin/mpicc bin/mpicxx bin/mpifort bin/o2g-stat bin/o2grun include/mpi.h include/mpif.h include/mpi.mod
 lib/libmpi_abi.so lib/libmpi_abi.so.1 lib/modules-load.d/o2g.conf
 lib/pkgconfig/o2g-mpi.pc lib/udev/rules.d/60-o2g.rules
 src/o2g-$version/dkms.conf src/o2g-$version/kmod/Kbuild src/o2g-$version/kmod/Makefile
@@ -64,6 +64,12 @@ flags="$("${user_env[@]}" PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --c
 (cd "$work/app" && "${user_env[@]}" O2G_TRANSPORT=sockets-epoll o2grun -n 3 --timeout 60 ./hello) ||
     fail "o2grun -n 3 ./hello"
 echo "install: mpicc and pkg-config build against the prefix; its o2grun runs the program on 3 ranks"
+# Fortran: `use mpi` from the prefix's mpi.mod, through its mpifort.
+cp "$O2G_ROOT/capi/tests/fortran/ring.f90" "$O2G_ROOT/capi/tests/fortran/check.inc" "$work/app/"
+(cd "$work/app" && "${user_env[@]}" mpifort -O1 -o ring ring.f90) || fail "mpifort ring.f90"
+(cd "$work/app" && "${user_env[@]}" O2G_TRANSPORT=sockets-epoll o2grun -n 3 --timeout 60 ./ring) ||
+    fail "o2grun -n 3 ./ring"
+echo "install: mpifort builds with the prefix's mpi module; the program runs on 3 ranks"
 
 # DKMS, in trees of its own: the module's sources as installed, built
 # against KDIR's kernel. Root only (dkms refuses otherwise).

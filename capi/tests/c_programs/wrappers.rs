@@ -1,5 +1,5 @@
-//! The compiler wrappers `mpicc` and `mpicxx` (one script under two
-//! names) and the pkg-config file: every option Open MPI's and MPICH's
+//! The compiler wrappers `mpicc`, `mpicxx` and `mpifort` (one script under
+//! three names) and the pkg-config file: every option Open MPI's and MPICH's
 //! wrappers accept prints the right flags and compiles nothing, the
 //! compiler comes from the right variable, and the printed flags, the
 //! pkg-config flags and `mpicxx` each build a program that runs.
@@ -10,7 +10,14 @@ use std::process::Command;
 use super::{launch_ok, run, succeed, Env, TestFn};
 
 /// The variables that choose a wrapper's compiler.
-const COMPILER_VARS: [&str; 4] = ["O2G_MPICC_CC", "CC", "O2G_MPICXX_CXX", "CXX"];
+const COMPILER_VARS: [&str; 6] = [
+    "O2G_MPICC_CC",
+    "CC",
+    "O2G_MPICXX_CXX",
+    "CXX",
+    "O2G_MPIFORT_FC",
+    "FC",
+];
 
 /// `capi/<name>` with the test library directory and no compiler
 /// variables from the caller's environment.
@@ -26,10 +33,10 @@ fn wrapper(env: &Env, name: &str) -> Command {
 /// Runs `name args` with the compiler set to `false` (so compiling would
 /// fail); returns the words it printed.
 fn show(env: &Env, name: &str, args: &[&str]) -> Result<Vec<String>, String> {
-    let var = if name == "mpicxx" {
-        "O2G_MPICXX_CXX"
-    } else {
-        "O2G_MPICC_CC"
+    let var = match name {
+        "mpicxx" => "O2G_MPICXX_CXX",
+        "mpifort" => "O2G_MPIFORT_FC",
+        _ => "O2G_MPICC_CC",
     };
     let out = succeed(wrapper(env, name).env(var, "false").args(args))?;
     let s = String::from_utf8_lossy(&out.stdout);
@@ -49,7 +56,13 @@ fn expect(name: &str, args: &[&str], got: &[String], want: &[String]) -> Result<
 
 /// Every printing option of one wrapper.
 fn options(env: &Env, name: &str) -> Result<(), String> {
-    let inc = format!("-I{}", env.manifest.join("include").display());
+    // mpifort's headers (mpif.h, mpi.mod) are the build's, beside the library.
+    let inc_dir = if name == "mpifort" {
+        env.profile.join("fortran")
+    } else {
+        env.manifest.join("include")
+    };
+    let inc = format!("-I{}", inc_dir.display());
     let lib = env.profile.display().to_string();
     let link = vec![
         format!("-L{lib}"),
@@ -79,10 +92,7 @@ fn options(env: &Env, name: &str) -> Result<(), String> {
         (vec!["-showme:compile"], vec![inc.clone()]),
         (vec!["-showme:link"], link.clone()),
         (vec!["-showme:command"], words(&["false"])),
-        (
-            vec!["-showme:incdirs"],
-            vec![env.manifest.join("include").display().to_string()],
-        ),
+        (vec!["-showme:incdirs"], vec![inc_dir.display().to_string()]),
         (vec!["-showme:libdirs"], vec![lib.clone()]),
         (vec!["-showme:libs"], words(&["mpi_abi"])),
     ];
@@ -107,7 +117,7 @@ type Choice = (
 
 /// Which compiler each wrapper runs, by the variables set.
 fn compiler_choice(env: &Env) -> Result<(), String> {
-    let cases: [Choice; 7] = [
+    let cases: [Choice; 11] = [
         ("mpicc", &[], "cc"),
         ("mpicc", &[("CC", "cc-a")], "cc-a"),
         ("mpicc", &[("CC", "cc-a"), ("O2G_MPICC_CC", "cc-b")], "cc-b"),
@@ -123,6 +133,14 @@ fn compiler_choice(env: &Env) -> Result<(), String> {
             &[("CXX", "cxx-a"), ("O2G_MPICXX_CXX", "cxx-b")],
             "cxx-b",
         ),
+        ("mpifort", &[("CC", "cc-a")], "gfortran"),
+        ("mpifort", &[("FC", "fc-a")], "fc-a"),
+        (
+            "mpifort",
+            &[("FC", "fc-a"), ("O2G_MPIFORT_FC", "fc-b")],
+            "fc-b",
+        ),
+        ("mpicc", &[("FC", "fc-a")], "cc"),
     ];
     for (name, vars, want) in cases {
         let mut c = wrapper(env, name);
@@ -252,7 +270,7 @@ fn cxx(env: &Env, np: u32) -> Result<(), String> {
 /// The wrapper tests.
 pub(super) fn tests(env: &Env) -> Vec<(String, TestFn<'_>)> {
     let mut t: Vec<(String, TestFn<'_>)> = Vec::new();
-    for name in ["mpicc", "mpicxx"] {
+    for name in ["mpicc", "mpicxx", "mpifort"] {
         t.push((
             format!("{name}_options_print_flags_without_compiling"),
             Box::new(move || options(env, name)),
