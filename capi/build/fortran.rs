@@ -126,6 +126,7 @@ fn excluded(name: &str) -> Option<&'static str> {
         "MPI_Comm_detach_buffer",
         "MPI_Op_create",
         "MPI_Comm_get_attr",
+        "MPI_Info_create_env",
     ];
     if HAND.contains(&name) {
         return Some("hand-written");
@@ -137,12 +138,6 @@ fn excluded(name: &str) -> Option<&'static str> {
     }
     if name.contains("create_errhandler") || name == "MPI_Grequest_start" {
         return Some("takes a user callback: not bound yet");
-    }
-    if name.contains("eighbor_alltoallw") {
-        return Some("its type arrays are as long as the topology's degree: not bound yet");
-    }
-    if name == "MPI_Info_create_env" {
-        return Some("Fortran's form has no command line: not bound yet");
     }
     if name.ends_with("_c") {
         return Some("large-count form: only mpi_f08 has it");
@@ -256,6 +251,8 @@ fn array_len(func: &str, param: &str, params: &[Param]) -> Option<String> {
         "sendtypes" | "recvtypes" if !func.contains("eighbor") => {
             Some("crate::fortran::group_len(a_comm)".into())
         }
+        "sendtypes" => Some("crate::fortran::neighbor_len(a_comm, true)".into()),
+        "recvtypes" => Some("crate::fortran::neighbor_len(a_comm, false)".into()),
         _ => None,
     }
 }
@@ -638,6 +635,9 @@ const HAND_INTERFACES: &str = "    subroutine MPI_Init(ierror)
       external :: user_fn
       logical :: commute
       integer :: op, ierror
+    end subroutine
+    subroutine MPI_Info_create_env(info, ierror)
+      integer :: info, ierror
     end subroutine
     subroutine MPI_Comm_get_attr(comm, comm_keyval, attribute_val, flag, ierror)
       import

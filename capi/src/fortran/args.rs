@@ -223,6 +223,16 @@ extern "C" {
     fn PMPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int;
     fn PMPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int;
     fn PMPI_Comm_remote_size(comm: Handle, size: *mut c_int) -> c_int;
+    fn PMPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int;
+    fn PMPI_Topo_test(comm: Handle, status: *mut c_int) -> c_int;
+    fn PMPI_Cartdim_get(comm: Handle, ndims: *mut c_int) -> c_int;
+    fn PMPI_Graph_neighbors_count(comm: Handle, rank: c_int, n: *mut c_int) -> c_int;
+    fn PMPI_Dist_graph_neighbors_count(
+        comm: Handle,
+        indegree: *mut c_int,
+        outdegree: *mut c_int,
+        weighted: *mut c_int,
+    ) -> c_int;
 }
 
 /// How many entries `MPI_ALLTOALLW`'s type arrays have on the
@@ -246,6 +256,58 @@ pub(crate) unsafe fn group_len(comm: *const Fint) -> usize {
             PMPI_Comm_size(c, &mut n)
         };
         if rc == 0 {
+            usize::try_from(n).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+}
+
+/// `MPI_CART`, `MPI_GRAPH` and `MPI_DIST_GRAPH` (`MPI_Topo_test`).
+const CART: c_int = 211;
+const GRAPH: c_int = 212;
+const DIST_GRAPH: c_int = 213;
+
+/// How many entries the neighbourhood alltoallw's type arrays have on the
+/// communicator Fortran passed: its out-degree for the send types
+/// (`send`), its in-degree for the receive types; `2 * ndims` on a
+/// Cartesian one (0 without a topology: the C function reports that).
+///
+/// # Safety
+///
+/// `comm` is valid for one integer.
+pub(crate) unsafe fn neighbor_len(comm: *const Fint, send: bool) -> usize {
+    // SAFETY: the caller's contract; the C functions get valid pointers.
+    unsafe {
+        let c = f2c(*comm);
+        let mut kind = 0;
+        if PMPI_Topo_test(c, &mut kind) != 0 {
+            return 0;
+        }
+        let (mut a, mut b, mut w) = (0, 0, 0);
+        let ok = match kind {
+            CART => {
+                PMPI_Cartdim_get(c, &mut a) == 0 && {
+                    a *= 2;
+                    b = a;
+                    true
+                }
+            }
+            GRAPH => {
+                let mut rank = 0;
+                PMPI_Comm_rank(c, &mut rank) == 0
+                    && PMPI_Graph_neighbors_count(c, rank, &mut a) == 0
+                    && {
+                        b = a;
+                        true
+                    }
+            }
+            DIST_GRAPH => PMPI_Dist_graph_neighbors_count(c, &mut b, &mut a, &mut w) == 0,
+            _ => false,
+        };
+        // `a` is the out-degree, `b` the in-degree.
+        let n = if send { a } else { b };
+        if ok {
             usize::try_from(n).unwrap_or(0)
         } else {
             0

@@ -23,7 +23,7 @@ mod handles;
 mod special;
 
 pub(crate) use args::{
-    choice, fints, group_len, one_based, status, statuses, str_in, weights, StrOut,
+    choice, fints, group_len, neighbor_len, one_based, status, statuses, str_in, weights, StrOut,
 };
 pub(crate) use handles::{c2f, c2f_after, f2c, Fint};
 

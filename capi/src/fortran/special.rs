@@ -18,6 +18,7 @@ type Init = unsafe extern "C" fn(*mut c_int, *mut *mut *mut i8) -> c_int;
 type InitThread = unsafe extern "C" fn(*mut c_int, *mut *mut *mut i8, c_int, *mut c_int) -> c_int;
 type BufferDetach = unsafe extern "C" fn(*mut c_void, *mut c_int) -> c_int;
 type CommDetachBuffer = unsafe extern "C" fn(Handle, *mut c_void, *mut c_int) -> c_int;
+type InfoCreateEnv = unsafe extern "C" fn(c_int, *mut *mut i8, *mut Handle) -> c_int;
 type CommGetAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_int) -> c_int;
 
 extern "C" {
@@ -39,6 +40,8 @@ extern "C" {
     fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
     fn MPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
     fn PMPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
+    fn MPI_Info_create_env(argc: c_int, argv: *mut *mut i8, info: *mut Handle) -> c_int;
+    fn PMPI_Info_create_env(argc: c_int, argv: *mut *mut i8, info: *mut Handle) -> c_int;
     fn MPI_Comm_get_attr(comm: Handle, key: c_int, val: *mut c_void, flag: *mut c_int) -> c_int;
     fn PMPI_Comm_get_attr(comm: Handle, key: c_int, val: *mut c_void, flag: *mut c_int) -> c_int;
 }
@@ -185,6 +188,22 @@ pub(crate) unsafe extern "C" fn pmpi_op_create_(
     // SAFETY: the arguments are Fortran's (module docs).
     unsafe { op_create("MPI_Op_create", user_fn, commute, op, ierr) }
 }
+
+/// `MPI_INFO_CREATE_ENV(INFO, IERROR)`: Fortran passes no command line.
+unsafe fn info_create_env(c: InfoCreateEnv, info: *mut Fint, ierr: *mut Fint) {
+    let mut h: Handle = std::ptr::null_mut();
+    // SAFETY: no arguments are a valid command line; `h` is room for one
+    // handle; `info` and `ierr` are Fortran's.
+    unsafe {
+        let rc = c(0, std::ptr::null_mut(), &mut h);
+        if rc == 0 {
+            *info = c2f(h);
+        }
+        set(ierr, rc)
+    }
+}
+twice!(info_create_env, mpi_info_create_env_(info: *mut Fint, ierr: *mut Fint)
+    => MPI_Info_create_env, pmpi_info_create_env_ => PMPI_Info_create_env);
 
 /// The predefined attribute keys of `MPI_COMM_WORLD` (§9.1.2), whose C
 /// values are pointers to an `int`.

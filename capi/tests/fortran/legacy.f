@@ -1,11 +1,12 @@
 C     Fixed-form FORTRAN 77 with mpif.h: communicators (split, dup,
 C     free, compare), groups, names and other strings, LOGICAL flags,
-C     attributes, error strings.
+C     attributes, error strings, the environment's info.
       PROGRAM LEGACY
       IMPLICIT NONE
       INCLUDE 'mpif.h'
       INTEGER IERR, RANK, NPROCS, HALF, HRANK, HSIZE, DUP, RES, I
       INTEGER GWORLD, GHALF, GSIZE, LEN, REQ, STATUS(MPI_STATUS_SIZE)
+      INTEGER INFO
       INTEGER (KIND=MPI_ADDRESS_KIND) TAGUB
       LOGICAL FLAG
       CHARACTER*(MPI_MAX_PROCESSOR_NAME) PNAME
@@ -79,6 +80,11 @@ C     Test's and iprobe's LOGICAL flags.
       IF (FLAG) CALL FAIL('nothing left to probe')
 
       CALL MPI_COMM_FREE(HALF, IERR)
+      CALL MPI_INFO_CREATE_ENV(INFO, IERR)
+      CALL MPI_INFO_GET_NKEYS(INFO, I, IERR)
+      IF (IERR .NE. MPI_SUCCESS .OR. I .LT. 0) CALL FAIL('info_env')
+      CALL MPI_INFO_FREE(INFO, IERR)
+      IF (INFO .NE. MPI_INFO_NULL) CALL FAIL('info_free')
       IF (MPI_WTIME() .LT. T0) CALL FAIL('wtime went back')
       IF (MPI_WTICK() .LE. 0D0) CALL FAIL('wtick')
       CALL MPI_BARRIER(MPI_COMM_WORLD, IERR)

@@ -1,5 +1,6 @@
 ! A 2-D Cartesian stencil: MPI_Dims_create and MPI_Cart_create (periodic
-! in both dimensions), MPI_Cart_shift and MPI_Cart_coords, and a halo
+! in both dimensions), MPI_Cart_shift and MPI_Cart_coords, a neighbourhood
+! alltoallw, and a halo
 ! exchange per step in which a column is a strided MPI_Type_vector. Each
 ! cell holds a function of its global position, so every halo cell can
 ! be checked; then Jacobi steps keep a global sum invariant.
@@ -10,6 +11,8 @@ program stencil
   integer :: ierr, rank, size, cart, dims(2), coords(2), ncoords(2), i, j, step
   integer :: up, down, left, right, column
   logical :: periods(2)
+  integer :: nb_types(4), nb_counts(4), nb_send(4), nb_recv(4)
+  integer(kind=MPI_ADDRESS_KIND) :: nb_displs(4)
   double precision :: u(0:nx+1, 0:ny+1), v(0:nx+1, 0:ny+1), s0, s
 
   call MPI_Init(ierr)
@@ -25,6 +28,17 @@ program stencil
   call MPI_Cart_shift(cart, 1, 1, down, up, ierr)
   call MPI_Cart_coords(cart, right, 2, ncoords, ierr)
   call check(ncoords(1) == mod(coords(1) + 1, dims(1)) .and. ncoords(2) == coords(2), 'cart_shift')
+
+  ! Neighbourhood alltoallw: one integer to and from each of the four
+  ! neighbours, in the order -x, +x, -y, +y.
+  nb_types = MPI_INTEGER
+  nb_counts = 1
+  nb_displs = [(int(4*(i-1), MPI_ADDRESS_KIND), i = 1, 4)]
+  nb_send = rank
+  nb_recv = -1
+  call MPI_Neighbor_alltoallw(nb_send, nb_counts, nb_displs, nb_types, nb_recv, nb_counts, nb_displs, &
+                              nb_types, cart, ierr)
+  call check(all(nb_recv == [left, right, down, up]), 'neighbor_alltoallw')
 
   ! One row of u (fixed j, every i) is contiguous; a column (fixed i) has
   ! stride nx+2.
