@@ -101,7 +101,7 @@ done
 if [[ " ${tests[*]} " == *" mpi-fortran-o2g "* ]]; then
     fdir="$O2G_ROOT/capi/tests/fortran"
     "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -c -o "$cdir/interop_c.o" "$fdir/interop_c.c"
-    for src in ring.f90 reduce.f90 alltoallv.f90 stencil.f90 ddt.f90 cg.f90 legacy.f interop.f90; do
+    for src in ring.f90 reduce.f90 alltoallv.f90 stencil.f90 ddt.f90 cg.f90 legacy.f interop.f90 caching.f90; do
         prog="fortran-${src%.*}"
         extra=()
         [[ "$src" == interop.f90 ]] && extra=("$cdir/interop_c.o")

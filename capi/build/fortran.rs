@@ -127,17 +127,21 @@ fn excluded(name: &str) -> Option<&'static str> {
         "MPI_Op_create",
         "MPI_Comm_get_attr",
         "MPI_Info_create_env",
+        "MPI_Comm_create_keyval",
+        "MPI_Type_create_keyval",
+        "MPI_Comm_set_attr",
+        "MPI_Type_set_attr",
+        "MPI_Type_get_attr",
+        "MPI_Comm_create_errhandler",
     ];
     if HAND.contains(&name) {
         return Some("hand-written");
     }
-    if name.contains("attr") || name.contains("keyval") || name.starts_with("MPI_Keyval") {
-        return Some(
-            "caching from Fortran needs its callbacks (MPI_COMM_NULL_COPY_FN, ...): not bound yet",
-        );
+    if name.starts_with("MPI_Keyval_") || name.starts_with("MPI_Attr_") {
+        return Some("deprecated since MPI-2 (INTEGER attribute values): MPI_COMM_CREATE_KEYVAL and the rest are bound");
     }
-    if name.contains("create_errhandler") || name == "MPI_Grequest_start" {
-        return Some("takes a user callback: not bound yet");
+    if name == "MPI_Grequest_start" {
+        return Some("takes three user callbacks: not bound yet");
     }
     if name.ends_with("_c") {
         return Some("large-count form: only mpi_f08 has it");
@@ -639,6 +643,38 @@ const HAND_INTERFACES: &str = "    subroutine MPI_Init(ierror)
     subroutine MPI_Info_create_env(info, ierror)
       integer :: info, ierror
     end subroutine
+    subroutine MPI_Comm_create_keyval(comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state, ierror)
+      import
+      external :: comm_copy_attr_fn, comm_delete_attr_fn
+      integer :: comm_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    end subroutine
+    subroutine MPI_Type_create_keyval(type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state, ierror)
+      import
+      external :: type_copy_attr_fn, type_delete_attr_fn
+      integer :: type_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    end subroutine
+    subroutine MPI_Comm_set_attr(comm, comm_keyval, attribute_val, ierror)
+      import
+      integer :: comm, comm_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+    end subroutine
+    subroutine MPI_Type_set_attr(datatype, type_keyval, attribute_val, ierror)
+      import
+      integer :: datatype, type_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+    end subroutine
+    subroutine MPI_Type_get_attr(datatype, type_keyval, attribute_val, flag, ierror)
+      import
+      integer :: datatype, type_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+      logical :: flag
+    end subroutine
+    subroutine MPI_Comm_create_errhandler(comm_errhandler_fn, errhandler, ierror)
+      external :: comm_errhandler_fn
+      integer :: errhandler, ierror
+    end subroutine
     subroutine MPI_Comm_get_attr(comm, comm_keyval, attribute_val, flag, ierror)
       import
       integer :: comm, comm_keyval, ierror
@@ -811,6 +847,18 @@ fn declarations(consts: &[(String, i64)]) -> String {
     for (n, shape, block) in SENTINELS {
         writeln!(s, "      INTEGER {n}{shape}").unwrap();
         writeln!(s, "      COMMON /{block}/ {n}").unwrap();
+    }
+    // The predefined callbacks, subroutines of the library
+    // (`src/fortran/caching.rs`).
+    for n in [
+        "MPI_COMM_NULL_COPY_FN",
+        "MPI_COMM_DUP_FN",
+        "MPI_COMM_NULL_DELETE_FN",
+        "MPI_TYPE_NULL_COPY_FN",
+        "MPI_TYPE_DUP_FN",
+        "MPI_TYPE_NULL_DELETE_FN",
+    ] {
+        writeln!(s, "      EXTERNAL {n}").unwrap();
     }
     s
 }

@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use crate::comm::{lock, CommMeta};
 use crate::error::{boundary, Code, Res, MPI_ERR_ARG, MPI_ERR_KEYVAL, MPI_SUCCESS};
 use crate::ffi;
+use crate::fortran::{c2f, Fint};
 use crate::handles::{self, Handle};
 use crate::status::{ANY_SOURCE, PROC_NULL};
 use crate::table::Table;
@@ -42,6 +43,23 @@ type CopyFn =
     unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// `MPI_Comm_delete_attr_function` and `MPI_Type_delete_attr_function`.
 type DeleteFn = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// Fortran's copy subroutine (§19.1): `(OLDOBJ, KEYVAL, EXTRA_STATE,
+/// ATTRIBUTE_VAL_IN, ATTRIBUTE_VAL_OUT, FLAG, IERROR)`, all by reference,
+/// the values `INTEGER(KIND=MPI_ADDRESS_KIND)`, `FLAG` a `LOGICAL`.
+pub(crate) type FCopyFn = unsafe extern "C" fn(
+    *mut Fint,
+    *mut Fint,
+    *mut isize,
+    *mut isize,
+    *mut isize,
+    *mut Fint,
+    *mut Fint,
+);
+/// Fortran's delete subroutine: `(OBJ, KEYVAL, ATTRIBUTE_VAL,
+/// EXTRA_STATE, IERROR)`.
+pub(crate) type FDeleteFn =
+    unsafe extern "C" fn(*mut Fint, *mut Fint, *mut isize, *mut isize, *mut Fint);
 
 /// The kind of object a keyval caches attributes on.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -62,13 +80,25 @@ enum CopyKind {
     Dup,
     /// The user's function decides.
     User(CopyFn),
+    /// The user's Fortran subroutine decides.
+    Fortran(FCopyFn),
+}
+
+/// What removing an attribute (freeing the object, deleting or
+/// replacing the attribute) calls.
+#[derive(Clone, Copy)]
+enum DeleteKind {
+    /// `MPI_COMM_NULL_DELETE_FN`: nothing.
+    Null,
+    User(DeleteFn),
+    Fortran(FDeleteFn),
 }
 
 /// A keyval (`MPI_Comm_create_keyval`, `MPI_Type_create_keyval`).
 pub(crate) struct Keyval {
     object: Object,
     copy: CopyKind,
-    delete: Option<DeleteFn>,
+    delete: DeleteKind,
     /// The `extra_state` pointer, passed back to the callbacks.
     extra: usize,
 }
@@ -165,18 +195,25 @@ fn keyval(object: Object, key: c_int) -> Res<Arc<Keyval>> {
 
 /// Calls the delete callback of `a` (set on the object `obj`).
 fn delete(obj: Handle, a: &Attr) -> Res<()> {
-    let Some(f) = a.kv.delete else {
-        return Ok(());
-    };
-    // SAFETY: `f` is the user's delete function, called with the
-    // arguments §7.7.2 gives it; it may call MPI (no lock is held).
+    // SAFETY: `f` is the user's delete function (C's, or Fortran's with
+    // every argument by reference to a local), called with the arguments
+    // §7.7.2 gives it; it may call MPI (no lock is held).
     let rc = unsafe {
-        f(
-            obj,
-            a.key,
-            a.value as *mut c_void,
-            a.kv.extra as *mut c_void,
-        )
+        match a.kv.delete {
+            DeleteKind::Null => return Ok(()),
+            DeleteKind::User(f) => f(
+                obj,
+                a.key,
+                a.value as *mut c_void,
+                a.kv.extra as *mut c_void,
+            ),
+            DeleteKind::Fortran(f) => {
+                let (mut o, mut key) = (c2f(obj), a.key);
+                let (mut value, mut extra, mut ierr) = (a.value as isize, a.kv.extra as isize, 0);
+                f(&mut o, &mut key, &mut value, &mut extra, &mut ierr);
+                ierr
+            }
+        }
     };
     if rc == MPI_SUCCESS {
         Ok(())
@@ -214,6 +251,33 @@ fn copy_cache(old: Handle, from: &Cache, to: &Cache) -> Res<()> {
                 };
                 if rc != MPI_SUCCESS {
                     return Err(Code(rc));
+                }
+                if flag != 0 {
+                    out.push(Attr {
+                        value: value as usize,
+                        ..a
+                    });
+                }
+            }
+            CopyKind::Fortran(f) => {
+                let (mut o, mut key) = (c2f(old), a.key);
+                let (mut extra, mut value_in) = (a.kv.extra as isize, a.value as isize);
+                let (mut value, mut flag, mut ierr) = (0isize, 0, 0);
+                // SAFETY: the user's Fortran subroutine, every argument a
+                // reference to a local that lives across the call.
+                unsafe {
+                    f(
+                        &mut o,
+                        &mut key,
+                        &mut extra,
+                        &mut value_in,
+                        &mut value,
+                        &mut flag,
+                        &mut ierr,
+                    )
+                };
+                if ierr != MPI_SUCCESS {
+                    return Err(Code(ierr));
                 }
                 if flag != 0 {
                     out.push(Attr {
@@ -354,16 +418,38 @@ fn new_keyval(
         _ => CopyKind::User(unsafe { std::mem::transmute::<*const c_void, CopyFn>(copy) }),
     };
     let delete = match del.addr() {
-        0 => None,
+        0 => DeleteKind::Null,
         // SAFETY: as above, a delete function.
-        _ => Some(unsafe { std::mem::transmute::<*const c_void, DeleteFn>(del) }),
+        _ => DeleteKind::User(unsafe { std::mem::transmute::<*const c_void, DeleteFn>(del) }),
     };
-    let kv = Keyval {
+    insert_keyval(Keyval {
         object,
         copy,
         delete,
         extra: extra as usize,
-    };
+    })
+}
+
+/// A new keyval for `object` with Fortran's copy and delete subroutines
+/// (`MPI_COMM_CREATE_KEYVAL` from Fortran; the predefined
+/// `MPI_COMM_NULL_COPY_FN` and the others are subroutines too, in
+/// `fortran/keyval.rs`).
+pub(crate) fn new_fortran_keyval(
+    object: Object,
+    copy: FCopyFn,
+    del: FDeleteFn,
+    extra: isize,
+) -> Res<c_int> {
+    handles::running()?;
+    insert_keyval(Keyval {
+        object,
+        copy: CopyKind::Fortran(copy),
+        delete: DeleteKind::Fortran(del),
+        extra: extra as usize,
+    })
+}
+
+fn insert_keyval(kv: Keyval) -> Res<c_int> {
     let h = KEYVALS.insert(kv);
     c_int::try_from(handles::value(h)).map_err(|_| {
         KEYVALS.remove(h);

@@ -32,8 +32,19 @@ use crate::table::Table;
 /// further argument.
 type ErrhFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
 
+/// A Fortran error handler (§19.1): `SUBROUTINE F(COMM, ERROR_CODE)`, both
+/// integers by reference.
+pub(crate) type ErrhFnF = unsafe extern "C" fn(*mut crate::fortran::Fint, *mut c_int);
+
+/// A user handler, as C's or Fortran's `MPI_Comm_create_errhandler` got it.
+#[derive(Clone, Copy)]
+pub(crate) enum ErrhFunc {
+    C(ErrhFn),
+    Fortran(ErrhFnF),
+}
+
 struct UserErrh {
-    f: ErrhFn,
+    f: ErrhFunc,
     /// Handles the user holds.
     refs: AtomicUsize,
 }
@@ -112,10 +123,19 @@ pub(crate) fn invoke(errh: usize, comm: usize, code: c_int) {
     if let Some(e) = ERRHS.get(handles::handle(errh)) {
         let mut c = handles::handle(comm);
         let mut code = code;
-        // SAFETY: `f` is the user's `MPI_Comm_errhandler_function`,
-        // called with valid pointers to locals as §9.3.1 describes; it
-        // may call MPI (nothing is borrowed or locked here).
-        unsafe { (e.f)(&raw mut c, &raw mut code) };
+        // SAFETY: `f` is the user's `MPI_Comm_errhandler_function` (or
+        // Fortran's, which takes the integer handle), called with valid
+        // pointers to locals as §9.3.1 describes; it may call MPI
+        // (nothing is borrowed or locked here).
+        unsafe {
+            match e.f {
+                ErrhFunc::C(f) => f(&raw mut c, &raw mut code),
+                ErrhFunc::Fortran(f) => {
+                    let mut fc = crate::fortran::c2f(c);
+                    f(&raw mut fc, &raw mut code)
+                }
+            }
+        };
     }
 }
 
@@ -132,9 +152,25 @@ pub(crate) unsafe extern "C" fn MPI_Comm_create_errhandler(
     function: Option<ErrhFn>,
     errhandler: *mut Handle,
 ) -> c_int {
-    boundary("MPI_Comm_create_errhandler", std::ptr::null_mut(), || {
+    // SAFETY: the caller's contract.
+    unsafe {
+        create(
+            "MPI_Comm_create_errhandler",
+            function.map(ErrhFunc::C),
+            errhandler,
+        )
+    }
+}
+
+/// `MPI_Comm_create_errhandler` for C and Fortran functions.
+///
+/// # Safety
+///
+/// `errhandler` is valid for a write of one handle.
+pub(crate) unsafe fn create(name: &str, f: Option<ErrhFunc>, errhandler: *mut Handle) -> c_int {
+    boundary(name, std::ptr::null_mut(), || {
         handles::running()?;
-        let f = function.ok_or(Code(MPI_ERR_ARG))?;
+        let f = f.ok_or(Code(MPI_ERR_ARG))?;
         let h = ERRHS.insert(UserErrh {
             f,
             refs: AtomicUsize::new(1),

@@ -46,37 +46,7 @@ extern "C" {
     fn PMPI_Comm_get_attr(comm: Handle, key: c_int, val: *mut c_void, flag: *mut c_int) -> c_int;
 }
 
-/// Exports a binding written as `unsafe fn $body(c, args...)` twice: as
-/// `$f` calling the C `MPI_` function `$c`, and as `$pf` calling `$pc`
-/// (the profiling interface).
-macro_rules! twice {
-    ($body:ident, $f:ident($($a:ident: $t:ty),*) => $c:ident, $pf:ident => $pc:ident) => {
-        /// The Fortran binding (see the function it calls).
-        #[no_mangle]
-        pub(crate) unsafe extern "C" fn $f($($a: $t),*) {
-            // SAFETY: the arguments are Fortran's (module docs).
-            unsafe { $body($c, $($a),*) }
-        }
-        /// The Fortran binding of the profiling interface.
-        #[no_mangle]
-        pub(crate) unsafe extern "C" fn $pf($($a: $t),*) {
-            // SAFETY: the arguments are Fortran's (module docs).
-            unsafe { $body($pc, $($a),*) }
-        }
-    };
-}
-
-/// Stores `rc` in Fortran's `ierror`.
-///
-/// # Safety
-///
-/// `ierr` is null or valid for one integer.
-unsafe fn set(ierr: *mut Fint, rc: c_int) {
-    if !ierr.is_null() {
-        // SAFETY: the caller's contract.
-        unsafe { *ierr = rc };
-    }
-}
+use super::set;
 
 /// `MPI_INIT(IERROR)`: Fortran has no command line to pass.
 unsafe fn init(c: Init, ierr: *mut Fint) {

@@ -13,7 +13,7 @@ use std::process::Command;
 use super::{launch_ok, succeed, Env, TestFn};
 
 /// The programs, and the file each is in.
-const PROGRAMS: [(&str, &str); 8] = [
+const PROGRAMS: [(&str, &str); 9] = [
     ("ring", "ring.f90"),
     ("reduce", "reduce.f90"),
     ("alltoallv", "alltoallv.f90"),
@@ -22,6 +22,7 @@ const PROGRAMS: [(&str, &str); 8] = [
     ("cg", "cg.f90"),
     ("legacy", "legacy.f"),
     ("interop", "interop.f90"),
+    ("caching", "caching.f90"),
 ];
 
 fn dir(env: &Env) -> PathBuf {
