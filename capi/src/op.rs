@@ -225,7 +225,8 @@ fn aligned(b: &[u8]) -> Vec<u128> {
 /// for its elements.
 unsafe fn call_user(f: UserFunc, a: *mut c_void, b: *mut c_void, len: usize, dt: Handle) {
     let mut dt = dt;
-    // SAFETY: `f` is the user's MPI_User_function(_c); it gets two
+    // SAFETY: `f` is the user's MPI_User_function(_c) or Fortran
+    // subroutine (the datatype converted to its integer); it gets two
     // buffers of `len` whole elements of `dt` (the caller's contract),
     // and valid pointers to `len` and `dt`, as §6.9.5 says.
     unsafe {
