@@ -133,15 +133,13 @@ fn excluded(name: &str) -> Option<&'static str> {
         "MPI_Type_set_attr",
         "MPI_Type_get_attr",
         "MPI_Comm_create_errhandler",
+        "MPI_Grequest_start",
     ];
     if HAND.contains(&name) {
         return Some("hand-written");
     }
     if name.starts_with("MPI_Keyval_") || name.starts_with("MPI_Attr_") {
         return Some("deprecated since MPI-2 (INTEGER attribute values): MPI_COMM_CREATE_KEYVAL and the rest are bound");
-    }
-    if name == "MPI_Grequest_start" {
-        return Some("takes three user callbacks: not bound yet");
     }
     if name.ends_with("_c") {
         return Some("large-count form: only mpi_f08 has it");
@@ -670,6 +668,12 @@ const HAND_INTERFACES: &str = "    subroutine MPI_Init(ierror)
       integer :: datatype, type_keyval, ierror
       integer(kind=MPI_ADDRESS_KIND) :: attribute_val
       logical :: flag
+    end subroutine
+    subroutine MPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, request, ierror)
+      import
+      external :: query_fn, free_fn, cancel_fn
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+      integer :: request, ierror
     end subroutine
     subroutine MPI_Comm_create_errhandler(comm_errhandler_fn, errhandler, ierror)
       external :: comm_errhandler_fn

@@ -38,6 +38,23 @@ type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 /// `MPI_Grequest_cancel_function`.
 type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
+/// Fortran's callbacks (§19.1), every argument by reference:
+/// `QUERY_FN(EXTRA_STATE, STATUS, IERROR)`, `FREE_FN(EXTRA_STATE,
+/// IERROR)`, `CANCEL_FN(EXTRA_STATE, COMPLETE, IERROR)`, `EXTRA_STATE` an
+/// `INTEGER(KIND=MPI_ADDRESS_KIND)`, `COMPLETE` a `LOGICAL`, `STATUS` the
+/// C status's integers.
+pub(crate) type FQueryFn = unsafe extern "C" fn(*mut isize, *mut Status, *mut c_int);
+pub(crate) type FFreeFn = unsafe extern "C" fn(*mut isize, *mut c_int);
+pub(crate) type FCancelFn = unsafe extern "C" fn(*mut isize, *mut c_int, *mut c_int);
+
+/// The callbacks of a generalized request, C's (each may be null) or
+/// Fortran's.
+#[derive(Clone, Copy)]
+pub(crate) enum Callbacks {
+    C(Option<QueryFn>, Option<FreeFn>, Option<CancelFn>),
+    Fortran(FQueryFn, FFreeFn, FCancelFn),
+}
+
 /// Whether the operation is done and whether the request was freed.
 #[derive(Default)]
 struct Progress {
@@ -47,9 +64,7 @@ struct Progress {
 
 /// One generalized request.
 struct Greq {
-    query: Option<QueryFn>,
-    free: Option<FreeFn>,
-    cancel: Option<CancelFn>,
+    calls: Callbacks,
     /// The program's `extra_state` pointer, handed back to the callbacks.
     extra: usize,
     progress: Mutex<Progress>,
@@ -68,11 +83,17 @@ impl Greq {
 
     /// Calls `free_fn`; its error code.
     fn call_free(&self) -> c_int {
-        match self.free {
+        match self.calls {
             // SAFETY: §13.2: the program's free function, with its own
             // `extra_state`, called once.
-            Some(f) => unsafe { f(self.extra()) },
-            None => MPI_SUCCESS,
+            Callbacks::C(_, Some(f), _) => unsafe { f(self.extra()) },
+            Callbacks::C(_, None, _) => MPI_SUCCESS,
+            Callbacks::Fortran(_, f, _) => {
+                let (mut extra, mut ierr) = (self.extra as isize, 0);
+                // SAFETY: as above, Fortran's, with references to locals.
+                unsafe { f(&mut extra, &mut ierr) };
+                ierr
+            }
         }
     }
 }
@@ -92,11 +113,18 @@ pub(crate) fn query(g: usize) -> (Status, c_int) {
         return (Status::empty(), MPI_ERR_REQUEST);
     };
     let mut st = Status::empty();
-    let code = match r.query {
+    let code = match r.calls {
         // SAFETY: §13.2: the program's query function, with its own
         // `extra_state` and a status it may fill in.
-        Some(q) => unsafe { q(r.extra(), &mut st) },
-        None => MPI_SUCCESS,
+        Callbacks::C(Some(q), ..) => unsafe { q(r.extra(), &mut st) },
+        Callbacks::C(None, ..) => MPI_SUCCESS,
+        Callbacks::Fortran(q, ..) => {
+            let (mut extra, mut ierr) = (r.extra as isize, 0);
+            // SAFETY: as above, Fortran's, with references to locals (a
+            // Fortran status is the C status's integers).
+            unsafe { q(&mut extra, &mut st, &mut ierr) };
+            ierr
+        }
     };
     (st, code)
 }
@@ -117,11 +145,17 @@ pub(crate) fn cancel(g: usize) -> Res<()> {
         return Err(Code(MPI_ERR_REQUEST));
     };
     let complete = r.progress().complete;
-    let code = match r.cancel {
+    let code = match r.calls {
         // SAFETY: §13.2: the program's cancel function with its own
         // `extra_state`.
-        Some(c) => unsafe { c(r.extra(), c_int::from(complete)) },
-        None => MPI_SUCCESS,
+        Callbacks::C(_, _, Some(c)) => unsafe { c(r.extra(), c_int::from(complete)) },
+        Callbacks::C(_, _, None) => MPI_SUCCESS,
+        Callbacks::Fortran(_, _, c) => {
+            let (mut extra, mut done, mut ierr) = (r.extra as isize, c_int::from(complete), 0);
+            // SAFETY: as above, Fortran's, with references to locals.
+            unsafe { c(&mut extra, &mut done, &mut ierr) };
+            ierr
+        }
     };
     match code {
         MPI_SUCCESS => Ok(()),
@@ -161,13 +195,27 @@ pub(crate) unsafe extern "C" fn MPI_Grequest_start(
     extra_state: *mut c_void,
     req: *mut Handle,
 ) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        start(
+            Callbacks::C(query_fn, free_fn, cancel_fn),
+            extra_state.expose_provenance(),
+            req,
+        )
+    }
+}
+
+/// `MPI_Grequest_start` with C's or Fortran's callbacks.
+///
+/// # Safety
+///
+/// `req` is valid for a write of one handle.
+pub(crate) unsafe fn start(calls: Callbacks, extra: usize, req: *mut Handle) -> c_int {
     boundary("MPI_Grequest_start", std::ptr::null_mut(), || {
         handles::running()?;
         let g = GREQS.insert(Greq {
-            query: query_fn,
-            free: free_fn,
-            cancel: cancel_fn,
-            extra: extra_state.expose_provenance(),
+            calls,
+            extra,
             progress: Mutex::new(Progress::default()),
         });
         let mode = handles::errmode(std::ptr::null_mut());

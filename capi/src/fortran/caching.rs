@@ -1,7 +1,7 @@
 //! The Fortran bindings that take Fortran subroutines: attribute caching
 //! on communicators and datatypes (§7.7, with `INTEGER(KIND=
-//! MPI_ADDRESS_KIND)` attribute values) and communicator error handlers
-//! (§9.3.1); and the predefined callbacks `MPI_COMM_NULL_COPY_FN`,
+//! MPI_ADDRESS_KIND)` attribute values), communicator error handlers
+//! (§9.3.1) and generalized requests (§13.2); and the predefined callbacks `MPI_COMM_NULL_COPY_FN`,
 //! `MPI_COMM_DUP_FN`, `MPI_COMM_NULL_DELETE_FN` and their `MPI_TYPE_`
 //! twins, which in Fortran are subroutines the program passes by name.
 //!
@@ -19,6 +19,7 @@ use super::set;
 use crate::attr::{new_fortran_keyval, FCopyFn, FDeleteFn, Object};
 use crate::errhandler::{ErrhFnF, ErrhFunc};
 use crate::error::{boundary, Code, MPI_ERR_ARG};
+use crate::grequest::{Callbacks, FCancelFn, FFreeFn, FQueryFn};
 use crate::handles::Handle;
 
 type SetAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void) -> c_int;
@@ -286,4 +287,60 @@ pub(crate) unsafe extern "C" fn pmpi_comm_create_errhandler_(
 ) {
     // SAFETY: the arguments are Fortran's.
     unsafe { create_errhandler(f, errhandler, ierr) }
+}
+
+/// `MPI_GREQUEST_START(QUERY_FN, FREE_FN, CANCEL_FN, EXTRA_STATE, REQUEST,
+/// IERROR)`: the three callbacks are Fortran subroutines.
+unsafe fn grequest_start(
+    query: Option<FQueryFn>,
+    free: Option<FFreeFn>,
+    cancel: Option<FCancelFn>,
+    extra: *const isize,
+    request: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let (Some(q), Some(f), Some(c)) = (query, free, cancel) else {
+        let rc = boundary("MPI_Grequest_start", std::ptr::null_mut(), || {
+            Err(Code(MPI_ERR_ARG))
+        });
+        // SAFETY: `ierr` is Fortran's.
+        return unsafe { set(ierr, rc) };
+    };
+    let mut h: Handle = std::ptr::null_mut();
+    // SAFETY: `h` is room for one handle; the rest is Fortran's.
+    unsafe {
+        let rc = crate::grequest::start(Callbacks::Fortran(q, f, c), *extra as usize, &mut h);
+        if rc == 0 {
+            *request = c2f(h);
+        }
+        set(ierr, rc)
+    }
+}
+
+/// The Fortran binding of `MPI_Grequest_start`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn mpi_grequest_start_(
+    query: Option<FQueryFn>,
+    free: Option<FFreeFn>,
+    cancel: Option<FCancelFn>,
+    extra: *const isize,
+    request: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the arguments are Fortran's.
+    unsafe { grequest_start(query, free, cancel, extra, request, ierr) }
+}
+
+/// The Fortran binding of `PMPI_Grequest_start`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn pmpi_grequest_start_(
+    query: Option<FQueryFn>,
+    free: Option<FFreeFn>,
+    cancel: Option<FCancelFn>,
+    extra: *const isize,
+    request: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the arguments are Fortran's.
+    unsafe { grequest_start(query, free, cancel, extra, request, ierr) }
 }

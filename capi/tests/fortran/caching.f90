@@ -2,20 +2,22 @@
 ! datatypes (a user copy subroutine that adds one, MPI_COMM_DUP_FN,
 ! MPI_COMM_NULL_COPY_FN, a delete subroutine that counts), and a
 ! communicator error handler that records the error and lets the call
-! return it.
+! return it, and a generalized request whose query, free and cancel
+! subroutines are Fortran.
 module counters
   implicit none
-  integer :: deleted = 0, handled = 0, last_code = 0
+  integer :: deleted = 0, handled = 0, last_code = 0, freed = 0, cancelled = 0
 end module counters
 
 program caching
   use mpi
   use counters
   implicit none
-  integer :: ierr, rank, size, kplus, kdup, knull, ktype, c1, c2, t1, t2, errh, eclass
+  integer :: ierr, rank, size, kplus, kdup, knull, ktype, c1, c2, t1, t2, errh, eclass, greq
+  integer :: status(MPI_STATUS_SIZE)
   integer(kind=MPI_ADDRESS_KIND) :: v
   logical :: flag
-  external :: add_one, count_delete, record_error
+  external :: add_one, count_delete, record_error, gquery, gfree, gcancel
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -74,6 +76,17 @@ program caching
   call check(eclass == MPI_ERR_RANK, 'the error is MPI_ERR_RANK')
   call MPI_Comm_free(c1, ierr)
 
+  ! A generalized request: cancelled (not yet complete), completed, then
+  ! waited for: the query subroutine fills the status, free runs once.
+  call MPI_Grequest_start(gquery, gfree, gcancel, 77_MPI_ADDRESS_KIND, greq, ierr)
+  call MPI_Cancel(greq, ierr)
+  call check(cancelled == 1, 'the cancel subroutine ran, told not complete')
+  call MPI_Grequest_complete(greq, ierr)
+  call MPI_Wait(greq, status, ierr)
+  call check(greq == MPI_REQUEST_NULL, 'the generalized request is freed')
+  call check(status(MPI_SOURCE) == 77 .and. status(MPI_TAG) == 5, 'the query subroutine filled the status')
+  call check(freed == 1, 'the free subroutine ran once')
+
   if (rank == 0) print '(a, i0, a)', 'caching: ok on ', size, ' ranks'
   call MPI_Finalize(ierr)
 contains
@@ -112,3 +125,37 @@ subroutine record_error(comm, code)
   handled = handled + 1
   last_code = code
 end subroutine record_error
+
+subroutine gquery(extra_state, status, ierr)
+  use mpi
+  implicit none
+  integer(kind=MPI_ADDRESS_KIND) :: extra_state
+  integer :: status(MPI_STATUS_SIZE), ierr
+  status(MPI_SOURCE) = int(extra_state)
+  status(MPI_TAG) = 5
+  call MPI_Status_set_elements(status, MPI_BYTE, 0, ierr)
+  call MPI_Status_set_cancelled(status, .false., ierr)
+end subroutine gquery
+
+subroutine gfree(extra_state, ierr)
+  use mpi
+  use counters
+  implicit none
+  integer(kind=MPI_ADDRESS_KIND) :: extra_state
+  integer :: ierr
+  if (extra_state /= 77) stop 7
+  freed = freed + 1
+  ierr = MPI_SUCCESS
+end subroutine gfree
+
+subroutine gcancel(extra_state, complete, ierr)
+  use mpi
+  use counters
+  implicit none
+  integer(kind=MPI_ADDRESS_KIND) :: extra_state
+  logical :: complete
+  integer :: ierr
+  if (extra_state /= 77 .or. complete) stop 8
+  cancelled = cancelled + 1
+  ierr = MPI_SUCCESS
+end subroutine gcancel
