@@ -15,7 +15,7 @@
 use o2g_mpi_abi_macros::export;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use mpi::typemap::{Prim, TypeError, TypeMap};
 
@@ -346,6 +346,33 @@ pub(crate) unsafe fn create(
     unsafe { ffi::out(out, h) }
 }
 
+/// `MPI_COMBINER_F90_REAL`, `_COMPLEX` and `_INTEGER`: the combiners of
+/// the types `MPI_Type_create_f90_*` returns, which may not be freed.
+pub(crate) const COMBINERS_F90: [c_int; 3] = [113, 114, 115];
+
+/// The handle of the parameterized Fortran type with `combiner` and
+/// arguments `ints` over predefined type `named` (§19.2.5): made once,
+/// then the same handle for the same arguments, as the standard's
+/// "predefined" handles are.
+pub(crate) fn f90_type(combiner: c_int, ints: Vec<c_int>, named: usize) -> Res<Handle> {
+    static MADE: Mutex<Vec<(c_int, Vec<c_int>, usize)>> = Mutex::new(Vec::new());
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, _, v)) = made.iter().find(|(c, i, _)| *c == combiner && *i == ints) {
+        return Ok(handles::handle(v));
+    }
+    let base = resolve(handles::handle(named))?;
+    let mut contents = Contents::new(combiner);
+    contents.ints = ints.clone();
+    let h = TYPES.insert(Datatype {
+        map: base.map.clone(),
+        kind: base.kind,
+        committed: true,
+        contents: Some(contents),
+    });
+    made.push((combiner, ints, handles::value(h)));
+    Ok(h)
+}
+
 /// A handle for `r`, for `MPI_Type_get_contents`: a predefined type's
 /// own, a derived one a new handle the caller frees (§5.1.13).
 pub(crate) fn handle_of(r: &TypeRef) -> Handle {
@@ -507,7 +534,16 @@ pub(crate) unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
     boundary("MPI_Type_free", std::ptr::null_mut(), || {
         // SAFETY: the caller passes a valid in-out pointer.
         let h = unsafe { ffi::inout(dt) }?;
-        TYPES.get(*h).ok_or(Code(MPI_ERR_TYPE))?;
+        let d = TYPES.get(*h).ok_or(Code(MPI_ERR_TYPE))?;
+        if d.contents
+            .as_ref()
+            .is_some_and(|c| COMBINERS_F90.contains(&c.combiner))
+        {
+            return Err(crate::error::explained(
+                MPI_ERR_TYPE,
+                "a type of MPI_Type_create_f90_* is predefined and may not be freed",
+            ));
+        }
         let deleted = crate::attr::type_free(*h);
         TYPES.remove(*h).ok_or(Code(MPI_ERR_TYPE))?;
         names_mut(|n| n.remove(&handles::value(*h)));

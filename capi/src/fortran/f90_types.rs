@@ -1,17 +1,22 @@
 //! `MPI_Type_create_f90_integer`, `_real` and `_complex` (§19.2.5): the
-//! predefined type of a Fortran `KIND` chosen by precision and range
+//! type of a Fortran `KIND` chosen by precision and range
 //! (`SELECTED_INT_KIND(r)`, `SELECTED_REAL_KIND(p, r)`), with gfortran's
-//! kinds on x86-64: integers of 1, 2, 4, 8 bytes, reals of 4, 8, 16.
-//! The handles are the predefined `MPI_INTEGERn`/`MPI_REALn`/
-//! `MPI_COMPLEXn` ones, which need no freeing.
+//! kinds on x86-64: integers of 1, 2, 4, 8 bytes, reals of 4, 8, 16. Each
+//! is laid out as the predefined `MPI_INTEGERn`/`MPI_REALn`/`MPI_COMPLEXn`
+//! of its size, its envelope is `MPI_COMBINER_F90_*` with the arguments
+//! asked for, and the same arguments give the same handle, which may not
+//! be freed (`datatype::f90_type`). Reductions recognise the complex
+//! types by handle, so `MPI_SUM` on an f90 complex type is refused
+//! (`MPI_ERR_OP`); on the others it works.
 
 use std::ffi::c_int;
 
 use o2g_mpi_abi_macros::export;
 
+use crate::datatype::f90_type;
 use crate::error::{boundary, Code, MPI_ERR_ARG};
 use crate::ffi;
-use crate::handles::{handle, Handle};
+use crate::handles::Handle;
 use crate::status::UNDEFINED;
 
 /// Decimal range (`RANGE`) of each integer kind, and its type's value.
@@ -38,16 +43,29 @@ fn real(p: c_int, r: c_int) -> Option<(usize, usize)> {
         .map(|&(_, _, re, cx)| (re, cx))
 }
 
-/// Writes the type `v` found for `name`, or `MPI_ERR_ARG` if none fits.
+/// `MPI_COMBINER_F90_REAL`, `_COMPLEX`, `_INTEGER`.
+const F90_REAL: c_int = 113;
+const F90_COMPLEX: c_int = 114;
+const F90_INTEGER: c_int = 115;
+
+/// Writes the type with `combiner` and arguments `ints` over the
+/// predefined type `v` found for `name`, or `MPI_ERR_ARG` if none fits.
 ///
 /// # Safety
 ///
 /// `newtype` is valid for a write of one handle.
-unsafe fn answer(name: &str, v: Option<usize>, newtype: *mut Handle) -> c_int {
+unsafe fn answer(
+    name: &str,
+    combiner: c_int,
+    ints: Vec<c_int>,
+    v: Option<usize>,
+    newtype: *mut Handle,
+) -> c_int {
     boundary(name, std::ptr::null_mut(), || {
         let v = v.ok_or(Code(MPI_ERR_ARG))?;
+        let h = f90_type(combiner, ints, v)?;
         // SAFETY: the caller's contract.
-        unsafe { ffi::out(newtype, handle(v)) }
+        unsafe { ffi::out(newtype, h) }
     })
 }
 
@@ -63,7 +81,15 @@ pub(crate) unsafe extern "C" fn MPI_Type_create_f90_integer(
 ) -> c_int {
     let v = INTEGERS.iter().find(|&&(kr, _)| r <= kr).map(|&(_, v)| v);
     // SAFETY: the caller's contract.
-    unsafe { answer("MPI_Type_create_f90_integer", v, newtype) }
+    unsafe {
+        answer(
+            "MPI_Type_create_f90_integer",
+            F90_INTEGER,
+            vec![r],
+            v,
+            newtype,
+        )
+    }
 }
 
 /// `MPI_Type_create_f90_real` (§19.2.5).
@@ -78,7 +104,15 @@ pub(crate) unsafe extern "C" fn MPI_Type_create_f90_real(
     newtype: *mut Handle,
 ) -> c_int {
     // SAFETY: the caller's contract.
-    unsafe { answer("MPI_Type_create_f90_real", real(p, r).map(|t| t.0), newtype) }
+    unsafe {
+        answer(
+            "MPI_Type_create_f90_real",
+            F90_REAL,
+            vec![p, r],
+            real(p, r).map(|t| t.0),
+            newtype,
+        )
+    }
 }
 
 /// `MPI_Type_create_f90_complex` (§19.2.5).
@@ -96,6 +130,8 @@ pub(crate) unsafe extern "C" fn MPI_Type_create_f90_complex(
     unsafe {
         answer(
             "MPI_Type_create_f90_complex",
+            F90_COMPLEX,
+            vec![p, r],
             real(p, r).map(|t| t.1),
             newtype,
         )

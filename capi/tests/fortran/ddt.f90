@@ -4,7 +4,8 @@
 program ddt
   use mpi
   implicit none
-  integer :: ierr, rank, size, peer, i, tvec, tidx, tstruct, tq, tres, tf90, tsize
+  integer :: ierr, rank, size, peer, i, tvec, tidx, tstruct, tq, tres, tf90, tsame, tsize
+  integer :: ni, na, nd, comb
   integer :: blocks(3), types(3), displs(3), position, status(MPI_STATUS_SIZE), count
   integer(kind=MPI_ADDRESS_KIND) :: addrs(3), qaddrs(3), lb, extent
   double precision :: m(4, 6), r(4, 6)
@@ -102,11 +103,20 @@ program ddt
   call MPI_Unpack(packed, 200, position, r(1, 1), 1, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   call check(ib(11) == ia(11) .and. ib(1) == 0 .and. r(1, 1) == m(1, 1), 'unpack')
 
-  ! The f90 kinds: real(kind=8) is MPI_REAL8.
+  ! The f90 kinds: selected_real_kind(15) is 8 bytes, described by its
+  ! envelope, the same handle each time, and usable for communication.
   call MPI_Type_create_f90_real(15, MPI_UNDEFINED, tf90, ierr)
-  call check(tf90 == MPI_REAL8, 'create_f90_real')
+  call MPI_Type_size(tf90, tsize, ierr)
+  call MPI_Type_get_envelope(tf90, ni, na, nd, comb, ierr)
+  call check(tsize == 8 .and. comb == MPI_COMBINER_F90_REAL .and. ni == 2, 'create_f90_real')
+  call MPI_Type_create_f90_real(15, MPI_UNDEFINED, tsame, ierr)
+  call check(tsame == tf90, 'create_f90_real gives the same handle')
+  r(1, 1) = rank + 0.25d0
+  call MPI_Sendrecv(r(1, 1), 1, tf90, peer, 6, r(2, 1), 1, tf90, peer, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+  call check(r(2, 1) == peer + 0.25d0, 'communication in an f90 type')
   call MPI_Type_create_f90_integer(9, tf90, ierr)
-  call check(tf90 == MPI_INTEGER4, 'create_f90_integer')
+  call MPI_Type_size(tf90, tsize, ierr)
+  call check(tsize == 4, 'create_f90_integer')
 
   call MPI_Type_free(tvec, ierr)
   call MPI_Type_free(tidx, ierr)
