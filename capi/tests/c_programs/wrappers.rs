@@ -99,6 +99,12 @@ fn options(env: &Env, name: &str) -> Result<(), String> {
     for (args, want) in cases {
         expect(name, &args, &show(env, name, &args)?, &want)?;
     }
+    if name == "mpifort" {
+        let wide = run(wrapper(env, name).args(["-fdefault-integer-8", "-c", "x.f90"]))?;
+        if wide.status.success() || !String::from_utf8_lossy(&wide.stderr).contains("4-byte") {
+            return Err("mpifort -fdefault-integer-8 did not fail saying why".into());
+        }
+    }
     let bad = run(wrapper(env, name).arg("-showme:nonsense"))?;
     if bad.status.success() || !String::from_utf8_lossy(&bad.stderr).contains("-showme:nonsense") {
         return Err(format!(
