@@ -15,9 +15,6 @@ use crate::ffi;
 use crate::handles::{self, CommEntry, ErrMode, Handle, Phase};
 use crate::thread;
 
-/// `MPI_THREAD_SINGLE`: the only level this library provides.
-const THREAD_SINGLE: c_int = 0;
-
 fn none() -> Handle {
     std::ptr::null_mut()
 }
@@ -75,9 +72,10 @@ pub(crate) extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_cha
     boundary_init("MPI_Init", init)
 }
 
-/// `MPI_Init_thread` (§11.6.1): provides `MPI_THREAD_SINGLE` whatever is
-/// required (handles are thread-local; a call from another thread ends
-/// the job, see `thread.rs`). A failure is fatal, as for `MPI_Init`.
+/// `MPI_Init_thread` (§11.6.1): provides `MPI_THREAD_SINGLE` if that is
+/// required, else `MPI_THREAD_FUNNELED` (handles are thread-local; a call
+/// from another thread ends the job, see `thread.rs`). A `required` that
+/// is no level, like any failure, is fatal, as for `MPI_Init`.
 ///
 /// # Safety
 ///
@@ -86,17 +84,25 @@ pub(crate) extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_cha
 pub(crate) unsafe extern "C" fn MPI_Init_thread(
     _argc: *mut c_int,
     _argv: *mut *mut *mut c_char,
-    _required: c_int,
+    required: c_int,
     provided: *mut c_int,
 ) -> c_int {
     boundary_init("MPI_Init_thread", || {
+        let level = thread::provide(required).ok_or_else(|| {
+            crate::error::explained(
+                crate::error::MPI_ERR_ARG,
+                &format!("required = {required} is not a thread level (MPI_THREAD_SINGLE, FUNNELED, SERIALIZED or MULTIPLE)"),
+            )
+        })?;
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(provided, THREAD_SINGLE) }?;
-        init()
+        unsafe { ffi::out(provided, level) }?;
+        init()?;
+        thread::set_provided(level);
+        Ok(())
     })
 }
 
-/// `MPI_Query_thread` (§11.6.1): `MPI_THREAD_SINGLE`.
+/// `MPI_Query_thread` (§11.6.1): the level `MPI_Init_thread` provided.
 ///
 /// # Safety
 ///
@@ -105,7 +111,7 @@ pub(crate) unsafe extern "C" fn MPI_Init_thread(
 pub(crate) unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     boundary_any_thread("MPI_Query_thread", || {
         // SAFETY: the caller passes a valid output pointer.
-        unsafe { ffi::out(provided, THREAD_SINGLE) }
+        unsafe { ffi::out(provided, thread::provided()) }
     })
 }
 
@@ -292,7 +298,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_library_version(
 ) -> c_int {
     boundary_any_thread("MPI_Get_library_version", || {
         let text = format!(
-            "o2g MPI {} (MPI 5.0 standard ABI 1.0, a subset; MPI_THREAD_SINGLE; transport {})",
+            "o2g MPI {} (MPI 5.0 standard ABI 1.0, a subset; MPI_THREAD_FUNNELED; transport {})",
             env!("CARGO_PKG_VERSION"),
             thread::transport().unwrap_or("chosen at MPI_Init by O2G_TRANSPORT")
         );

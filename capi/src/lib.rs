@@ -38,7 +38,7 @@
 //!   a (buffer, count, datatype) argument, `pack.rs` packing, and
 //!   `typector.rs` the datatype constructors.
 //!
-//! Threads: `MPI_THREAD_SINGLE`; all state is thread-local, and a call
+//! Threads: `MPI_THREAD_FUNNELED` at most; all state is thread-local, and a call
 //! from another thread than the initialising one ends the job
 //! (`thread.rs`).
 

@@ -395,7 +395,7 @@ fn main() {
                     &[
                         "MPI_Send",
                         "called from a thread other than the one that initialized MPI",
-                        "MPI_THREAD_SINGLE",
+                        "MPI_THREAD_FUNNELED",
                     ],
                 )
             }),
