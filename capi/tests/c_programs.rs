@@ -382,6 +382,30 @@ fn main() {
             ));
         }
     }
+    tests.push((
+        "init_thread_with_no_level_is_fatal".into(),
+        Box::new(move || {
+            let c = env.work.join("bad_level.c");
+            std::fs::write(
+                &c,
+                "#include <mpi.h>\n#include <stdio.h>\nint main(int c, char **v) {\n    int p;\n    \
+                 MPI_Init_thread(&c, &v, 12345, &p);\n    printf(\"returned\\n\");\n    return 0;\n}\n",
+            )
+            .map_err(|e| e.to_string())?;
+            let exe = env.work.join("bad_level");
+            succeed(env.mpicc().args(["-Wall", "-Werror", "-o"]).arg(&exe).arg(&c))?;
+            let out = launch(env, &exe, 2, "sockets-epoll", None)?;
+            let err = String::from_utf8_lossy(&out.stderr);
+            if out.status.success()
+                || String::from_utf8_lossy(&out.stdout).contains("returned")
+                || !err.contains("MPI_Init_thread")
+                || !err.contains("not a thread level")
+            {
+                return Err(format!("the job did not end saying why: {}", describe(&out)));
+            }
+            Ok(())
+        }),
+    ));
     for np in [1, 2] {
         tests.push((
             format!("calls_from_a_second_thread_are_fatal_np{np}"),
