@@ -92,7 +92,7 @@ cdir="$O2G_ROOT/target/bench-c"
 c_bins="$("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" is-o2g)"
 # The C ABI's own test programs, for tests that run them over o2g: the
 # first four, and a slice of each family issue 23 added.
-for prog in env p2p coll is datatype coll2 icoll group topo p2p_modes persistent mprobe waitsome neighbor intercomm; do
+for prog in env p2p coll is datatype coll2 icoll group topo p2p_modes persistent mprobe waitsome neighbor intercomm serialized; do
     "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -o "$cdir/capi-$prog" "$O2G_ROOT/capi/tests/c/$prog.c"
     c_bins+=" $cdir/capi-$prog"
 done

@@ -72,10 +72,9 @@ pub(crate) extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_cha
     boundary_init("MPI_Init", init)
 }
 
-/// `MPI_Init_thread` (§11.6.1): provides `MPI_THREAD_SINGLE` if that is
-/// required, else `MPI_THREAD_FUNNELED` (handles are thread-local; a call
-/// from another thread ends the job, see `thread.rs`). A `required` that
-/// is no level, like any failure, is fatal, as for `MPI_Init`.
+/// `MPI_Init_thread` (§11.6.1): provides what is required up to
+/// `MPI_THREAD_SERIALIZED` (`thread.rs`). A `required` that is no level,
+/// like any failure, is fatal, as for `MPI_Init`.
 ///
 /// # Safety
 ///
@@ -298,7 +297,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_library_version(
 ) -> c_int {
     boundary_any_thread("MPI_Get_library_version", || {
         let text = format!(
-            "o2g MPI {} (MPI 5.0 standard ABI 1.0, a subset; MPI_THREAD_FUNNELED; transport {})",
+            "o2g MPI {} (MPI 5.0 standard ABI 1.0, a subset; up to MPI_THREAD_SERIALIZED; transport {})",
             env!("CARGO_PKG_VERSION"),
             thread::transport().unwrap_or("chosen at MPI_Init by O2G_TRANSPORT")
         );
@@ -345,7 +344,7 @@ pub(crate) extern "C" fn MPI_Wtick() -> c_double {
 #[export]
 pub(crate) unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
     boundary_any_thread("MPI_Is_thread_main", || {
-        let main = thread::is_initialized() && !thread::is_foreign();
+        let main = thread::is_main();
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(flag, c_int::from(main)) }
     })

@@ -157,10 +157,22 @@ fn run(f: impl FnOnce() -> Res<()>) -> Option<c_int> {
 /// Ends the job if this call comes from a thread that may not call MPI
 /// (see `thread.rs`): fatal whatever the error handler, since that
 /// thread has no handler, nor anything else, to go by.
-fn single_thread(name: &str) {
+/// Checks that this thread may call MPI now (`thread.rs`) and enters:
+/// a call it may not make ends the job with a message.
+#[must_use]
+fn single_thread(name: &str) -> thread::Entered {
     if thread::is_foreign() {
         LAST.with(|l| *l.borrow_mut() = thread::OTHER_THREAD.to_owned());
         raise(name, ErrMode::Fatal, MPI_ERR_OTHER);
+    }
+    match thread::enter() {
+        Ok(e) => e,
+        Err(()) => {
+            LAST.with(|l| *l.borrow_mut() = thread::CONCURRENT.to_owned());
+            raise(name, ErrMode::Fatal, MPI_ERR_OTHER);
+            // A fatal error does not return.
+            unreachable!("a fatal error returned")
+        }
     }
 }
 
@@ -169,7 +181,7 @@ fn single_thread(name: &str) {
 /// handler of communicator `comm` (§9.3; `MPI_COMM_WORLD`'s when `comm`
 /// is not one).
 pub(crate) fn boundary(name: &str, comm: Handle, f: impl FnOnce() -> Res<()>) -> c_int {
-    single_thread(name);
+    let _entered = single_thread(name);
     match run(f) {
         None => MPI_SUCCESS,
         Some(code) => raise(name, handles::errmode(comm), code),
@@ -192,7 +204,7 @@ pub(crate) fn boundary_any_thread(name: &str, f: impl FnOnce() -> Res<()>) -> c_
 /// a program that does not check does not run on without MPI; a second
 /// call while MPI runs goes to `MPI_COMM_WORLD`'s handler.
 pub(crate) fn boundary_init(name: &str, f: impl FnOnce() -> Res<()>) -> c_int {
-    single_thread(name);
+    let _entered = single_thread(name);
     let mode = match handles::running() {
         Ok(()) => handles::errmode(std::ptr::null_mut()),
         Err(_) => ErrMode::Fatal,
@@ -207,7 +219,7 @@ pub(crate) fn boundary_init(name: &str, f: impl FnOnce() -> Res<()>) -> c_int {
 /// of the communicator each request came from: `f` sets `mode` (it starts
 /// as `MPI_COMM_WORLD`'s) before it fails.
 pub(crate) fn boundary_req(name: &str, f: impl FnOnce(&mut ErrMode) -> Res<()>) -> c_int {
-    single_thread(name);
+    let _entered = single_thread(name);
     let mut mode = handles::errmode(std::ptr::null_mut());
     match run(|| f(&mut mode)) {
         None => MPI_SUCCESS,

@@ -9,8 +9,10 @@
 //! Rust only compares values.
 //!
 //! Communicators and requests hold the `mpi` crate's objects, which are
-//! `!Send`, so their tables live in one thread-local [`State`]; every
-//! plain-data object (datatypes, operations, ...) lives in a concurrent
+//! single-threaded (`Rc`), so their tables live in one [`State`] that only
+//! a thread allowed to call MPI touches, one at a time
+//! ([`crate::thread::may_use_state`]); every plain-data object
+//! (datatypes, operations, ...) lives in a concurrent
 //! [`crate::table::Table`] instead, ready for threads. The
 //! state is never borrowed while control is in the `mpi` crate or in user
 //! code (callers clone an `Rc` out first), so a user reduction function
@@ -136,23 +138,38 @@ pub(crate) struct State {
     messages: HashMap<usize, MsgEntry>,
 }
 
-thread_local! {
-    static STATE: RefCell<State> = RefCell::new(State {
-        phase: Phase::Before,
-        universe: None,
-        comms: HashMap::new(),
-        requests: HashMap::new(),
-        messages: HashMap::new(),
-    });
-}
+/// The process's one [`State`], behind the rule of `thread.rs`.
+struct Shared(RefCell<Option<State>>);
 
-/// Runs `f` on the state. Fails with `MPI_ERR_INTERN` if the state is
-/// already in use further up the stack (it never is, by construction).
+// SAFETY: the state (and every `Rc` cloned out of it) is used only by a
+// thread that `thread::may_use_state` allows: the one that initialised
+// MPI, or under `MPI_THREAD_SERIALIZED` the holder of the token, whose
+// acquire and release order each thread's accesses after the last
+// one's. No two threads ever touch it at once.
+unsafe impl Sync for Shared {}
+
+static STATE: Shared = Shared(RefCell::new(None));
+
+/// Runs `f` on the state. Fails with `MPI_ERR_INTERN` if this thread may
+/// not touch it now, or if it is already in use further up the stack (it
+/// never is, by construction). Under `MPI_THREAD_SERIALIZED` a thread
+/// that does not hold the token takes it for the access (a call that
+/// reads a handle before its boundary).
 pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> Res<R> {
-    STATE.with(|s| match s.try_borrow_mut() {
-        Ok(mut s) => Ok(f(&mut s)),
+    let _entered = crate::thread::enter().map_err(|()| Code(MPI_ERR_INTERN))?;
+    if !crate::thread::may_use_state() {
+        return Err(Code(MPI_ERR_INTERN));
+    }
+    match STATE.0.try_borrow_mut() {
+        Ok(mut s) => Ok(f(s.get_or_insert_with(|| State {
+            phase: Phase::Before,
+            universe: None,
+            comms: HashMap::new(),
+            requests: HashMap::new(),
+            messages: HashMap::new(),
+        }))),
         Err(_) => Err(Code(MPI_ERR_INTERN)),
-    })
+    }
 }
 
 impl State {

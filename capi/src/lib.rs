@@ -38,9 +38,10 @@
 //!   a (buffer, count, datatype) argument, `pack.rs` packing, and
 //!   `typector.rs` the datatype constructors.
 //!
-//! Threads: `MPI_THREAD_FUNNELED` at most; all state is thread-local, and a call
-//! from another thread than the initialising one ends the job
-//! (`thread.rs`).
+//! Threads: up to `MPI_THREAD_SERIALIZED`; the handle state is used by
+//! one thread at a time, which `thread.rs` enforces: a call from a thread
+//! the level does not allow, or from a second thread at once, ends the
+//! job with a message.
 
 #![allow(non_snake_case)]
 

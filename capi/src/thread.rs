@@ -1,20 +1,29 @@
-//! Threads (MPI 5.0 §11.6): this library provides `MPI_THREAD_FUNNELED`
-//! when `MPI_Init_thread` asks for it or more (`MPI_THREAD_SINGLE` when it
-//! asks for that): the program may have other threads, but only the one
-//! that initialised MPI calls it. Its state is thread-local.
+//! Threads (MPI 5.0 §11.6): this library provides what `MPI_Init_thread`
+//! asks for up to `MPI_THREAD_SERIALIZED` (`SERIALIZED` for `MULTIPLE`).
 //!
-//! A call from another thread than the one that initialised MPI would
-//! find no state there and fail with `MPI_ERR_OTHER`, which a program
-//! under `MPI_ERRORS_ARE_FATAL` never checks: its messages would be lost
-//! in silence. So once MPI is initialised, every call from another thread
-//! is fatal, with a message that says why (`error::boundary`), except the
-//! few MPI lets any thread make at any time (`MPI_Initialized`,
+//! - `SINGLE` and `FUNNELED`: only the thread that initialised MPI may
+//!   call it. A call from another thread is fatal, with a message that
+//!   says why (`error::boundary`): returning an error that a program
+//!   under `MPI_ERRORS_ARE_FATAL` never checks would lose its messages in
+//!   silence.
+//! - `SERIALIZED`: any thread may call, one at a time. Every call takes a
+//!   process-wide token ([`enter`]) for its whole length (a callback's
+//!   nested calls on the same thread share it); a thread that finds the
+//!   token held by another has broken the program's promise, and that is
+//!   fatal with a message, never a race.
+//!
+//! Either way the handle state (`handles.rs`) is touched only by a thread
+//! allowed to ([`may_use_state`]), which is what makes one process-wide
+//! state with the `mpi` crate's single-threaded objects sound: under
+//! `SERIALIZED` the token's acquire and release order every access.
+//!
+//! The few calls MPI lets any thread make at any time (`MPI_Initialized`,
 //! `MPI_Finalized`, `MPI_Query_thread`, the version inquiries, the error
-//! strings, the clock), which answer from the process-wide state here.
+//! strings, the clock) answer from the process-wide atomics here.
 
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Whether `MPI_Init` completed in some thread of the process.
@@ -23,24 +32,91 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 /// Whether `MPI_Finalize` completed.
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 
-/// `MPI_THREAD_SINGLE` and `MPI_THREAD_FUNNELED`, and the two levels
-/// above them, which this library does not provide.
+/// The thread levels (§11.6.1); this library does not provide the last.
 pub(crate) const THREAD_SINGLE: c_int = 0;
 pub(crate) const THREAD_FUNNELED: c_int = 1024;
-const THREAD_SERIALIZED: c_int = 2048;
+pub(crate) const THREAD_SERIALIZED: c_int = 2048;
 const THREAD_MULTIPLE: c_int = 4096;
 
 /// The level `MPI_Init_thread` provided (`MPI_Init`: `MPI_THREAD_SINGLE`).
 static PROVIDED: AtomicI32 = AtomicI32::new(THREAD_SINGLE);
 
-/// The level this library provides for `required`: the same for
-/// `MPI_THREAD_SINGLE` and `FUNNELED`, `FUNNELED` for the two above
-/// (§11.6.1 lets it provide less); `None` for a value that is no level.
+/// The level this library provides for `required`: the same up to
+/// `MPI_THREAD_SERIALIZED`, `SERIALIZED` for `MULTIPLE` (§11.6.1 lets it
+/// provide less); `None` for a value that is no level.
 pub(crate) fn provide(required: c_int) -> Option<c_int> {
     match required {
-        THREAD_SINGLE => Some(THREAD_SINGLE),
-        THREAD_FUNNELED | THREAD_SERIALIZED | THREAD_MULTIPLE => Some(THREAD_FUNNELED),
+        THREAD_SINGLE | THREAD_FUNNELED | THREAD_SERIALIZED => Some(required),
+        THREAD_MULTIPLE => Some(THREAD_SERIALIZED),
         _ => None,
+    }
+}
+
+/// The thread holding the `SERIALIZED` token (its [`id`]), 0 for none.
+static HOLDER: AtomicU64 = AtomicU64::new(0);
+
+/// Numbers threads for [`HOLDER`] (0 is none).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's number, once it has one.
+    static ID: Cell<u64> = const { Cell::new(0) };
+    /// How deep this thread is in calls that hold the token.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+fn id() -> u64 {
+    ID.with(|i| {
+        if i.get() == 0 {
+            i.set(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        }
+        i.get()
+    })
+}
+
+/// Why a call under `MPI_THREAD_SERIALIZED` is refused.
+pub(crate) const CONCURRENT: &str = "called while another thread was inside MPI; under \
+     MPI_THREAD_SERIALIZED the program must make its MPI calls one at a time";
+
+/// Holds the `SERIALIZED` token (when that is the level) until dropped.
+pub(crate) struct Entered(bool);
+
+/// Enters MPI for a call: under `MPI_THREAD_SERIALIZED` takes the token
+/// (or goes one deeper if this thread has it); `Err` if another thread
+/// holds it. At the other levels it takes nothing.
+pub(crate) fn enter() -> Result<Entered, ()> {
+    if provided() != THREAD_SERIALIZED {
+        return Ok(Entered(false));
+    }
+    let depth = DEPTH.with(Cell::get);
+    if depth == 0 {
+        HOLDER
+            .compare_exchange(0, id(), Ordering::Acquire, Ordering::Relaxed)
+            .map_err(|_| ())?;
+    }
+    DEPTH.with(|d| d.set(depth + 1));
+    Ok(Entered(true))
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if self.0 {
+            let depth = DEPTH.with(Cell::get) - 1;
+            DEPTH.with(|d| d.set(depth));
+            if depth == 0 {
+                HOLDER.store(0, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// Whether this thread may touch the handle state now: under
+/// `SERIALIZED` while it holds the token, else unless it is foreign.
+pub(crate) fn may_use_state() -> bool {
+    if provided() == THREAD_SERIALIZED {
+        DEPTH.with(Cell::get) > 0
+    } else {
+        !is_foreign()
     }
 }
 
@@ -64,7 +140,8 @@ thread_local! {
 
 /// Why a call from another thread is refused.
 pub(crate) const OTHER_THREAD: &str = "called from a thread other than the one that \
-     initialized MPI; this MPI provides MPI_THREAD_FUNNELED at most (only that thread may call it)";
+     initialized MPI, which MPI_THREAD_SINGLE and MPI_THREAD_FUNNELED forbid (ask \
+     MPI_Init_thread for MPI_THREAD_SERIALIZED)";
 
 /// `MPI_Init` completed in this thread, over `transport`.
 pub(crate) fn initialized_here(transport: &str) {
@@ -94,7 +171,12 @@ pub(crate) fn transport() -> Option<&'static str> {
 }
 
 /// Whether this call comes from a thread that may not call MPI: MPI is
-/// initialised, by another thread.
+/// initialised, by another thread, at `SINGLE` or `FUNNELED`.
 pub(crate) fn is_foreign() -> bool {
-    is_initialized() && !OWNER.with(Cell::get)
+    is_initialized() && !OWNER.with(Cell::get) && provided() != THREAD_SERIALIZED
+}
+
+/// Whether this thread initialised MPI (`MPI_Is_thread_main`).
+pub(crate) fn is_main() -> bool {
+    is_initialized() && OWNER.with(Cell::get)
 }

@@ -168,7 +168,7 @@ fn build(env: &Env, name: &str) -> Result<PathBuf, String> {
     let exe = env.work.join(name);
     let mut cc = env.mpicc();
     cc.args(["-Wall", "-Werror", "-O1"]);
-    if name == "threads" {
+    if matches!(name, "threads" | "serialized" | "concurrent") {
         cc.arg("-pthread");
     }
     succeed(cc.arg("-o").arg(&exe).arg(env.source(name)))?;
@@ -284,6 +284,7 @@ fn main() {
         "comm_buffer",
         "comm_from_group",
         "abi_info",
+        "serialized",
     ];
 
     tests.push((
@@ -314,7 +315,7 @@ fn main() {
     ));
     for name in programs
         .iter()
-        .chain(&["fatal", "abort", "init_fails", "threads"])
+        .chain(&["fatal", "abort", "init_fails", "threads", "concurrent"])
     {
         tests.push((
             format!("build_{name}_wall_werror"),
@@ -406,7 +407,26 @@ fn main() {
             Ok(())
         }),
     ));
-    for np in [1, 2] {
+    // Two ranks and more: alone, the blocked receive is a deadlock the
+    // library reports first.
+    for np in [2, 3] {
+        tests.push((
+            format!("concurrent_calls_under_serialized_are_fatal_np{np}"),
+            Box::new(move || {
+                launch_fatal(
+                    env,
+                    "concurrent",
+                    np,
+                    "sockets-epoll",
+                    "returned",
+                    &[
+                        "MPI_Comm_rank",
+                        "another thread was inside MPI",
+                        "MPI_THREAD_SERIALIZED",
+                    ],
+                )
+            }),
+        ));
         tests.push((
             format!("calls_from_a_second_thread_are_fatal_np{np}"),
             Box::new(move || {
