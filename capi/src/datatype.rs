@@ -355,10 +355,12 @@ pub(crate) const COMBINERS_F90: [c_int; 3] = [113, 114, 115];
 /// then the same handle for the same arguments, as the standard's
 /// "predefined" handles are.
 pub(crate) fn f90_type(combiner: c_int, ints: Vec<c_int>, named: usize) -> Res<Handle> {
-    static MADE: Mutex<Vec<(c_int, Vec<c_int>, usize)>> = Mutex::new(Vec::new());
-    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&(_, _, v)) = made.iter().find(|(c, i, _)| *c == combiner && *i == ints) {
-        return Ok(handles::handle(v));
+    let mut made = f90_made();
+    if let Some(m) = made
+        .iter()
+        .find(|m| m.combiner == combiner && m.ints == ints)
+    {
+        return Ok(handles::handle(m.handle));
     }
     let base = resolve(handles::handle(named))?;
     let mut contents = Contents::new(combiner);
@@ -369,8 +371,33 @@ pub(crate) fn f90_type(combiner: c_int, ints: Vec<c_int>, named: usize) -> Res<H
         committed: true,
         contents: Some(contents),
     });
-    made.push((combiner, ints, handles::value(h)));
+    made.push(F90Type {
+        combiner,
+        ints,
+        handle: handles::value(h),
+        named,
+    });
     Ok(h)
+}
+
+/// One type `MPI_Type_create_f90_*` made.
+struct F90Type {
+    combiner: c_int,
+    ints: Vec<c_int>,
+    handle: usize,
+    /// The predefined type it is laid out as.
+    named: usize,
+}
+
+fn f90_made() -> std::sync::MutexGuard<'static, Vec<F90Type>> {
+    static MADE: Mutex<Vec<F90Type>> = Mutex::new(Vec::new());
+    MADE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The predefined type an `MPI_Type_create_f90_*` type with handle value
+/// `v` is laid out as (for the reductions that know types by value).
+pub(crate) fn f90_named(v: usize) -> Option<usize> {
+    f90_made().iter().find(|m| m.handle == v).map(|m| m.named)
 }
 
 /// A handle for `r`, for `MPI_Type_get_contents`: a predefined type's

@@ -309,7 +309,9 @@ fn staged_user_reducer(f: UserFunc, d: Arc<Datatype>, dt: Handle) -> Reducer {
 pub(crate) fn reducer(op: Handle, t: TypeInfo, dt: Handle) -> Res<Reducer> {
     let v = handles::value(op);
     if let Some(b) = builtin(v) {
-        if let Some(special) = op_types::special(handles::value(dt)) {
+        let v = handles::value(dt);
+        let v = crate::datatype::f90_named(v).unwrap_or(v);
+        if let Some(special) = op_types::special(v) {
             return op_types::reducer(b, special).ok_or(Code(MPI_ERR_OP));
         }
         if !allowed(b, t.kind) {

@@ -5,9 +5,8 @@
 //! is laid out as the predefined `MPI_INTEGERn`/`MPI_REALn`/`MPI_COMPLEXn`
 //! of its size, its envelope is `MPI_COMBINER_F90_*` with the arguments
 //! asked for, and the same arguments give the same handle, which may not
-//! be freed (`datatype::f90_type`). Reductions recognise the complex
-//! types by handle, so `MPI_SUM` on an f90 complex type is refused
-//! (`MPI_ERR_OP`); on the others it works.
+//! be freed (`datatype::f90_type`); reductions treat it as that
+//! predefined type.
 
 use std::ffi::c_int;
 

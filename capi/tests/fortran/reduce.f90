@@ -10,6 +10,8 @@ program reduce
   real :: ra(5), rb(5)
   double precision :: da(3), dpair(2), dpairs(2)
   complex :: za, zb
+  complex(kind=8) :: zda, zdb
+  integer :: tz
   logical :: la, lb
   integer, allocatable :: every(:)
   external :: absmax
@@ -63,6 +65,11 @@ program reduce
   za = cmplx(rank, 1)
   call MPI_Allreduce(za, zb, 1, MPI_COMPLEX, MPI_SUM, MPI_COMM_WORLD, ierr)
   call check(abs(zb - cmplx(size*(size-1)/2, size)) < 1e-4, 'complex sum')
+  ! The same in the type MPI_Type_create_f90_complex gives for complex(8).
+  call MPI_Type_create_f90_complex(15, MPI_UNDEFINED, tz, ierr)
+  zda = cmplx(rank, 1, kind=8)
+  call MPI_Allreduce(zda, zdb, 1, tz, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check(abs(zdb - cmplx(size*(size-1)/2, size, kind=8)) < 1d-9, 'f90 complex sum')
 
   ! A user operation in Fortran: the largest magnitude, keeping its sign.
   call MPI_Op_create(absmax, .true., op, ierr)
