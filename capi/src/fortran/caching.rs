@@ -155,48 +155,55 @@ unsafe fn create_keyval(
     }
 }
 
-macro_rules! create_keyval {
-    ($f:ident, $pf:ident, $name:literal, $object:expr) => {
-        /// The Fortran binding (see `create_keyval`); the profiling name
-        /// does the same.
-        #[no_mangle]
-        pub(crate) unsafe extern "C" fn $f(
-            copy: Option<FCopyFn>,
-            delete: Option<FDeleteFn>,
-            keyval: *mut Fint,
-            extra: *const isize,
-            ierr: *mut Fint,
-        ) {
-            // SAFETY: the arguments are Fortran's.
-            unsafe { create_keyval($name, $object, copy, delete, keyval, extra, ierr) }
-        }
-        /// The Fortran binding of the profiling interface.
-        #[no_mangle]
-        pub(crate) unsafe extern "C" fn $pf(
-            copy: Option<FCopyFn>,
-            delete: Option<FDeleteFn>,
-            keyval: *mut Fint,
-            extra: *const isize,
-            ierr: *mut Fint,
-        ) {
-            // SAFETY: the arguments are Fortran's.
-            unsafe { create_keyval($name, $object, copy, delete, keyval, extra, ierr) }
-        }
-    };
+/// `MPI_COMM_CREATE_KEYVAL`.
+unsafe fn comm_create_keyval(
+    copy: Option<FCopyFn>,
+    delete: Option<FDeleteFn>,
+    keyval: *mut Fint,
+    extra: *const isize,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the arguments are Fortran's.
+    unsafe {
+        create_keyval(
+            "MPI_Comm_create_keyval",
+            Object::Comm,
+            copy,
+            delete,
+            keyval,
+            extra,
+            ierr,
+        )
+    }
 }
+both!(comm_create_keyval, mpi_comm_create_keyval_, pmpi_comm_create_keyval_(
+    copy: Option<FCopyFn>, delete: Option<FDeleteFn>, keyval: *mut Fint, extra: *const isize, ierr: *mut Fint
+));
 
-create_keyval!(
-    mpi_comm_create_keyval_,
-    pmpi_comm_create_keyval_,
-    "MPI_Comm_create_keyval",
-    Object::Comm
-);
-create_keyval!(
-    mpi_type_create_keyval_,
-    pmpi_type_create_keyval_,
-    "MPI_Type_create_keyval",
-    Object::Type
-);
+/// `MPI_TYPE_CREATE_KEYVAL`.
+unsafe fn type_create_keyval(
+    copy: Option<FCopyFn>,
+    delete: Option<FDeleteFn>,
+    keyval: *mut Fint,
+    extra: *const isize,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the arguments are Fortran's.
+    unsafe {
+        create_keyval(
+            "MPI_Type_create_keyval",
+            Object::Type,
+            copy,
+            delete,
+            keyval,
+            extra,
+            ierr,
+        )
+    }
+}
+both!(type_create_keyval, mpi_type_create_keyval_, pmpi_type_create_keyval_(
+    copy: Option<FCopyFn>, delete: Option<FDeleteFn>, keyval: *mut Fint, extra: *const isize, ierr: *mut Fint
+));
 
 /// `MPI_COMM_SET_ATTR` / `MPI_TYPE_SET_ATTR(OBJ, KEYVAL, ATTRIBUTE_VAL,
 /// IERROR)`: the address-sized integer is the attribute.
@@ -267,27 +274,9 @@ unsafe fn create_errhandler(f: Option<ErrhFnF>, errhandler: *mut Fint, ierr: *mu
     }
 }
 
-/// The Fortran binding of `MPI_Comm_create_errhandler`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_comm_create_errhandler_(
-    f: Option<ErrhFnF>,
-    errhandler: *mut Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments are Fortran's.
-    unsafe { create_errhandler(f, errhandler, ierr) }
-}
-
-/// The Fortran binding of `PMPI_Comm_create_errhandler`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn pmpi_comm_create_errhandler_(
-    f: Option<ErrhFnF>,
-    errhandler: *mut Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments are Fortran's.
-    unsafe { create_errhandler(f, errhandler, ierr) }
-}
+both!(create_errhandler, mpi_comm_create_errhandler_, pmpi_comm_create_errhandler_(
+    f: Option<ErrhFnF>, errhandler: *mut Fint, ierr: *mut Fint
+));
 
 /// `MPI_GREQUEST_START(QUERY_FN, FREE_FN, CANCEL_FN, EXTRA_STATE, REQUEST,
 /// IERROR)`: the three callbacks are Fortran subroutines.
@@ -317,30 +306,11 @@ unsafe fn grequest_start(
     }
 }
 
-/// The Fortran binding of `MPI_Grequest_start`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_grequest_start_(
+both!(grequest_start, mpi_grequest_start_, pmpi_grequest_start_(
     query: Option<FQueryFn>,
     free: Option<FFreeFn>,
     cancel: Option<FCancelFn>,
     extra: *const isize,
     request: *mut Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments are Fortran's.
-    unsafe { grequest_start(query, free, cancel, extra, request, ierr) }
-}
-
-/// The Fortran binding of `PMPI_Grequest_start`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn pmpi_grequest_start_(
-    query: Option<FQueryFn>,
-    free: Option<FFreeFn>,
-    cancel: Option<FCancelFn>,
-    extra: *const isize,
-    request: *mut Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments are Fortran's.
-    unsafe { grequest_start(query, free, cancel, extra, request, ierr) }
-}
+    ierr: *mut Fint
+));

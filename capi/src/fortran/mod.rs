@@ -38,6 +38,26 @@ macro_rules! twice {
     };
 }
 
+/// Exports a binding whose work is the library's own (no C function to
+/// choose between) under its Fortran name `$f` and its profiling name
+/// `$pf`, both calling `unsafe fn $body(args...)`.
+macro_rules! both {
+    ($body:ident, $f:ident, $pf:ident($($a:ident: $t:ty),*)) => {
+        /// The Fortran binding (see the function it calls).
+        #[no_mangle]
+        pub(crate) unsafe extern "C" fn $f($($a: $t),*) {
+            // SAFETY: the arguments are Fortran's (module docs).
+            unsafe { $body($($a),*) }
+        }
+        /// The Fortran binding of the profiling interface.
+        #[no_mangle]
+        pub(crate) unsafe extern "C" fn $pf($($a: $t),*) {
+            // SAFETY: the arguments are Fortran's (module docs).
+            unsafe { $body($($a),*) }
+        }
+    };
+}
+
 mod args;
 mod bindings;
 mod caching;

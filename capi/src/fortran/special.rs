@@ -118,7 +118,6 @@ twice!(comm_detach_buffer, mpi_comm_detach_buffer_(
 /// (The C `MPI_Op_create` cannot take it, so both names call the
 /// library's own `create`.)
 unsafe fn op_create(
-    name: &str,
     user_fn: Option<UserFnF>,
     commute: *const Fint,
     op: *mut Fint,
@@ -127,7 +126,12 @@ unsafe fn op_create(
     let mut h: Handle = std::ptr::null_mut();
     // SAFETY: `h` is room for one handle; the rest is Fortran's.
     unsafe {
-        let rc = crate::op::create(name, user_fn.map(UserFunc::Fortran), *commute, &mut h);
+        let rc = crate::op::create(
+            "MPI_Op_create",
+            user_fn.map(UserFunc::Fortran),
+            *commute,
+            &mut h,
+        );
         if rc == 0 {
             *op = c2f(h);
         }
@@ -135,29 +139,9 @@ unsafe fn op_create(
     }
 }
 
-/// The Fortran binding of `MPI_Op_create` (see `op_create`).
-#[no_mangle]
-pub(crate) unsafe extern "C" fn mpi_op_create_(
-    user_fn: Option<UserFnF>,
-    commute: *const Fint,
-    op: *mut Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments are Fortran's (module docs).
-    unsafe { op_create("MPI_Op_create", user_fn, commute, op, ierr) }
-}
-
-/// The Fortran binding of `PMPI_Op_create` (see `op_create`).
-#[no_mangle]
-pub(crate) unsafe extern "C" fn pmpi_op_create_(
-    user_fn: Option<UserFnF>,
-    commute: *const Fint,
-    op: *mut Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments are Fortran's (module docs).
-    unsafe { op_create("MPI_Op_create", user_fn, commute, op, ierr) }
-}
+both!(op_create, mpi_op_create_, pmpi_op_create_(
+    user_fn: Option<UserFnF>, commute: *const Fint, op: *mut Fint, ierr: *mut Fint
+));
 
 /// `MPI_INFO_CREATE_ENV(INFO, IERROR)`: Fortran passes no command line.
 unsafe fn info_create_env(c: InfoCreateEnv, info: *mut Fint, ierr: *mut Fint) {
