@@ -418,9 +418,14 @@ fn binding(p: &Proto, args: &[Arg]) -> String {
             }
             Arg::HandleInOut => {
                 writeln!(pre, "    let f_{n} = *{v};").unwrap();
-                writeln!(pre, "    let mut h_{n} = crate::fortran::f2c(f_{n});").unwrap();
+                writeln!(pre, "    let b_{n} = crate::fortran::f2c(f_{n});").unwrap();
+                writeln!(pre, "    let mut h_{n} = b_{n};").unwrap();
                 call.push(format!("&mut h_{n}"));
-                writeln!(post, "    *{v} = crate::fortran::c2f_after(f_{n}, h_{n});").unwrap();
+                writeln!(
+                    post,
+                    "    *{v} = crate::fortran::c2f_after(f_{n}, b_{n}, h_{n});"
+                )
+                .unwrap();
             }
             Arg::HandleArray { len, read, write } => {
                 writeln!(pre, "    let n_{n} = {len};").unwrap();
@@ -428,9 +433,10 @@ fn binding(p: &Proto, args: &[Arg]) -> String {
                     writeln!(pre, "    let f_{n} = crate::fortran::fints({v}, n_{n});").unwrap();
                     writeln!(
                         pre,
-                        "    let mut h_{n}: Vec<Handle> = f_{n}.iter().map(|&f| crate::fortran::f2c(f)).collect();"
+                        "    let b_{n}: Vec<Handle> = f_{n}.iter().map(|&f| crate::fortran::f2c(f)).collect();"
                     )
                     .unwrap();
+                    writeln!(pre, "    let mut h_{n} = b_{n}.clone();").unwrap();
                 } else {
                     writeln!(
                         pre,
@@ -442,7 +448,7 @@ fn binding(p: &Proto, args: &[Arg]) -> String {
                 if *write && *read {
                     writeln!(
                         post,
-                        "    for (i, (&f, &h)) in f_{n}.iter().zip(&h_{n}).enumerate() {{ *{v}.add(i) = crate::fortran::c2f_after(f, h); }}"
+                        "    for (i, ((&f, &b), &h)) in f_{n}.iter().zip(&b_{n}).zip(&h_{n}).enumerate() {{ *{v}.add(i) = crate::fortran::c2f_after(f, b, h); }}"
                     )
                     .unwrap();
                 } else if *write {

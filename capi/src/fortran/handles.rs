@@ -91,12 +91,13 @@ pub(crate) fn f2c(f: Fint) -> Handle {
     }
 }
 
-/// The integer for handle `h` that a call returned in place of the one
-/// Fortran passed (`f`): `f` itself if the object is the same, else a new
-/// integer, and `f`'s slot is free again (the object was freed,
-/// completed or received).
-pub(crate) fn c2f_after(f: Fint, h: Handle) -> Fint {
-    if value(f2c(f)) == value(h) {
+/// The integer for handle `after` that a call returned in place of
+/// `before`, which Fortran passed as `f`: `f` itself if the object is the
+/// same, else a new integer, and `f`'s slot is free again (the object
+/// was freed, completed or received). The binding has `before` from its
+/// own `f2c(f)`, so an unchanged handle costs no lookup.
+pub(crate) fn c2f_after(f: Fint, before: Handle, after: Handle) -> Fint {
+    if value(before) == value(after) {
         return f;
     }
     if f >= FIRST_SLOT {
@@ -108,7 +109,7 @@ pub(crate) fn c2f_after(f: Fint, h: Handle) -> Fint {
             s.free.push_back(i);
         }
     }
-    c2f(h)
+    c2f(after)
 }
 
 macro_rules! conversions {
@@ -213,10 +214,10 @@ mod tests {
         assert_ne!(fa, fb);
         // `a` is freed: its slot goes, and it now names no object.
         let null = handle(0x180);
-        assert_eq!(c2f_after(fa, null), 0x180);
+        assert_eq!(c2f_after(fa, a, null), 0x180);
         assert_eq!(value(f2c(fa)), NO_OBJECT);
         // An unchanged handle keeps its integer.
-        assert_eq!(c2f_after(fb, b), fb);
+        assert_eq!(c2f_after(fb, b, b), fb);
         // A later object can have the freed slot; `b` keeps its own.
         let c = handle(0x7000_0000_0030);
         let fc = c2f(c);
