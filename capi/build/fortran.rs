@@ -134,6 +134,10 @@ fn excluded(name: &str) -> Option<&'static str> {
         "MPI_Type_get_attr",
         "MPI_Comm_create_errhandler",
         "MPI_Grequest_start",
+        "MPI_Win_create_keyval",
+        "MPI_Win_set_attr",
+        "MPI_Win_get_attr",
+        "MPI_Win_create_errhandler",
     ];
     if HAND.contains(&name) {
         return Some("hand-written");
@@ -685,6 +689,27 @@ const HAND_INTERFACES: &str = "    subroutine MPI_Init(ierror)
       external :: comm_errhandler_fn
       integer :: errhandler, ierror
     end subroutine
+    subroutine MPI_Win_create_keyval(win_copy_attr_fn, win_delete_attr_fn, win_keyval, extra_state, ierror)
+      import
+      external :: win_copy_attr_fn, win_delete_attr_fn
+      integer :: win_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    end subroutine
+    subroutine MPI_Win_set_attr(win, win_keyval, attribute_val, ierror)
+      import
+      integer :: win, win_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+    end subroutine
+    subroutine MPI_Win_get_attr(win, win_keyval, attribute_val, flag, ierror)
+      import
+      integer :: win, win_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+      logical :: flag
+    end subroutine
+    subroutine MPI_Win_create_errhandler(win_errhandler_fn, errhandler, ierror)
+      external :: win_errhandler_fn
+      integer :: errhandler, ierror
+    end subroutine
     subroutine MPI_Comm_get_attr(comm, comm_keyval, attribute_val, flag, ierror)
       import
       integer :: comm, comm_keyval, ierror
@@ -867,6 +892,9 @@ fn declarations(consts: &[(String, i64)]) -> String {
         "MPI_TYPE_NULL_COPY_FN",
         "MPI_TYPE_DUP_FN",
         "MPI_TYPE_NULL_DELETE_FN",
+        "MPI_WIN_NULL_COPY_FN",
+        "MPI_WIN_DUP_FN",
+        "MPI_WIN_NULL_DELETE_FN",
     ] {
         writeln!(s, "      EXTERNAL {n}").unwrap();
     }

@@ -68,6 +68,8 @@ pub(crate) enum Object {
     Comm,
     /// `MPI_Type_create_keyval` (§7.7.4).
     Type,
+    /// `MPI_Win_create_keyval` (§7.7.3).
+    Win,
 }
 
 /// What duplicating the object (`MPI_Comm_dup`, `MPI_Type_dup`) does
@@ -295,7 +297,7 @@ fn copy_cache(old: Handle, from: &Cache, to: &Cache) -> Res<()> {
 /// Deletes every attribute in `cache` (of the object `obj`), last set
 /// first, calling the delete callbacks; the first error is returned,
 /// after all.
-fn delete_cache(obj: Handle, cache: &Cache) -> Res<()> {
+pub(crate) fn delete_cache(obj: Handle, cache: &Cache) -> Res<()> {
     let attrs = std::mem::take(&mut *lock(cache));
     let mut first = Ok(());
     for a in attrs.iter().rev() {
@@ -322,7 +324,13 @@ pub(crate) fn delete_all(comm: Handle, meta: &CommMeta) -> Res<()> {
 
 /// Sets `key` to `value` in `cache` (of the object `obj`): a value
 /// already set is deleted first (its delete callback runs, §7.7.2).
-fn set_in(object: Object, obj: Handle, cache: &Cache, key: c_int, value: *mut c_void) -> Res<()> {
+pub(crate) fn set_in(
+    object: Object,
+    obj: Handle,
+    cache: &Cache,
+    key: c_int,
+    value: *mut c_void,
+) -> Res<()> {
     let kv = keyval(object, key)?;
     let old = lock(cache).iter().find(|a| a.key == key).cloned();
     if let Some(old) = old {
@@ -342,7 +350,11 @@ fn set_in(object: Object, obj: Handle, cache: &Cache, key: c_int, value: *mut c_
 }
 
 /// The value of `key` in `cache`, if set.
-fn get_in(object: Object, cache: Option<&Cache>, key: c_int) -> Res<Option<*mut c_void>> {
+pub(crate) fn get_in(
+    object: Object,
+    cache: Option<&Cache>,
+    key: c_int,
+) -> Res<Option<*mut c_void>> {
     keyval(object, key)?;
     Ok(cache.and_then(|c| {
         lock(c)
@@ -355,7 +367,7 @@ fn get_in(object: Object, cache: Option<&Cache>, key: c_int) -> Res<Option<*mut 
 /// Deletes `key` from `cache` (of the object `obj`): the delete callback
 /// runs first, and an error from it leaves the attribute set (§7.7.2);
 /// `MPI_ERR_ARG` if none is set.
-fn delete_in(object: Object, obj: Handle, cache: Option<&Cache>, key: c_int) -> Res<()> {
+pub(crate) fn delete_in(object: Object, obj: Handle, cache: Option<&Cache>, key: c_int) -> Res<()> {
     keyval(object, key)?;
     let cache = cache.ok_or(Code(MPI_ERR_ARG))?;
     let old = lock(cache).iter().find(|a| a.key == key).cloned();
@@ -370,7 +382,11 @@ fn delete_in(object: Object, obj: Handle, cache: Option<&Cache>, key: c_int) -> 
 /// # Safety
 ///
 /// `value` is valid for a write of one pointer, `flag` of one `int`.
-unsafe fn put_found(found: Option<*mut c_void>, value: *mut c_void, flag: *mut c_int) -> Res<()> {
+pub(crate) unsafe fn put_found(
+    found: Option<*mut c_void>,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> Res<()> {
     // SAFETY: by this function's contract.
     unsafe {
         if let Some(v) = found {
@@ -387,7 +403,7 @@ unsafe fn put_found(found: Option<*mut c_void>, value: *mut c_void, flag: *mut c
 /// # Safety
 ///
 /// `out` is null or valid for a write of one `int`.
-unsafe fn create_keyval(
+pub(crate) unsafe fn create_keyval(
     object: Object,
     copy: *const c_void,
     del: *const c_void,
@@ -457,7 +473,7 @@ fn insert_keyval(kv: Keyval) -> Res<c_int> {
     })
 }
 
-fn free_keyval(object: Object, key: &mut c_int) -> Res<()> {
+pub(crate) fn free_keyval(object: Object, key: &mut c_int) -> Res<()> {
     keyval(object, *key)?;
     KEYVALS.remove(handles::handle(*key as usize));
     *key = KEYVAL_INVALID;

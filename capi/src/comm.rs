@@ -29,7 +29,7 @@ const COMM_TYPE_HW_GUIDED: c_int = 223;
 const COMM_TYPE_RESOURCE_GUIDED: c_int = 224;
 
 /// `MPI_MAX_OBJECT_NAME`, with the NUL.
-const MAX_OBJECT_NAME: usize = 128;
+pub(crate) const MAX_OBJECT_NAME: usize = 128;
 
 /// The plain data of a communicator, `Send + Sync` (the `mpi` crate's
 /// communicator is not): what a later thread-safe library shares as is.
@@ -419,6 +419,17 @@ fn host_color(host: Option<&str>) -> mpi::Color {
     })
 }
 
+/// A name as an object keeps it: at most `MPI_MAX_OBJECT_NAME - 1`
+/// bytes, cut between characters.
+pub(crate) fn object_name(mut n: String) -> String {
+    let mut cut = n.len().min(MAX_OBJECT_NAME - 1);
+    while !n.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    n.truncate(cut);
+    n
+}
+
 /// `MPI_Comm_set_name` (§7.8): at most `MPI_MAX_OBJECT_NAME - 1` bytes
 /// are kept.
 ///
@@ -430,13 +441,8 @@ pub(crate) unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, name: *const c_c
     boundary("MPI_Comm_set_name", comm, || {
         let c = handles::comm(comm)?;
         // SAFETY: the caller passes a C string.
-        let mut n = unsafe { ffi::c_str(name) }?;
-        let mut cut = n.len().min(MAX_OBJECT_NAME - 1);
-        while !n.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        n.truncate(cut);
-        *lock(&c.meta.name) = n;
+        let n = unsafe { ffi::c_str(name) }?;
+        *lock(&c.meta.name) = object_name(n);
         Ok(())
     })
 }

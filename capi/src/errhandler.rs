@@ -30,7 +30,7 @@ use crate::table::Table;
 
 /// `MPI_Comm_errhandler_function` (§9.3.1): variadic in C; o2g passes no
 /// further argument.
-type ErrhFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
+pub(crate) type ErrhFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
 
 /// A Fortran error handler (§19.1): `SUBROUTINE F(COMM, ERROR_CODE)`, both
 /// integers by reference.

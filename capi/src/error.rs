@@ -227,6 +227,17 @@ pub(crate) fn boundary_req(name: &str, f: impl FnOnce(&mut ErrMode) -> Res<()>) 
     }
 }
 
+/// The FFI boundary for calls on a window: as [`boundary`], with the
+/// error handler of window `win` (§12.6; `MPI_COMM_WORLD`'s when `win`
+/// is not one).
+pub(crate) fn boundary_win(name: &str, win: Handle, f: impl FnOnce() -> Res<()>) -> c_int {
+    let _entered = single_thread(name);
+    match run(f) {
+        None => MPI_SUCCESS,
+        Some(code) => raise(name, crate::rma::errmode(win), code),
+    }
+}
+
 /// Applies an error mode to an error `code` raised by `name`.
 pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
     if mode == ErrMode::Return || code == MPI_SUCCESS {
@@ -256,7 +267,7 @@ pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
 
 /// The error mode an error-handler handle stands for, set on the
 /// communicator `comm`.
-fn mode_of(errh: Handle, comm: Handle) -> Res<ErrMode> {
+pub(crate) fn mode_of(errh: Handle, comm: Handle) -> Res<ErrMode> {
     match handles::value(errh) {
         handles::ERRORS_ARE_FATAL => Ok(ErrMode::Fatal),
         handles::ERRORS_ABORT => Ok(ErrMode::Abort),
@@ -277,6 +288,20 @@ pub(crate) extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errh: Handle) -> 
     })
 }
 
+/// The handle value of the error handler `mode` stands for, as a get
+/// call hands it out (one more reference to a user handler).
+pub(crate) fn handle_of(mode: ErrMode) -> usize {
+    match mode {
+        ErrMode::Fatal => handles::ERRORS_ARE_FATAL,
+        ErrMode::Abort => handles::ERRORS_ABORT,
+        ErrMode::Return => handles::ERRORS_RETURN,
+        ErrMode::User { errh, .. } => {
+            crate::errhandler::retain(errh);
+            errh
+        }
+    }
+}
+
 /// `MPI_Comm_get_errhandler` (§9.3.1).
 ///
 /// # Safety
@@ -285,15 +310,7 @@ pub(crate) extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errh: Handle) -> 
 #[export]
 pub(crate) unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errh: *mut Handle) -> c_int {
     boundary("MPI_Comm_get_errhandler", comm, || {
-        let v = match handles::comm(comm)?.errh.get() {
-            ErrMode::Fatal => handles::ERRORS_ARE_FATAL,
-            ErrMode::Abort => handles::ERRORS_ABORT,
-            ErrMode::Return => handles::ERRORS_RETURN,
-            ErrMode::User { errh, .. } => {
-                crate::errhandler::retain(errh);
-                errh
-            }
-        };
+        let v = handle_of(handles::comm(comm)?.errh.get());
         // SAFETY: the caller passes a valid output pointer (or null, which
         // `out` rejects).
         unsafe { ffi::out(errh, handles::handle(v)) }

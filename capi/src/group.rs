@@ -45,7 +45,7 @@ pub(crate) fn lookup(h: Handle) -> Res<mpi::Group> {
 /// # Safety
 ///
 /// A non-null `out` is valid for a write of one handle.
-unsafe fn give(g: mpi::Group, out: *mut Handle) -> Res<()> {
+pub(crate) unsafe fn give(g: mpi::Group, out: *mut Handle) -> Res<()> {
     let h = GROUPS.insert(g);
     // SAFETY: by this function's contract.
     unsafe { ffi::out(out, h) }.inspect_err(|_| drop(GROUPS.remove(h)))

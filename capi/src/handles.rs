@@ -136,6 +136,7 @@ pub(crate) struct State {
     comms: HashMap<usize, Rc<CommEntry>>,
     requests: HashMap<usize, ReqEntry>,
     messages: HashMap<usize, MsgEntry>,
+    wins: HashMap<usize, Rc<crate::rma::Win>>,
 }
 
 /// The process's one [`State`], behind the rule of `thread.rs`.
@@ -167,6 +168,7 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> Res<R> {
             comms: HashMap::new(),
             requests: HashMap::new(),
             messages: HashMap::new(),
+            wins: HashMap::new(),
         }))),
         Err(_) => Err(Code(MPI_ERR_INTERN)),
     }
@@ -185,6 +187,7 @@ impl State {
 
     /// Forgets every object (at finalize).
     pub(crate) fn clear(&mut self) {
+        self.wins.clear();
         self.messages.clear();
         self.requests.clear();
         self.comms.clear();
@@ -321,4 +324,25 @@ pub(crate) fn put_message(h: Handle, m: MsgEntry) -> Res<()> {
 /// a handle that names none).
 pub(crate) fn take_message(h: Handle) -> Res<MsgEntry> {
     with(|s| s.messages.remove(&value(h)))?.ok_or(Code(MPI_ERR_REQUEST))
+}
+
+/// The window behind `h`, if there is one.
+pub(crate) fn win(h: Handle) -> Option<Rc<crate::rma::Win>> {
+    with(|s| s.wins.get(&value(h)).cloned()).ok().flatten()
+}
+
+/// Registers a new window; returns its handle.
+pub(crate) fn new_win(w: crate::rma::Win) -> Res<Handle> {
+    with(|s| {
+        let v = s.fresh();
+        let mut w = w;
+        w.errh = Cell::new(w.errh.get().on(v));
+        s.wins.insert(v, Rc::new(w));
+        handle(v)
+    })
+}
+
+/// Forgets window `h`.
+pub(crate) fn free_win(h: Handle) -> Res<()> {
+    with(|s| s.wins.remove(&value(h))).map(drop)
 }

@@ -77,6 +77,7 @@ mod pack;
 mod pcoll;
 mod persistent;
 mod request;
+mod rma;
 mod status;
 mod table;
 mod thread;

@@ -285,6 +285,11 @@ fn main() {
         "comm_from_group",
         "abi_info",
         "serialized",
+        "rma",
+        "rma_sync",
+        "rma_dynamic",
+        "rma_shared",
+        "rma_errors",
     ];
 
     tests.push((
@@ -330,6 +335,16 @@ fn main() {
                     Box::new(move || launch_ok(env, &env.work.join(name), np, transport, None)),
                 ));
             }
+        }
+    }
+    // One-sided communication is carried out by each target's library:
+    // every transport, as its own wait loop runs the agent.
+    for name in ["rma", "rma_sync", "rma_dynamic", "rma_shared", "rma_errors"] {
+        for transport in ["sockets-poll", "dimmnet", "hyphenlink"] {
+            tests.push((
+                format!("run_{name}_{transport}_np4"),
+                Box::new(move || launch_ok(env, &env.work.join(name), 4, transport, None)),
+            ));
         }
     }
     for np in [1, 3] {

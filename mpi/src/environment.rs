@@ -42,6 +42,9 @@ pub(crate) struct Runtime {
     /// The schedules of nonblocking collectives that have not finished
     /// (see `collective/schedule.rs`).
     schedules: RefCell<Vec<Rc<RefCell<dyn Advance>>>>,
+    /// Set by a binding's agent that did something (`raw::add_agent`):
+    /// what a wait waits for may have happened meanwhile.
+    pub(crate) agent_worked: Rc<Cell<bool>>,
 }
 
 impl Runtime {
@@ -105,8 +108,16 @@ impl Runtime {
 
     /// The transport's progress (waiting at most `timeout`, forever for
     /// `None`), after advancing every nonblocking collective's schedule.
+    /// When an agent did some work, the transport is only asked for what
+    /// is ready, so that the caller looks at its request again first.
     pub(crate) fn progress(&self, timeout: Option<Duration>) -> Result<()> {
+        self.agent_worked.set(false);
         self.advance_schedules();
+        let timeout = if self.agent_worked.get() {
+            Some(Duration::ZERO)
+        } else {
+            timeout
+        };
         self.with(|t| t.progress(timeout))
     }
 
@@ -165,6 +176,7 @@ pub fn initialize() -> Result<Universe> {
         orphans: RefCell::new(Vec::new()),
         collectives: RefCell::new(HashMap::new()),
         schedules: RefCell::new(Vec::new()),
+        agent_worked: Rc::default(),
     });
     let world = Communicator::new(rt.clone(), 0, (0..size).collect(), rank);
     Ok(Universe { rt, world })

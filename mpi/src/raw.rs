@@ -19,14 +19,21 @@
 //!   unpacked when it completes, and a send from a packed copy, for
 //!   datatypes that are not contiguous;
 //! - [`world_ranks`] and [`context_id`]: what `MPI_Comm_compare` (§7.4.1)
-//!   compares.
+//!   compares;
+//! - [`add_agent`], [`advance`], [`check`] and [`peer_failure`]: what a
+//!   binding's one-sided communication (§12, `capi/src/rma/`) needs to
+//!   serve other processes' requests whenever this process waits.
 //!
 //! Ranks and tags use this crate's wildcards ([`crate::ANY_SOURCE`],
 //! [`crate::ANY_TAG`]); a binding translates its own.
 
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use crate::collective::schedule::Advance;
 use crate::communicator::Communicator;
 use crate::error::{Error, Result};
-use crate::point_to_point::Message;
+use crate::point_to_point::{Message, Status};
 use crate::request::Request;
 
 /// `MPI_Isend` (§3.7.2) of raw bytes on the communicator's point-to-point
@@ -191,4 +198,77 @@ pub fn world_ranks(comm: &Communicator) -> &[u32] {
 /// id and the same members are the same communicator (`MPI_IDENT`).
 pub fn context_id(comm: &Communicator) -> u32 {
     comm.context
+}
+
+/// What an agent's round did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentStep {
+    /// Nothing to do now.
+    Idle,
+    /// It did some work (what a wait waits for may have happened).
+    Worked,
+    /// It is finished and may be forgotten.
+    Finished,
+}
+
+/// A binding's work that runs whenever the process waits.
+struct Agent {
+    f: Box<dyn FnMut() -> AgentStep>,
+    worked: Rc<Cell<bool>>,
+}
+
+impl Advance for Agent {
+    fn advance(&mut self) -> bool {
+        match (self.f)() {
+            AgentStep::Idle => false,
+            AgentStep::Worked => {
+                self.worked.set(true);
+                false
+            }
+            AgentStep::Finished => true,
+        }
+    }
+}
+
+/// Runs `agent` without waiting every time this process waits for
+/// anything (every wait loop, probe and poll of the communicator's
+/// runtime, as a nonblocking collective's schedule is advanced), until it
+/// returns [`AgentStep::Finished`]. An agent already running further up
+/// the stack is not entered again. It must never wait itself; when it
+/// did some work, the wait that ran it looks at what it waits for again
+/// before it sleeps.
+pub fn add_agent(comm: &Communicator, agent: Box<dyn FnMut() -> AgentStep>) {
+    let worked = comm.rt.agent_worked.clone();
+    comm.rt
+        .add_schedule(Rc::new(RefCell::new(Agent { f: agent, worked })));
+}
+
+/// Runs every agent and nonblocking collective of the process once,
+/// without waiting (what every wait does before it waits).
+pub fn advance(comm: &Communicator) {
+    comm.rt.advance_schedules();
+}
+
+/// Whether `request` has completed, without making progress (the caller
+/// is an agent, or has just made progress); its status once it has. A
+/// completed request keeps answering with its status.
+///
+/// # Errors
+///
+/// The request's failure.
+pub fn check(request: &mut Request<'_>) -> Result<Option<Status>> {
+    request.check()
+}
+
+/// Why the process at `rank` of `comm` is dead, or `None` while it is
+/// alive (or `rank` names nobody).
+pub fn peer_failure(comm: &Communicator, rank: i32) -> Option<String> {
+    let w = comm.world_rank(rank).ok()?;
+    comm.rt.with(|t| Ok(t.peer_failure(w))).ok().flatten()
+}
+
+/// Another handle to `comm` (the same context and members), for an agent
+/// to keep.
+pub fn another_handle(comm: &Communicator) -> Communicator {
+    comm.handle()
 }

@@ -132,7 +132,7 @@ pub(crate) unsafe extern "C" fn mpi_type_null_delete_fn_(
 
 /// `MPI_COMM_CREATE_KEYVAL` / `MPI_TYPE_CREATE_KEYVAL(COPY_FN,
 /// DELETE_FN, KEYVAL, EXTRA_STATE, IERROR)`.
-unsafe fn create_keyval(
+pub(super) unsafe fn create_keyval(
     name: &str,
     object: Object,
     copy: Option<FCopyFn>,

@@ -138,6 +138,7 @@ conversions! {
     MPI_Op_c2f, MPI_Op_f2c;
     MPI_Request_c2f, MPI_Request_f2c;
     MPI_Type_c2f, MPI_Type_f2c;
+    MPI_Win_c2f, MPI_Win_f2c;
 }
 
 /// The integers of a Fortran status: the C `MPI_Status`, as they are.

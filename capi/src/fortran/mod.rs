@@ -5,7 +5,8 @@
 //! exported function Fortran has (`bindings.rs` includes them) and the
 //! headers; `special.rs` writes by hand the few whose Fortran form is not
 //! the C one argument for argument, `caching.rs` those that take Fortran
-//! callbacks (attribute caching, error handlers). The generated code
+//! callbacks (attribute caching, error handlers), `window.rs` those of
+//! windows. The generated code
 //! leans on:
 //! - `handles.rs`: integer handles and back (`MPI_Comm_c2f`, ...);
 //! - `args.rs`: the sentinels (`MPI_BOTTOM`, `MPI_STATUS_IGNORE`, ...,
@@ -64,6 +65,7 @@ mod caching;
 mod f90_types;
 mod handles;
 mod special;
+mod window;
 
 /// Stores `rc` in Fortran's `ierror`.
 ///
