@@ -91,8 +91,10 @@ cargo build --quiet --release -p o2g-mpi-abi "${manifest[@]}"
 cdir="$O2G_ROOT/target/bench-c"
 c_bins="$("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" is-o2g)"
 # The C ABI's own test programs, for tests that run them over o2g: the
-# first four, and a slice of each family issue 23 added.
-for prog in env p2p coll is datatype coll2 icoll group topo p2p_modes persistent mprobe waitsome neighbor intercomm serialized; do
+# first four, a slice of each family issue 23 added, and one-sided
+# communication.
+for prog in env p2p coll is datatype coll2 icoll group topo p2p_modes persistent mprobe waitsome neighbor intercomm serialized \
+    rma rma_sync rma_dynamic rma_shared rma_errors; do
     "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -o "$cdir/capi-$prog" "$O2G_ROOT/capi/tests/c/$prog.c"
     c_bins+=" $cdir/capi-$prog"
 done
@@ -101,7 +103,7 @@ done
 if [[ " ${tests[*]} " == *" mpi-fortran-o2g "* ]]; then
     fdir="$O2G_ROOT/capi/tests/fortran"
     "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -c -o "$cdir/interop_c.o" "$fdir/interop_c.c"
-    for src in ring.f90 reduce.f90 alltoallv.f90 stencil.f90 ddt.f90 cg.f90 legacy.f interop.f90 caching.f90; do
+    for src in ring.f90 reduce.f90 alltoallv.f90 stencil.f90 ddt.f90 cg.f90 legacy.f interop.f90 caching.f90 rma.f90; do
         prog="fortran-${src%.*}"
         extra=()
         [[ "$src" == interop.f90 ]] && extra=("$cdir/interop_c.o")

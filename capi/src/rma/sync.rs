@@ -56,12 +56,14 @@ pub(crate) fn finish_gets(w: &Win, target: Option<usize>) -> Res<()> {
     for (h, _) in rgets {
         // A request the program completed or freed already is gone.
         let hh = handles::handle(h);
-        if let Ok(Some(ReqEntry::Live(r, m))) = handles::take_request(hh) {
-            let (st, res) = crate::p2p::recv_outcome(r.wait());
-            let code = res.err().map_or(crate::error::MPI_SUCCESS, |c| c.0);
-            handles::put_request(hh, ReqEntry::Done(st, code, m))?;
-        } else if let Ok(Some(other)) = handles::take_request(hh) {
-            handles::put_request(hh, other)?;
+        match handles::take_request(hh) {
+            Ok(Some(ReqEntry::Live(r, m))) => {
+                let (st, res) = crate::p2p::recv_outcome(r.wait());
+                let code = res.err().map_or(crate::error::MPI_SUCCESS, |c| c.0);
+                handles::put_request(hh, ReqEntry::Done(st, code, m))?;
+            }
+            Ok(Some(other)) => handles::put_request(hh, other)?,
+            _ => {}
         }
     }
     first

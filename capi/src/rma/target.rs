@@ -102,7 +102,8 @@ impl Memory {
 #[derive(Default)]
 struct Locks {
     exclusive: Option<usize>,
-    shared: usize,
+    /// The origins holding it shared.
+    shared: Vec<usize>,
     /// Origins waiting, first come first served: (origin, exclusive,
     /// reply tag).
     waiting: VecDeque<(usize, bool, i32)>,
@@ -110,14 +111,29 @@ struct Locks {
 
 impl Locks {
     fn grantable(&self, exclusive: bool) -> bool {
-        self.exclusive.is_none() && (!exclusive || self.shared == 0)
+        self.exclusive.is_none() && (!exclusive || self.shared.is_empty())
     }
 
     fn take(&mut self, origin: usize, exclusive: bool) {
         if exclusive {
             self.exclusive = Some(origin);
         } else {
-            self.shared += 1;
+            self.shared.push(origin);
+        }
+    }
+
+    /// Releases the lock `origin` holds; `false` if it holds none.
+    fn release(&mut self, origin: usize) -> bool {
+        if self.exclusive == Some(origin) {
+            self.exclusive = None;
+            return true;
+        }
+        match self.shared.iter().position(|&o| o == origin) {
+            Some(i) => {
+                self.shared.swap_remove(i);
+                true
+            }
+            None => false,
         }
     }
 }
@@ -400,11 +416,7 @@ impl Target {
                 }
             }
             Kind::Unlock => {
-                if self.locks.exclusive == Some(origin) {
-                    self.locks.exclusive = None;
-                } else if self.locks.shared > 0 {
-                    self.locks.shared -= 1;
-                } else {
+                if !self.locks.release(origin) {
                     return Err(format!("rank {origin} unlocked a window it had not locked"));
                 }
                 self.acknowledge(origin, h.reply)?;

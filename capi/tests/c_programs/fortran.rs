@@ -13,7 +13,7 @@ use std::process::Command;
 use super::{launch_ok, succeed, Env, TestFn};
 
 /// The programs, and the file each is in.
-const PROGRAMS: [(&str, &str); 9] = [
+const PROGRAMS: [(&str, &str); 10] = [
     ("ring", "ring.f90"),
     ("reduce", "reduce.f90"),
     ("alltoallv", "alltoallv.f90"),
@@ -23,6 +23,7 @@ const PROGRAMS: [(&str, &str); 9] = [
     ("legacy", "legacy.f"),
     ("interop", "interop.f90"),
     ("caching", "caching.f90"),
+    ("rma", "rma.f90"),
 ];
 
 fn dir(env: &Env) -> PathBuf {
