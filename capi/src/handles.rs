@@ -301,6 +301,11 @@ pub(crate) fn take_request(h: Handle) -> Res<Option<ReqEntry>> {
         .ok_or(Code(MPI_ERR_REQUEST))
 }
 
+/// Whether request handle `h` (a value) is still in the table.
+pub(crate) fn has_request(h: usize) -> bool {
+    with(|s| s.requests.contains_key(&h)).unwrap_or(false)
+}
+
 /// Puts a request that is not complete back under its handle.
 pub(crate) fn put_request(h: Handle, r: ReqEntry) -> Res<()> {
     with(|s| {

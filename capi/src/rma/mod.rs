@@ -176,6 +176,19 @@ impl Win {
         }
     }
 
+    /// Waits for `r` (a reply this process asked for), serving requests
+    /// meanwhile; fails if the window cannot go on.
+    pub(crate) fn wait_request(&self, mut r: mpi::Request<'static>) -> Res<mpi::Status> {
+        loop {
+            mpi::raw::advance(&self.comm);
+            if let Some(st) = mpi::raw::check(&mut r)? {
+                return Ok(st);
+            }
+            self.check_failed()?;
+            self.comm.poll(Duration::from_millis(50))?;
+        }
+    }
+
     /// Reports (and forgets) a request of another process's that this
     /// one refused.
     pub(crate) fn local_error(&self) -> Res<()> {

@@ -236,12 +236,31 @@ impl Fetch {
             }
             Fetch::Request(out) => {
                 let h = handles::new_request(ReqEntry::Live(r, w.errh.get()))?;
-                w.origin.borrow_mut().rgets.push((handles::value(h), rank));
+                let mut o = w.origin.borrow_mut();
+                // Those the program completed meanwhile are gone.
+                o.rgets.retain(|&(g, _)| handles::has_request(g));
+                o.rgets.push((handles::value(h), rank));
                 // SAFETY: the caller of the request-based call passes a
                 // valid output pointer.
                 unsafe { ffi::out(out, h) }
             }
         }
+    }
+}
+
+/// Fails unless a request-based call on `rank` is inside a
+/// passive-target epoch (§12.3.5 allows them only there).
+fn passive(w: &Win, rank: c_int) -> Res<()> {
+    let Some(t) = target_rank(w, rank)? else {
+        return Ok(());
+    };
+    let o = w.origin.borrow();
+    if o.lock_all.is_some() || o.held[t] != super::Held::None {
+        Ok(())
+    } else {
+        Err(super::sync_error(
+            "request-based RMA calls are only allowed in a passive-target (lock) epoch",
+        ))
     }
 }
 
@@ -451,6 +470,7 @@ with_c! {
             if request.is_null() {
                 return Err(Code(crate::error::MPI_ERR_ARG));
             }
+            passive(&*self::win(win)?, target_rank)?;
             // SAFETY: the caller's buffer and request pointer.
             unsafe { put(win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, request) }
         })
@@ -485,6 +505,7 @@ with_c! {
             if request.is_null() {
                 return Err(Code(crate::error::MPI_ERR_ARG));
             }
+            passive(&*self::win(win)?, target_rank)?;
             // SAFETY: the caller's buffer and request pointer.
             unsafe { get(win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, request) }
         })
@@ -521,6 +542,7 @@ with_c! {
             if request.is_null() {
                 return Err(Code(crate::error::MPI_ERR_ARG));
             }
+            passive(&*self::win(win)?, target_rank)?;
             // SAFETY: the caller's buffer and request pointer.
             unsafe { accumulate(win, origin_addr, origin_count, origin_datatype, None, target_rank, target_disp, target_count, target_datatype, op, request) }
         })
@@ -557,6 +579,7 @@ with_c! {
             if request.is_null() {
                 return Err(Code(crate::error::MPI_ERR_ARG));
             }
+            passive(&*self::win(win)?, target_rank)?;
             let result = Some((result_addr, result_count, result_datatype));
             // SAFETY: the caller's buffers and request pointer.
             unsafe { accumulate(win, origin_addr, origin_count, origin_datatype, result, target_rank, target_disp, target_count, target_datatype, op, request) }
@@ -622,10 +645,18 @@ pub(crate) unsafe extern "C" fn MPI_Compare_and_swap(
 ) -> c_int {
     boundary_win("MPI_Compare_and_swap", win, || {
         let w = self::win(win)?;
-        if !datatype::is_predefined(handles::value(datatype)) {
+        let cas_type = datatype::is_predefined(handles::value(datatype))
+            && datatype::lookup(datatype).is_ok_and(|t| {
+                use crate::datatype::Kind::*;
+                matches!(
+                    t.kind,
+                    I8 | U8 | I16 | U16 | I32 | U32 | I64 | U64 | Bool | Byte
+                )
+            });
+        if !cas_type {
             return Err(explained(
                 MPI_ERR_TYPE,
-                "MPI_Compare_and_swap takes one element of a predefined type",
+                "MPI_Compare_and_swap takes one element of a predefined integer, logical or byte type",
             ));
         }
         let Some(t) = target_spec(&w, target_rank, target_disp, 1, datatype)? else {

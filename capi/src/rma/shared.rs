@@ -7,7 +7,8 @@ use std::ffi::CString;
 
 use crate::error::{Code, Res, MPI_ERR_NO_MEM, MPI_ERR_RMA_SHARED};
 
-/// The alignment of every allocated window and of each shared segment.
+/// The alignment of every allocated window and of a shared mapping's
+/// length.
 const ALIGN: usize = 64;
 
 /// Memory a window owns.
@@ -77,7 +78,10 @@ pub(crate) fn layout(sizes: &[u64]) -> Res<(Vec<usize>, usize)> {
         let s = usize::try_from(s).map_err(|_| Code(MPI_ERR_NO_MEM))?;
         at = at.checked_add(s).ok_or(Code(MPI_ERR_NO_MEM))?;
     }
-    Ok((offsets, at.next_multiple_of(ALIGN)))
+    let len = at
+        .checked_next_multiple_of(ALIGN)
+        .ok_or(Code(MPI_ERR_NO_MEM))?;
+    Ok((offsets, len))
 }
 
 /// The name of the shared memory object of window number `id` of the

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use super::wire::{self, Header, Kind};
 use super::{sync_error, target_rank, win, Held, Win};
-use crate::error::{boundary_win, explained, Code, Res, MPI_ERR_LOCKTYPE, MPI_ERR_RMA_RANGE};
+use crate::error::{boundary_win, explained, Res, MPI_ERR_LOCKTYPE, MPI_ERR_RMA_RANGE};
 use crate::ffi;
 use crate::handles::{self, Handle, ReqEntry};
 
@@ -49,16 +49,29 @@ pub(crate) fn finish_gets(w: &Win, target: Option<usize>) -> Res<()> {
     };
     let mut first = Ok(());
     for (_, r) in gets {
-        if let Err(e) = r.wait() {
-            first = first.and(Err(Code::from(e)));
+        if let Err(e) = w.wait_request(r) {
+            first = first.and(Err(e));
         }
     }
     for (h, _) in rgets {
         // A request the program completed or freed already is gone.
         let hh = handles::handle(h);
         match handles::take_request(hh) {
-            Ok(Some(ReqEntry::Live(r, m))) => {
-                let (st, res) = crate::p2p::recv_outcome(r.wait());
+            Ok(Some(ReqEntry::Live(mut r, m))) => {
+                let done = loop {
+                    match mpi::raw::check(&mut r) {
+                        Ok(Some(st)) => break Ok(st),
+                        Err(e) => break Err(e),
+                        Ok(None) => {}
+                    }
+                    mpi::raw::advance(&w.comm);
+                    if let Err(e) = w.check_failed() {
+                        handles::put_request(hh, ReqEntry::Live(r, m))?;
+                        return Err(e);
+                    }
+                    w.comm.poll(std::time::Duration::from_millis(50))?;
+                };
+                let (st, res) = crate::p2p::recv_outcome(done);
                 let code = res.err().map_or(crate::error::MPI_SUCCESS, |c| c.0);
                 handles::put_request(hh, ReqEntry::Done(st, code, m))?;
             }
@@ -98,16 +111,19 @@ fn ask(w: &Win, target: usize, kind: Kind, flags: u8) -> Res<Asked> {
     Ok((r, got))
 }
 
-/// Waits for answers; the first refusal an acknowledgement reports
-/// becomes the error.
-fn answers(asked: Vec<Asked>) -> Res<()> {
+/// Waits for every answer; the first failure, or refusal an
+/// acknowledgement reports, becomes the error.
+fn answers(w: &Win, asked: Vec<Asked>) -> Res<()> {
     let mut first = Ok(());
     for (r, got) in asked {
-        r.wait()?;
+        let r = w.wait_request(r);
         let (code, text) = wire::decode_ack(&got.borrow());
-        if code != 0 && first.is_ok() {
-            first = Err(explained(MPI_ERR_RMA_RANGE, &text));
-        }
+        let this = match r {
+            Err(e) => Err(e),
+            Ok(_) if code != 0 => Err(explained(MPI_ERR_RMA_RANGE, &text)),
+            Ok(_) => Ok(()),
+        };
+        first = first.and(this);
     }
     first
 }
@@ -181,8 +197,12 @@ pub(crate) extern "C" fn MPI_Win_post(group: Handle, assert: c_int, win: Handle)
         if w.origin.borrow().posted {
             return Err(sync_error("MPI_Win_post while an exposure epoch is open"));
         }
-        for &o in &origins {
-            w.comm.send::<u8>(&[], o as c_int, wire::TAG_POST)?;
+        // With MPI_MODE_NOCHECK the origins' starts wait for no notice
+        // (§12.5.5: both sides say so, or neither).
+        if assert & MODE_NOCHECK == 0 {
+            for &o in &origins {
+                w.comm.send::<u8>(&[], o as c_int, wire::TAG_POST)?;
+            }
         }
         let mut o = w.origin.borrow_mut();
         o.expected_completes += origins.len() as u64;
@@ -213,7 +233,9 @@ pub(crate) extern "C" fn MPI_Win_start(group: Handle, assert: c_int, win: Handle
                     Box::new(|_| ()),
                 )?);
             }
-            mpi::request::wait_all(posts)?;
+            for r in posts {
+                w.wait_request(r)?;
+            }
         }
         w.origin.borrow_mut().started = Some(targets);
         Ok(())
@@ -350,7 +372,7 @@ pub(crate) extern "C" fn MPI_Win_lock(
             held
         };
         if let Some(asked) = lock_one(&w, t, held)? {
-            answers(vec![asked])?;
+            answers(&w, vec![asked])?;
         }
         w.origin.borrow_mut().held[t] = held;
         Ok(())
@@ -381,7 +403,7 @@ pub(crate) extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
         for t in 0..w.size() {
             asked.extend(lock_one(&w, t, held)?);
         }
-        answers(asked)?;
+        answers(&w, asked)?;
         w.origin.borrow_mut().lock_all = Some(held);
         Ok(())
     })
@@ -416,7 +438,7 @@ pub(crate) extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
         let asked = release(&w, t, held)?;
         w.origin.borrow_mut().held[t] = Held::None;
         let gets = finish_gets(&w, Some(t));
-        answers(vec![asked])?;
+        answers(&w, vec![asked])?;
         gets
     })
 }
@@ -437,7 +459,7 @@ pub(crate) extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
             asked.push(release(&w, t, held)?);
         }
         let gets = finish_gets(&w, None);
-        answers(asked)?;
+        answers(&w, asked)?;
         gets
     })
 }
@@ -476,7 +498,7 @@ fn flush(name: &str, win: Handle, rank: Option<c_int>) -> c_int {
         for &t in &targets {
             finish_gets(&w, Some(t))?;
         }
-        answers(asked)
+        answers(&w, asked)
     })
 }
 

@@ -280,27 +280,17 @@ impl Target {
                 .filter(|&o| o < self.queues.len())
                 .ok_or("an RMA request from no member of the window")?;
             let hdr = Header::decode(&bytes).map_err(|e| format!("rank {origin} sent {e}"))?;
-            // A put of the next fence epoch may not land before this
-            // process enters that fence.
-            let early = hdr.flags & wire::FENCE_EPOCH != 0
-                && (!self.queues[origin].is_empty() || self.entered <= self.fences[origin]);
-            let data = self.post_data(origin, &hdr, !early)?;
-            self.queues[origin].push_back(Pending { hdr, data });
+            self.queues[origin].push_back(Pending { hdr, data: None });
         }
     }
 
-    /// Posts the receive of what follows `hdr` from `origin`, if
-    /// anything does: straight into the window for a put of one run
-    /// (checked first), else into a buffer of its exact length.
-    fn post_data(
-        &mut self,
-        origin: usize,
-        hdr: &Header,
-        in_place: bool,
-    ) -> Result<Option<Posted>, String> {
-        if !hdr.kind.has_data(hdr) {
-            return Ok(None);
-        }
+    /// Posts the receive of what follows `hdr` from `origin` (a request
+    /// at the head of its queue, so one buffer per origin at most):
+    /// straight into the window for a put of one run into fixed memory
+    /// (checked first; a dynamic window's region could be detached before
+    /// the data come), else into a buffer of its exact length.
+    fn post_data(&mut self, origin: usize, hdr: &Header) -> Result<Posted, String> {
+        let in_place = matches!(self.mem, Memory::Fixed { .. });
         let bad = || format!("rank {origin} announced an RMA request larger than the window");
         let span = self.mem.span() as u64;
         let data = match hdr.kind {
@@ -329,7 +319,7 @@ impl Target {
                     )
                 }
                 .map_err(|e| format!("receiving a put: {e}"))?;
-                return Ok(Some(Posted { req, slot: None }));
+                return Ok(Posted { req, slot: None });
             }
         }
         let len = runs
@@ -351,10 +341,10 @@ impl Target {
             Box::new(move |b| *s.borrow_mut() = Some(b.to_vec())),
         )
         .map_err(|e| format!("receiving an RMA request's data: {e}"))?;
-        Ok(Some(Posted {
+        Ok(Posted {
             req,
             slot: Some(slot),
-        }))
+        })
     }
 
     /// Carries out the requests at the head of every origin's queue whose
@@ -367,6 +357,16 @@ impl Target {
                     // enters the fence that ends it.
                     break;
                 }
+                if front.data.is_none() && front.hdr.kind.has_data(&front.hdr) {
+                    let hdr = front.hdr;
+                    let posted = self.post_data(origin, &hdr)?;
+                    if let Some(front) = self.queues[origin].front_mut() {
+                        front.data = Some(posted);
+                    }
+                }
+                let Some(front) = self.queues[origin].front_mut() else {
+                    break;
+                };
                 let data = match &mut front.data {
                     None => None,
                     Some(p) => match mpi::raw::check(&mut p.req) {
@@ -464,17 +464,17 @@ impl Target {
     /// whatever a get must get, even when the request is refused (zeros
     /// then), so that the origin is not left waiting.
     fn access(&mut self, origin: usize, h: &Header, data: &[u8]) -> Result<(), String> {
-        let (runs, payload) = if h.explicit() {
-            wire::decode_runs(data, h.runs)?
-        } else {
-            (vec![(0, h.len)], data)
-        };
-        let located = self.locate_all(h, &runs);
         let fetches = matches!(
             h.kind,
             Kind::Get | Kind::GetAccumulate | Kind::CompareAndSwap
         );
-        let addrs = match located {
+        let located = if h.explicit() {
+            wire::decode_runs(data, h.runs)
+        } else {
+            Ok((vec![(0, h.len)], data))
+        }
+        .and_then(|(runs, payload)| Ok((self.locate_all(h, &runs)?, payload)));
+        let (addrs, payload) = match located {
             Ok(a) => a,
             Err(why) => {
                 if fetches {
@@ -504,6 +504,7 @@ impl Target {
                     scatter(&addrs, new);
                 }
             }
+            Kind::Accumulate | Kind::GetAccumulate if h.op == OP_NO_OP => {}
             Kind::Accumulate | Kind::GetAccumulate => {
                 check_len(payload, h.len)?;
                 let mut now = old;

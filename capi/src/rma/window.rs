@@ -84,7 +84,8 @@ unsafe fn make(
         extents,
         owned: RefCell::new(p.owned),
     };
-    let h = handles::new_win(w)?;
+    let target = w.target.clone();
+    let h = handles::new_win(w).inspect_err(|_| target.borrow_mut().freed = true)?;
     // SAFETY: by this function's contract.
     unsafe { ffi::out(out, h) }
 }
@@ -256,31 +257,45 @@ fn shared_segment(wcomm: &mpi::Communicator, size: usize) -> Res<Owned> {
     let (_, len) = segments(wcomm, size)?;
     // Every member learns whether the first could create the object, so
     // that all fail together.
+    // What the first member says: 1 it made the object, 2 the members
+    // are not on one host, 0 it could not make it.
+    const MADE: u64 = 1;
+    const HOSTS: u64 = 2;
     let mut id = [std::process::id() as u64, next_shared_id(), 0];
-    let mine = if wcomm.rank() == 0 && hosts.iter().all(|h| *h == host) {
-        let name = shared::object_name(id[0] as u32, id[1]);
-        match shared::map(&name, len, true) {
-            Ok(m) => {
-                id[2] = 1;
-                Some(m)
-            }
-            Err(e) => {
-                let mut first = [id];
-                wcomm.broadcast_into(&mut first, 0)?;
-                return Err(e);
+    let mut mine = None;
+    let mut failure = None;
+    if wcomm.rank() == 0 {
+        if hosts.iter().any(|h| *h != host) {
+            id[2] = HOSTS;
+        } else {
+            match shared::map(&shared::object_name(id[0] as u32, id[1]), len, true) {
+                Ok(m) => {
+                    id[2] = MADE;
+                    mine = Some(m);
+                }
+                Err(e) => failure = Some(e),
             }
         }
-    } else {
-        None
-    };
+    }
     let mut first = [id];
     wcomm.broadcast_into(&mut first, 0)?;
     let [pid, serial, made] = first[0];
-    if made == 0 {
-        return Err(explained(
-            MPI_ERR_RMA_SHARED,
-            "MPI_Win_allocate_shared needs every process of the communicator on one host",
-        ));
+    match made {
+        MADE => {}
+        HOSTS => {
+            return Err(explained(
+                MPI_ERR_RMA_SHARED,
+                "MPI_Win_allocate_shared needs every process of the communicator on one host",
+            ))
+        }
+        _ => {
+            return Err(failure.unwrap_or_else(|| {
+                explained(
+                    MPI_ERR_RMA_SHARED,
+                    "the first process could not make the shared window memory",
+                )
+            }))
+        }
     }
     let name = shared::object_name(pid as u32, serial);
     let mapped = match mine {
@@ -377,7 +392,7 @@ unsafe fn shared_query<U: TryFrom<u32>>(
             super::target_rank(&w, rank)?.unwrap_or(0)
         };
         let (bytes, du) = w.extents.as_ref().map_or((0, 1), |e| e[r]);
-        let p = if bytes == 0 && rank != -1 {
+        let p = if bytes == 0 && rank != super::PROC_NULL {
             0
         } else {
             start + offsets[r]
@@ -562,12 +577,10 @@ pub(crate) unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
         }
         super::sync::finish_gets(&w, None)?;
         w.comm.barrier()?;
-        {
-            let mut t = w.target.borrow_mut();
-            t.freed = true;
-        }
-        mpi::raw::advance(&w.comm);
+        // A delete callback's error leaves the window as it was.
         super::attrs::delete_all(*slot, &w)?;
+        w.target.borrow_mut().freed = true;
+        mpi::raw::advance(&w.comm);
         let err = w.local_error();
         handles::free_win(*slot)?;
         *slot = handles::handle(super::WIN_NULL);

@@ -15,7 +15,7 @@ pub(crate) const TAG_HEADER: i32 = 1;
 pub(crate) const TAG_DATA: i32 = 2;
 /// Tag of the `MPI_Win_post` notice a target sends each origin (§12.5.2).
 pub(crate) const TAG_POST: i32 = 3;
-/// The first tag an origin picks for replies; the others are below.
+/// The first tag an origin picks for replies; it counts up from here.
 pub(crate) const FIRST_REPLY_TAG: i32 = 16;
 
 /// Bytes of an encoded header.

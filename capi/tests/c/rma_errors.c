@@ -3,7 +3,9 @@
  * error class checked with MPI_Error_class: a Put, Get or Accumulate past
  * the end of the target window (MPI_ERR_RMA_RANGE); unlock, flush and
  * unlock_all without the lock, complete without start, wait without post
- * (MPI_ERR_RMA_SYNC); a bad lock type (MPI_ERR_LOCKTYPE); a target rank
+ * (MPI_ERR_RMA_SYNC), request-based calls outside a lock epoch
+ * (MPI_ERR_RMA_SYNC), compare-and-swap of a double (MPI_ERR_TYPE); a bad
+ * lock type (MPI_ERR_LOCKTYPE); a target rank
  * out of range (MPI_ERR_RANK); after each the window still works (a fence
  * epoch with a Put). MPI_Win_get_errhandler; a user handler from
  * MPI_Win_create_errhandler called with the window and the code, also by
@@ -98,6 +100,21 @@ int main(int argc, char **argv) {
     CHECK(error_class(MPI_Win_complete(win)) == MPI_ERR_RMA_SYNC);
     still_works(win);
     CHECK(error_class(MPI_Win_wait(win)) == MPI_ERR_RMA_SYNC);
+    still_works(win);
+
+    /* ---- Request-based calls outside a lock epoch: MPI_ERR_RMA_SYNC;
+     * compare-and-swap of a floating-point type: MPI_ERR_TYPE. ---- */
+    {
+        int x = rank, y = 0;
+        double d = 1.0, e = 2.0, f = 0.0;
+        MPI_Request r = MPI_REQUEST_NULL;
+        OK(MPI_Win_fence(0, win));
+        CHECK(error_class(MPI_Rput(&x, 1, MPI_INT, right, 0, 1, MPI_INT, win, &r)) == MPI_ERR_RMA_SYNC);
+        CHECK(error_class(MPI_Rget(&y, 1, MPI_INT, right, 0, 1, MPI_INT, win, &r)) == MPI_ERR_RMA_SYNC);
+        CHECK(r == MPI_REQUEST_NULL);
+        CHECK(error_class(MPI_Compare_and_swap(&d, &e, &f, MPI_DOUBLE, right, 0, win)) == MPI_ERR_TYPE);
+        OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    }
     still_works(win);
 
     /* ---- A bad lock type: MPI_ERR_LOCKTYPE (and nothing locked). ---- */

@@ -93,6 +93,25 @@ int main(int argc, char **argv) {
         CHECK(spins < 100000000L);
     }
     CHECK(buf[S_PSCW2] == left * 3 + 2);
+
+    /* Round 3: MPI_MODE_NOCHECK on both post and start (every post is
+     * done before the barrier); then round 4 without it must still wait
+     * for its own post, not for a notice left over from round 3. */
+    int p3 = rank * 5 + 1;
+    OK(MPI_Win_post(nbrs, MPI_MODE_NOCHECK, win));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Win_start(nbrs, MPI_MODE_NOCHECK, win));
+    OK(MPI_Put(&p3, 1, MPI_INT, right, S_PSCW2, 1, MPI_INT, win));
+    OK(MPI_Win_complete(win));
+    OK(MPI_Win_wait(win));
+    CHECK(buf[S_PSCW2] == left * 5 + 1);
+    int p4 = rank * 7 + 3;
+    OK(MPI_Win_post(nbrs, 0, win));
+    OK(MPI_Win_start(nbrs, 0, win));
+    OK(MPI_Put(&p4, 1, MPI_INT, right, S_PSCW2, 1, MPI_INT, win));
+    OK(MPI_Win_complete(win));
+    OK(MPI_Win_wait(win));
+    CHECK(buf[S_PSCW2] == left * 7 + 3);
     OK(MPI_Group_free(&nbrs));
     OK(MPI_Group_free(&wg));
 
