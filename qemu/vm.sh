@@ -91,10 +91,10 @@ cargo build --quiet --release -p o2g-mpi-abi "${manifest[@]}"
 cdir="$O2G_ROOT/target/bench-c"
 c_bins="$("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" is-o2g)"
 # The C ABI's own test programs, for tests that run them over o2g: the
-# first four, a slice of each family issue 23 added, and one-sided
-# communication.
+# first four, a slice of each family issue 23 added, one-sided
+# communication and MPI_THREAD_MULTIPLE.
 for prog in env p2p coll is datatype coll2 icoll group topo p2p_modes persistent mprobe waitsome neighbor intercomm serialized \
-    rma rma_sync rma_dynamic rma_shared rma_errors; do
+    rma rma_sync rma_dynamic rma_shared rma_errors multiple; do
     "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -o "$cdir/capi-$prog" "$O2G_ROOT/capi/tests/c/$prog.c"
     c_bins+=" $cdir/capi-$prog"
 done

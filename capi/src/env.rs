@@ -72,8 +72,8 @@ pub(crate) extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_cha
     boundary_init("MPI_Init", init)
 }
 
-/// `MPI_Init_thread` (§11.6.1): provides what is required up to
-/// `MPI_THREAD_SERIALIZED` (`thread.rs`). A `required` that is no level,
+/// `MPI_Init_thread` (§11.6.1): provides what is required, up to
+/// `MPI_THREAD_MULTIPLE` (`thread.rs`). A `required` that is no level,
 /// like any failure, is fatal, as for `MPI_Init`.
 ///
 /// # Safety
@@ -96,6 +96,9 @@ pub(crate) unsafe extern "C" fn MPI_Init_thread(
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(provided, level) }?;
         init()?;
+        if level == thread::THREAD_MULTIPLE {
+            thread::take_turns();
+        }
         thread::set_provided(level);
         Ok(())
     })
@@ -297,7 +300,7 @@ pub(crate) unsafe extern "C" fn MPI_Get_library_version(
 ) -> c_int {
     boundary_any_thread("MPI_Get_library_version", || {
         let text = format!(
-            "o2g MPI {} (MPI 5.0 standard ABI 1.0, a subset; up to MPI_THREAD_SERIALIZED; transport {})",
+            "o2g MPI {} (MPI 5.0 standard ABI 1.0, a subset; up to MPI_THREAD_MULTIPLE; transport {})",
             env!("CARGO_PKG_VERSION"),
             thread::transport().unwrap_or("chosen at MPI_Init by O2G_TRANSPORT")
         );

@@ -144,18 +144,21 @@ struct Shared(RefCell<Option<State>>);
 
 // SAFETY: the state (and every `Rc` cloned out of it) is used only by a
 // thread that `thread::may_use_state` allows: the one that initialised
-// MPI, or under `MPI_THREAD_SERIALIZED` the holder of the token, whose
-// acquire and release order each thread's accesses after the last
-// one's. No two threads ever touch it at once.
+// MPI, or under `MPI_THREAD_SERIALIZED` and `MPI_THREAD_MULTIPLE` the
+// holder of the token, whose acquire and release order each thread's
+// accesses after the last one's. No two threads ever touch it at once:
+// the token changes hands only between calls, or inside a wait of the
+// `mpi` crate between two calls to the transport, never while the state
+// is borrowed (it is never borrowed across a call into the crate).
 unsafe impl Sync for Shared {}
 
 static STATE: Shared = Shared(RefCell::new(None));
 
 /// Runs `f` on the state. Fails with `MPI_ERR_INTERN` if this thread may
 /// not touch it now, or if it is already in use further up the stack (it
-/// never is, by construction). Under `MPI_THREAD_SERIALIZED` a thread
-/// that does not hold the token takes it for the access (a call that
-/// reads a handle before its boundary).
+/// never is, by construction). Under `MPI_THREAD_SERIALIZED` and
+/// `MULTIPLE` a thread that does not hold the token takes it for the
+/// access (a call that reads a handle before its boundary).
 pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> Res<R> {
     let _entered = crate::thread::enter().map_err(|()| Code(MPI_ERR_INTERN))?;
     if !crate::thread::may_use_state() {

@@ -38,10 +38,11 @@
 //!   a (buffer, count, datatype) argument, `pack.rs` packing, and
 //!   `typector.rs` the datatype constructors.
 //!
-//! Threads: up to `MPI_THREAD_SERIALIZED`; the handle state is used by
-//! one thread at a time, which `thread.rs` enforces: a call from a thread
-//! the level does not allow, or from a second thread at once, ends the
-//! job with a message.
+//! Threads: up to `MPI_THREAD_MULTIPLE`; the handle state is used by
+//! one thread at a time, which `thread.rs` enforces: under `MULTIPLE`
+//! threads take turns (waits let the others in); under the lower levels
+//! a call from a thread the level does not allow, or from a second
+//! thread at once, ends the job with a message.
 
 #![allow(non_snake_case)]
 

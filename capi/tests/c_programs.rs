@@ -168,7 +168,7 @@ fn build(env: &Env, name: &str) -> Result<PathBuf, String> {
     let exe = env.work.join(name);
     let mut cc = env.mpicc();
     cc.args(["-Wall", "-Werror", "-O1"]);
-    if matches!(name, "threads" | "serialized" | "concurrent") {
+    if matches!(name, "threads" | "serialized" | "concurrent" | "multiple") {
         cc.arg("-pthread");
     }
     succeed(cc.arg("-o").arg(&exe).arg(env.source(name)))?;
@@ -290,6 +290,7 @@ fn main() {
         "rma_dynamic",
         "rma_shared",
         "rma_errors",
+        "multiple",
     ];
 
     tests.push((
@@ -339,7 +340,15 @@ fn main() {
     }
     // One-sided communication is carried out by each target's library:
     // every transport, as its own wait loop runs the agent.
-    for name in ["rma", "rma_sync", "rma_dynamic", "rma_shared", "rma_errors"] {
+    // So is a thread's turn while another waits (MPI_THREAD_MULTIPLE).
+    for name in [
+        "rma",
+        "rma_sync",
+        "rma_dynamic",
+        "rma_shared",
+        "rma_errors",
+        "multiple",
+    ] {
         for transport in ["sockets-poll", "dimmnet", "hyphenlink"] {
             tests.push((
                 format!("run_{name}_{transport}_np4"),

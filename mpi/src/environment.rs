@@ -19,6 +19,10 @@ use crate::transport::{self, RecvToken, Transport};
 /// MPI may be initialised once per process (§11.2.1).
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 
+/// The longest a wait blocks in the transport at a time when other
+/// threads may want a turn (`MPI_THREAD_MULTIPLE`).
+const TURN: Duration = Duration::from_millis(1);
+
 /// How long finalize may take to deliver what is still queued.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -110,6 +114,11 @@ impl Runtime {
     /// `None`), after advancing every nonblocking collective's schedule.
     /// When an agent did some work, the transport is only asked for what
     /// is ready, so that the caller looks at its request again first.
+    ///
+    /// With a binding's turn-taking hooks (`raw::set_turns`, for
+    /// `MPI_THREAD_MULTIPLE`), a wait blocks at most [`TURN`] at a time,
+    /// and not at all while another thread waits for its turn, which it
+    /// then gets here, between two calls to the transport.
     pub(crate) fn progress(&self, timeout: Option<Duration>) -> Result<()> {
         self.agent_worked.set(false);
         self.advance_schedules();
@@ -118,7 +127,17 @@ impl Runtime {
         } else {
             timeout
         };
-        self.with(|t| t.progress(timeout))
+        let Some(turns) = crate::raw::turns() else {
+            return self.with(|t| t.progress(timeout));
+        };
+        let slice = if (turns.contended)() {
+            Duration::ZERO
+        } else {
+            timeout.map_or(TURN, |t| t.min(TURN))
+        };
+        let r = self.with(|t| t.progress(Some(slice)));
+        (turns.pass)();
+        r
     }
 
     pub(crate) fn abort(&self, code: i32, msg: &str) -> ! {

@@ -48,7 +48,14 @@
 //! `O2G_CONNECT_TIMEOUT`) and the transport contract in `transport/mod.rs`.
 //!
 //! # Threads and `unsafe`
-//! `MPI_THREAD_SINGLE`: the handles are `!Send`. `unsafe` lives only in:
+//! The Rust API is single-threaded: [`Universe`], [`Communicator`],
+//! [`Request`] and the rest are neither `Send` nor `Sync`, because they
+//! share the process's runtime (transport, matching state, schedules)
+//! through `Rc` and `RefCell`, which only one thread may touch. A Rust
+//! program calls MPI from one thread. The C ABI (`capi`) provides
+//! `MPI_THREAD_MULTIPLE` over this crate by letting one thread in at a
+//! time, with a lock of its own, and [`raw::set_turns`] makes every wait
+//! here let the other threads have their turn. `unsafe` lives only in:
 //! - `point_to_point.rs` and `transport/o2g/` (`receive.rs`, `send.rs`):
 //!   the most delicate, because the kernel module writes a blocking
 //!   receive's payload straight into the caller's buffer and reads a large

@@ -22,7 +22,10 @@
 //!   compares;
 //! - [`add_agent`], [`advance`], [`check`] and [`peer_failure`]: what a
 //!   binding's one-sided communication (§12, `capi/src/rma/`) needs to
-//!   serve other processes' requests whenever this process waits.
+//!   serve other processes' requests whenever this process waits;
+//! - [`set_turns`]: how a binding that lets several threads call MPI
+//!   (`MPI_THREAD_MULTIPLE`, one at a time by a lock of its own) gets
+//!   waiting threads their turn.
 //!
 //! Ranks and tags use this crate's wildcards ([`crate::ANY_SOURCE`],
 //! [`crate::ANY_TAG`]); a binding translates its own.
@@ -271,4 +274,33 @@ pub fn peer_failure(comm: &Communicator, rank: i32) -> Option<String> {
 /// to keep.
 pub fn another_handle(comm: &Communicator) -> Communicator {
     comm.handle()
+}
+
+/// A binding's turn-taking between threads, for `MPI_THREAD_MULTIPLE`:
+/// the binding lets one thread at a time into this crate (a lock of its
+/// own, taken for each call), and a thread that waits inside must let the
+/// others in from time to time.
+#[derive(Clone, Copy)]
+pub struct Turns {
+    /// Whether another thread waits for its turn.
+    pub contended: fn() -> bool,
+    /// Lets every thread that waits have its turn, then takes this
+    /// thread's back. Called only between two calls to the transport,
+    /// when this crate holds no borrow of shared state.
+    pub pass: fn(),
+}
+
+static TURNS: std::sync::OnceLock<Turns> = std::sync::OnceLock::new();
+
+/// Installs `turns` for the rest of the process (the first call wins):
+/// from then on every wait blocks in the transport for at most a
+/// millisecond at a time, and not at all while another thread waits,
+/// then calls `turns.pass`.
+pub fn set_turns(turns: Turns) {
+    let _ = TURNS.set(turns);
+}
+
+/// The turn-taking hooks, once installed.
+pub(crate) fn turns() -> Option<&'static Turns> {
+    TURNS.get()
 }

@@ -5,14 +5,15 @@
 # multiple completions, neighborhood collectives, inter-communicators, two
 # threads taking turns under MPI_THREAD_SERIALIZED; one-sided communication
 # in every synchronization mode, dynamic and shared windows, and its
-# errors), built with our mpicc, over the o2g transport at
+# errors; four threads at once under MPI_THREAD_MULTIPLE), built with our
+# mpicc, over the o2g transport at
 # 1 to 4 ranks. Each program checks every value itself and exits non-zero
 # on a wrong one. Needs the module loaded.
 set -e
 for prog in capi-env capi-p2p capi-coll capi-is capi-datatype capi-coll2 capi-icoll capi-group \
     capi-topo capi-p2p_modes capi-persistent capi-mprobe capi-waitsome capi-neighbor \
     capi-intercomm capi-serialized capi-rma capi-rma_sync capi-rma_dynamic capi-rma_shared \
-    capi-rma_errors; do
+    capi-rma_errors capi-multiple; do
     for np in 1 2 3 4; do
         echo "# $prog on $np ranks over o2g" >/dev/console
         O2G_TRANSPORT=o2g o2grun --timeout 240 -n "$np" "$prog"

@@ -14,7 +14,11 @@ impl Communicator {
         if self.inter.is_some() {
             return self.inter_barrier();
         }
+        // The hardware barrier is one per process: threads that run
+        // barriers on different communicators at once
+        // (`MPI_THREAD_MULTIPLE`) would mix them up.
         if self.members.len() == self.rt.size as usize
+            && crate::raw::turns().is_none()
             && self.rt.with(|t| t.enter_world_barrier())?
         {
             return self.wait_world_barrier();
@@ -33,7 +37,8 @@ impl Communicator {
     /// sends), and fails when a member dies. A communicator spanning the
     /// whole world may use it whatever its context: every process calls
     /// the barriers of such communicators in one order, or the program
-    /// would deadlock anyway.
+    /// would deadlock anyway (with one thread in MPI at a time: under
+    /// `MPI_THREAD_MULTIPLE` it is not used).
     fn wait_world_barrier(&self) -> Result<()> {
         loop {
             if self.rt.with(|t| t.test_world_barrier())? {
