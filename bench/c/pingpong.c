@@ -12,7 +12,9 @@
  *
  *      bytes   half-rtt(us)         MB/s
  *
- * Other ranks only take part in the barriers.
+ * Other ranks only take part in the barriers. With PINGPONG_THREADS=multiple
+ * in the environment it initialises with MPI_Init_thread(MPI_THREAD_MULTIPLE)
+ * (one thread still does all the work), to show what that level costs.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -31,7 +33,17 @@ static int by_value(const void *a, const void *b) {
 int main(int argc, char **argv) {
     int rank, size;
     long max = argc > 1 ? atol(argv[1]) : 16L << 20;
-    MPI_Init(&argc, &argv);
+    const char *threads = getenv("PINGPONG_THREADS");
+    if (threads && strcmp(threads, "multiple") == 0) {
+        int provided = 0;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided != MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "pingpong: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
+            MPI_Abort(MPI_COMM_WORLD, 4);
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2 || max < 0) {
