@@ -123,6 +123,7 @@ if [[ "${O2G_GUEST_PEERS:-0}" == 1 ]]; then
         c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "bandwidth-$lib" bandwidth)"
         c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "collectives-$lib" collectives)"
         c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "overlap-$lib" overlap)"
+        c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$cc" "$cdir" "rma-$lib" rma)"
     done
 fi
 # perf for bench-profile (Debian's linux-perf), only when a test needs it: with
