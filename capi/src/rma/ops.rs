@@ -27,6 +27,8 @@ struct TargetSpec {
     n: usize,
     /// Only a fence epoch allows the access.
     fence_epoch: bool,
+    /// Fences the origin has completed.
+    epoch: u64,
 }
 
 impl TargetSpec {
@@ -56,6 +58,7 @@ impl TargetSpec {
     /// when the layout is not one run at the displacement.
     fn header(&self, kind: Kind) -> (Header, Vec<u8>) {
         let mut h = Header::new(kind);
+        h.epoch = self.epoch;
         if self.fence_epoch {
             h.flags |= wire::FENCE_EPOCH;
         }
@@ -103,6 +106,7 @@ fn target_spec<N: crate::datatype::Count>(
         d,
         n,
         fence_epoch: w.origin.borrow().fence_only(rank),
+        epoch: w.origin.borrow().fences,
     };
     if let Some(ext) = &w.extents {
         let (size, unit) = ext[rank];

@@ -88,6 +88,7 @@ type Asked = (mpi::Request<'static>, Rc<RefCell<Vec<u8>>>);
 /// Sends a request of `kind` with no data to `target`.
 fn notify(w: &Win, target: usize, kind: Kind, flags: u8, reply: c_int) -> Res<()> {
     let mut h = Header::new(kind);
+    h.epoch = w.origin.borrow().fences;
     h.flags = flags;
     h.reply = reply;
     w.comm
@@ -163,6 +164,7 @@ pub(crate) extern "C" fn MPI_Win_fence(assert: c_int, win: Handle) -> c_int {
             None => Ok(()),
             Some(r) => Err(r),
         })?;
+        w.target.borrow_mut().completed = n;
         w.origin.borrow_mut().fenced = assert & MODE_NOSUCCEED == 0;
         gets?;
         w.local_error()
@@ -322,18 +324,30 @@ pub(crate) unsafe extern "C" fn MPI_Win_test(win: Handle, flag: *mut c_int) -> c
 }
 
 /// Takes the lock of `target` as `held` (waiting for the grant).
+///
+/// The lock of another process is asked for and not waited for: the
+/// target takes the accesses that follow only once it has granted it
+/// (`target.rs`), so an epoch of one put costs one round trip, the
+/// unlock's. The lock of this process's own window is waited for, since
+/// the program may then load and store its window directly (§12.5.3).
 fn lock_one(w: &Win, target: usize, held: Held) -> Res<Option<Asked>> {
     let flags = match held {
         Held::Exclusive => wire::LOCK_EXCLUSIVE,
         Held::Shared => 0,
         _ => return Ok(None),
     };
+    if target != w.comm.rank() as usize {
+        notify(w, target, Kind::Lock, flags, 0)?;
+        return Ok(None);
+    }
     ask(w, target, Kind::Lock, flags).map(Some)
 }
 
 /// `MPI_Win_lock` (§12.5.3): a passive-target access epoch to `rank`,
 /// under an exclusive or shared lock of its window (none is asked for
-/// with `MPI_MODE_NOCHECK`). Returns once the lock is granted.
+/// with `MPI_MODE_NOCHECK`). Returns at once for another process (its
+/// accesses wait at the target for the lock), once the lock is granted
+/// for this one.
 #[o2g_mpi_abi_macros::export]
 pub(crate) extern "C" fn MPI_Win_lock(
     lock_type: c_int,

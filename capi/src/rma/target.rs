@@ -167,6 +167,8 @@ pub(crate) struct Target {
     pub(crate) fences: Vec<u64>,
     /// Fences this process has entered.
     pub(crate) entered: u64,
+    /// Fences this process has completed.
+    pub(crate) completed: u64,
     /// `MPI_Win_complete` notices received.
     pub(crate) completes: u64,
     /// A refused request of each origin, to report at its next flush or
@@ -180,8 +182,8 @@ pub(crate) struct Target {
     pub(crate) failed: Option<String>,
     /// Set by `MPI_Win_free`: the agent lets go.
     pub(crate) freed: bool,
-    /// Whether this round took a header or carried out a request.
-    worked: bool,
+    /// Headers taken and requests carried out so far (did a round work?).
+    steps: u64,
 }
 
 impl Target {
@@ -195,12 +197,13 @@ impl Target {
             locks: Locks::default(),
             fences: vec![0; n],
             entered: 0,
+            completed: 0,
             completes: 0,
             errors: vec![None; n],
             local_error: None,
             failed: None,
             freed: false,
-            worked: false,
+            steps: 0,
         }
     }
 
@@ -229,12 +232,12 @@ impl Target {
         if self.failed.is_some() {
             return AgentStep::Idle;
         }
-        self.worked = false;
+        let before = self.steps;
         if let Err(why) = self.take_headers().and_then(|()| self.run_queues()) {
             self.failed = Some(why);
             return AgentStep::Worked;
         }
-        if self.worked {
+        if self.steps != before {
             AgentStep::Worked
         } else {
             AgentStep::Idle
@@ -274,7 +277,7 @@ impl Target {
             };
             let bytes = slot.borrow_mut().take().unwrap_or_default();
             self.header = None;
-            self.worked = true;
+            self.steps += 1;
             let origin = usize::try_from(status.source_rank())
                 .ok()
                 .filter(|&o| o < self.queues.len())
@@ -348,10 +351,36 @@ impl Target {
     }
 
     /// Carries out the requests at the head of every origin's queue whose
-    /// data have arrived.
+    /// data have arrived, passing over the queues until a pass does
+    /// nothing (an unlock lets an origin passed over before take the
+    /// lock).
     fn run_queues(&mut self) -> Result<(), String> {
+        loop {
+            let before = self.steps;
+            self.run_queues_once()?;
+            if self.steps == before {
+                return Ok(());
+            }
+        }
+    }
+
+    /// One pass of [`Target::run_queues`].
+    fn run_queues_once(&mut self) -> Result<(), String> {
         for origin in 0..self.queues.len() {
             while let Some(front) = self.queues[origin].front_mut() {
+                if front.hdr.epoch > self.completed {
+                    // Sent after a fence this process has not completed.
+                    break;
+                }
+                if front.hdr.kind == Kind::Lock {
+                    let hdr = front.hdr;
+                    if !self.lock(origin, &hdr)? {
+                        break;
+                    }
+                    self.queues[origin].pop_front();
+                    self.steps += 1;
+                    continue;
+                }
                 if front.hdr.flags & wire::FENCE_EPOCH != 0 && self.entered <= self.fences[origin] {
                     // The next fence epoch's: not before this process
                     // enters the fence that ends it.
@@ -378,7 +407,7 @@ impl Target {
                 let Some(p) = self.queues[origin].pop_front() else {
                     break;
                 };
-                self.worked = true;
+                self.steps += 1;
                 // `Some(None)`: a put that landed in place.
                 let landed = matches!(data, Some(None));
                 let data = data.flatten().unwrap_or_default();
@@ -406,21 +435,13 @@ impl Target {
         landed: bool,
     ) -> Result<(), String> {
         match h.kind {
-            Kind::Lock => {
-                let excl = h.flags & wire::LOCK_EXCLUSIVE != 0;
-                if self.locks.waiting.is_empty() && self.locks.grantable(excl) {
-                    self.locks.take(origin, excl);
-                    self.reply(origin, h.reply, &[])?;
-                } else {
-                    self.locks.waiting.push_back((origin, excl, h.reply));
-                }
-            }
+            // Taken at the head of the queue (`lock`).
+            Kind::Lock => {}
             Kind::Unlock => {
                 if !self.locks.release(origin) {
                     return Err(format!("rank {origin} unlocked a window it had not locked"));
                 }
                 self.acknowledge(origin, h.reply)?;
-                self.grant_waiting()?;
             }
             Kind::Flush => self.acknowledge(origin, h.reply)?,
             Kind::Fence => self.fences[origin] += 1,
@@ -437,17 +458,29 @@ impl Target {
         Ok(())
     }
 
-    /// Grants the lock to those waiting, in order, while it is free.
-    fn grant_waiting(&mut self) -> Result<(), String> {
-        while let Some(&(o, excl, tag)) = self.locks.waiting.front() {
-            if !self.locks.grantable(excl) {
-                break;
+    /// Takes the lock `h` asks for on behalf of `origin` if it is free
+    /// and no one asked before (then answers, if an answer is wanted);
+    /// else queues the origin, whose later requests wait behind the lock
+    /// (an origin need not wait for the grant: §12.5.3 only asks that its
+    /// accesses happen under the lock). `true` once taken.
+    fn lock(&mut self, origin: usize, h: &Header) -> Result<bool, String> {
+        let excl = h.flags & wire::LOCK_EXCLUSIVE != 0;
+        let first = self.locks.waiting.front().map(|w| w.0);
+        let queued = self.locks.waiting.iter().any(|w| w.0 == origin);
+        if (first.is_none() || first == Some(origin)) && self.locks.grantable(excl) {
+            if queued {
+                self.locks.waiting.pop_front();
             }
-            self.locks.waiting.pop_front();
-            self.locks.take(o, excl);
-            self.reply(o, tag, &[])?;
+            self.locks.take(origin, excl);
+            if h.reply != 0 {
+                self.reply(origin, h.reply, &[])?;
+            }
+            return Ok(true);
         }
-        Ok(())
+        if !queued {
+            self.locks.waiting.push_back((origin, excl, h.reply));
+        }
+        Ok(false)
     }
 
     /// Acknowledges everything `origin` asked so far, with its refused

@@ -115,6 +115,10 @@ pub(crate) struct Header {
     pub(crate) runs: u32,
     /// Bytes of the target layout's data (what is put, got or combined).
     pub(crate) len: u64,
+    /// Fences the origin had completed when it sent this: the target
+    /// carries the request out only once it has completed as many, so
+    /// that what follows a fence never overtakes what the fence ends.
+    pub(crate) epoch: u64,
 }
 
 impl Header {
@@ -129,6 +133,7 @@ impl Header {
             disp: 0,
             runs: 1,
             len: 0,
+            epoch: 0,
         }
     }
 
@@ -147,6 +152,7 @@ impl Header {
         b[16..24].copy_from_slice(&self.disp.to_le_bytes());
         b[24..28].copy_from_slice(&self.runs.to_le_bytes());
         b[32..40].copy_from_slice(&self.len.to_le_bytes());
+        b[40..48].copy_from_slice(&self.epoch.to_le_bytes());
         b
     }
 
@@ -166,6 +172,7 @@ impl Header {
             disp: i64::from_le_bytes(b[16..24].try_into().unwrap_or_default()),
             runs: u32_at(24),
             len: u64::from_le_bytes(b[32..40].try_into().unwrap_or_default()),
+            epoch: u64::from_le_bytes(b[40..48].try_into().unwrap_or_default()),
         };
         if h.runs == 0 {
             return Err("an RMA request with no runs".into());
@@ -241,6 +248,7 @@ mod tests {
             disp: -5,
             runs: 3,
             len: 1 << 40,
+            epoch: 7,
         };
         assert_eq!(Header::decode(&h.encode()), Ok(h));
         let mut bad = h.encode();
