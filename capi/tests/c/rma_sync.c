@@ -207,6 +207,19 @@ int main(int argc, char **argv) {
                      win));
     OK(MPI_Barrier(MPI_COMM_WORLD));
 
+    /* ---- A lock right after a fence sees what the fence ended: a get
+     * from the left, with no barrier between, finds the put the left's
+     * left made before the fence. ---- */
+    int pv = rank * 17 + 5, pg = -7;
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Put(&pv, 1, MPI_INT, right, S_FENCE, 1, MPI_INT, win));
+    OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    OK(MPI_Win_lock(MPI_LOCK_SHARED, left, 0, win));
+    OK(MPI_Get(&pg, 1, MPI_INT, left, S_FENCE, 1, MPI_INT, win));
+    OK(MPI_Win_unlock(left, win));
+    CHECK(pg == leftleft * 17 + 5);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+
     /* ---- A busy target: rank 0 computes for ~50 ms without MPI while the
      * others lock it and put; the data is there once it calls MPI. ---- */
     if (rank == 0) {
