@@ -24,9 +24,14 @@
 //!   notice, `start` waits for the notices of its targets, `complete`
 //!   tells each target after the accesses, and `wait` counts those.
 //! - Lock, unlock, flush (§12.5.3, §12.5.4): the target grants locks
-//!   first come first served; unlock and flush are answered once
-//!   everything before them is done, with any request of the origin's
-//!   that the target refused.
+//!   first come first served; an origin does not wait for the grant of
+//!   another process's lock (its later requests wait at the target behind
+//!   it); unlock and flush are answered once everything before them is
+//!   done, with any request of the origin's that the target refused.
+//!
+//! Every request carries the number of fences its origin had completed;
+//! a target carries it out only once it has completed as many, so that
+//! nothing sent after a fence overtakes what that fence ends there.
 //!
 //! The memory model is `MPI_WIN_UNIFIED`: the agent writes the window's
 //! memory itself.
