@@ -6,8 +6,11 @@
  * and cancels a receive nobody sends to; one thread also does one-sided
  * communication. The ranks' values are checked by every thread; correct at
  * any number of ranks. A thread blocked in a receive must not keep the
- * others out: the ring needs every thread of every rank to progress. */
+ * others out: the ring needs every thread of every rank to progress.
+ * MULTIPLE_STRESS=N in the environment runs N times the rounds (a long
+ * stress run; the test command runs the default slice). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 
@@ -15,13 +18,13 @@
 #define ROUNDS 200
 #define COLLS 40
 
-static int rank, size, right, left;
+static int rank, size, right, left, stress = 1;
 static MPI_Comm comms[THREADS];
 
 static void *worker(void *arg) {
     int t = (int)(long)arg, tag = 100 + t;
     MPI_Comm mine = comms[t];
-    for (int i = 0; i < ROUNDS; i++) {
+    for (int i = 0; i < ROUNDS * stress; i++) {
         int out = rank * 100000 + t * 1000 + i, in = -1, flag = 0;
         MPI_Status st;
         MPI_Request r;
@@ -36,7 +39,7 @@ static void *worker(void *arg) {
         CHECK(in == left * 100000 + t * 1000 + i && st.MPI_SOURCE == left);
         OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
     }
-    for (int i = 0; i < COLLS; i++) {
+    for (int i = 0; i < COLLS * stress; i++) {
         int v = rank + i + t, sum = -1, root = i % size, b = -1;
         OK(MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, mine));
         CHECK(sum == size * (size - 1) / 2 + size * (i + t));
@@ -74,6 +77,8 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
     int provided = -1, flag = 0;
+    const char *s = getenv("MULTIPLE_STRESS");
+    if (s && atoi(s) > 0) stress = atoi(s);
     OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
     CHECK(provided == MPI_THREAD_MULTIPLE);
     OK(MPI_Query_thread(&provided));
