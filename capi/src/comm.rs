@@ -479,15 +479,8 @@ pub(crate) unsafe extern "C" fn MPI_Comm_get_name(
 pub(crate) extern "C" fn MPI_Comm_set_info(comm: Handle, info: Handle) -> c_int {
     boundary("MPI_Comm_set_info", comm, || {
         let c = handles::comm(comm)?;
-        let new = info::pairs(info, false)?;
-        let mut hints = lock(&c.meta.info);
-        for (k, v) in new {
-            match hints.iter_mut().find(|(hk, _)| *hk == k) {
-                Some(slot) => slot.1 = v,
-                None => hints.push((k, v)),
-            }
-        }
-        Ok(())
+        let r = info::merge(&mut lock(&c.meta.info), info);
+        r
     })
 }
 

@@ -57,6 +57,18 @@ fn env_pairs() -> Pairs {
     p
 }
 
+/// Sets the hints of the info object `info` in `hints` (`MPI_Comm_set_info`,
+/// `MPI_Win_set_info`): each replaces the hint of the same key, or joins.
+pub(crate) fn merge(hints: &mut Pairs, info: Handle) -> Res<()> {
+    for (k, v) in pairs(info, false)? {
+        match hints.iter_mut().find(|(hk, _)| *hk == k) {
+            Some(slot) => slot.1 = v,
+            None => hints.push((k, v)),
+        }
+    }
+    Ok(())
+}
+
 /// The pairs of the info object `h` (a copy); `MPI_INFO_NULL` is empty
 /// when `null_ok`, `MPI_ERR_INFO` otherwise and for unknown handles.
 pub(crate) fn pairs(h: Handle, null_ok: bool) -> Res<Pairs> {

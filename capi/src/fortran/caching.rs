@@ -207,7 +207,7 @@ both!(type_create_keyval, mpi_type_create_keyval_, pmpi_type_create_keyval_(
 
 /// `MPI_COMM_SET_ATTR` / `MPI_TYPE_SET_ATTR(OBJ, KEYVAL, ATTRIBUTE_VAL,
 /// IERROR)`: the address-sized integer is the attribute.
-unsafe fn set_attr(
+pub(super) unsafe fn set_attr(
     c: SetAttr,
     obj: *const Fint,
     key: *const Fint,
@@ -259,14 +259,22 @@ twice!(get_attr, mpi_type_get_attr_(
 /// `MPI_COMM_CREATE_ERRHANDLER(COMM_ERRHANDLER_FN, ERRHANDLER, IERROR)`:
 /// the handler is a Fortran subroutine `(COMM, ERROR_CODE)`.
 unsafe fn create_errhandler(f: Option<ErrhFnF>, errhandler: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: the arguments are Fortran's.
+    unsafe { create_errhandler_named("MPI_Comm_create_errhandler", f, errhandler, ierr) }
+}
+
+/// `MPI_COMM_CREATE_ERRHANDLER` and `MPI_WIN_CREATE_ERRHANDLER`, as
+/// `name`.
+pub(super) unsafe fn create_errhandler_named(
+    name: &str,
+    f: Option<ErrhFnF>,
+    errhandler: *mut Fint,
+    ierr: *mut Fint,
+) {
     let mut h: Handle = std::ptr::null_mut();
     // SAFETY: `h` is room for one handle; the rest is Fortran's.
     unsafe {
-        let rc = crate::errhandler::create(
-            "MPI_Comm_create_errhandler",
-            f.map(ErrhFunc::Fortran),
-            &mut h,
-        );
+        let rc = crate::errhandler::create(name, f.map(ErrhFunc::Fortran), &mut h);
         if rc == 0 {
             *errhandler = c2f(h);
         }

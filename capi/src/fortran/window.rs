@@ -13,15 +13,15 @@
 use std::ffi::{c_int, c_void};
 
 use super::caching::{
-    create_keyval, mpi_comm_dup_fn_, mpi_comm_null_copy_fn_, mpi_comm_null_delete_fn_,
+    create_errhandler_named, create_keyval, mpi_comm_dup_fn_, mpi_comm_null_copy_fn_,
+    mpi_comm_null_delete_fn_, set_attr,
 };
-use super::handles::{c2f, f2c, Fint};
+use super::handles::{f2c, Fint};
 use super::set;
 use crate::attr::{FCopyFn, FDeleteFn, Object};
-use crate::errhandler::{ErrhFnF, ErrhFunc};
+use crate::errhandler::ErrhFnF;
 use crate::handles::Handle;
 
-type SetAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void) -> c_int;
 type GetAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_int) -> c_int;
 
 extern "C" {
@@ -101,29 +101,9 @@ both!(win_create_keyval, mpi_win_create_keyval_, pmpi_win_create_keyval_(
     copy: Option<FCopyFn>, delete: Option<FDeleteFn>, keyval: *mut Fint, extra: *const isize, ierr: *mut Fint
 ));
 
-/// `MPI_WIN_SET_ATTR(WIN, WIN_KEYVAL, ATTRIBUTE_VAL, IERROR)`: the
-/// address-sized integer is the attribute.
-unsafe fn win_set_attr(
-    c: SetAttr,
-    win: *const Fint,
-    key: *const Fint,
-    value: *const isize,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments are Fortran's; the C function stores the
-    // value as a pointer it never dereferences.
-    unsafe {
-        set(
-            ierr,
-            c(
-                f2c(*win),
-                *key,
-                std::ptr::without_provenance_mut(*value as usize),
-            ),
-        )
-    }
-}
-twice!(win_set_attr, mpi_win_set_attr_(win: *const Fint, key: *const Fint, value: *const isize, ierr: *mut Fint)
+// `MPI_WIN_SET_ATTR(WIN, WIN_KEYVAL, ATTRIBUTE_VAL, IERROR)`: as
+// `MPI_COMM_SET_ATTR` (`caching.rs`).
+twice!(set_attr, mpi_win_set_attr_(win: *const Fint, key: *const Fint, value: *const isize, ierr: *mut Fint)
     => MPI_Win_set_attr, pmpi_win_set_attr_ => PMPI_Win_set_attr);
 
 /// `MPI_WIN_BASE` … `MPI_WIN_MODEL`.
@@ -166,19 +146,8 @@ twice!(win_get_attr, mpi_win_get_attr_(
 /// `MPI_WIN_CREATE_ERRHANDLER(WIN_ERRHANDLER_FN, ERRHANDLER, IERROR)`:
 /// the handler is a Fortran subroutine `(WIN, ERROR_CODE)`.
 unsafe fn win_create_errhandler(f: Option<ErrhFnF>, errhandler: *mut Fint, ierr: *mut Fint) {
-    let mut h: Handle = std::ptr::null_mut();
-    // SAFETY: `h` is room for one handle; the rest is Fortran's.
-    unsafe {
-        let rc = crate::errhandler::create(
-            "MPI_Win_create_errhandler",
-            f.map(ErrhFunc::Fortran),
-            &mut h,
-        );
-        if rc == 0 {
-            *errhandler = c2f(h);
-        }
-        set(ierr, rc)
-    }
+    // SAFETY: the arguments are Fortran's.
+    unsafe { create_errhandler_named("MPI_Win_create_errhandler", f, errhandler, ierr) }
 }
 both!(win_create_errhandler, mpi_win_create_errhandler_, pmpi_win_create_errhandler_(
     f: Option<ErrhFnF>, errhandler: *mut Fint, ierr: *mut Fint

@@ -608,15 +608,8 @@ pub(crate) unsafe extern "C" fn MPI_Win_get_group(win: Handle, group: *mut Handl
 pub(crate) extern "C" fn MPI_Win_set_info(win: Handle, info: Handle) -> c_int {
     boundary_win("MPI_Win_set_info", win, || {
         let w = self::win(win)?;
-        let new = crate::info::pairs(info, false)?;
-        let mut hints = lock(&w.meta.info);
-        for (k, v) in new {
-            match hints.iter_mut().find(|(hk, _)| *hk == k) {
-                Some(slot) => slot.1 = v,
-                None => hints.push((k, v)),
-            }
-        }
-        Ok(())
+        let r = crate::info::merge(&mut lock(&w.meta.info), info);
+        r
     })
 }
 
