@@ -323,7 +323,8 @@ pub(crate) unsafe extern "C" fn MPI_Win_test(win: Handle, flag: *mut c_int) -> c
     })
 }
 
-/// Takes the lock of `target` as `held` (waiting for the grant).
+/// Asks for the lock of `target` as `held`; the answer to wait for, if
+/// any.
 ///
 /// The lock of another process is asked for and not waited for: the
 /// target takes the accesses that follow only once it has granted it

@@ -43,8 +43,9 @@ pub(crate) enum Kind {
     /// the old value back, and store the new one if the old equals the
     /// comparand.
     CompareAndSwap = 5,
-    /// Grant the lock of [`Header::flags`] when it is free (reply: an
-    /// empty message).
+    /// Take the lock of [`Header::flags`] when it is free, and answer
+    /// with an empty message if a reply tag is given; the origin's later
+    /// requests wait behind it.
     Lock = 6,
     /// Release the origin's lock and acknowledge.
     Unlock = 7,
