@@ -106,8 +106,8 @@ both!(win_create_keyval, mpi_win_create_keyval_, pmpi_win_create_keyval_(
 twice!(set_attr, mpi_win_set_attr_(win: *const Fint, key: *const Fint, value: *const isize, ierr: *mut Fint)
     => MPI_Win_set_attr, pmpi_win_set_attr_ => PMPI_Win_set_attr);
 
-/// `MPI_WIN_BASE` … `MPI_WIN_MODEL`.
-const WIN_BASE: Fint = 601;
+/// `MPI_WIN_SIZE`, an `MPI_Aint`; the other predefined keys from 602 to
+/// 605 are `int`s, and `MPI_WIN_BASE` (601) is the address itself.
 const WIN_SIZE: Fint = 603;
 
 /// `MPI_WIN_GET_ATTR(WIN, WIN_KEYVAL, ATTRIBUTE_VAL, FLAG, IERROR)`: a
@@ -132,7 +132,6 @@ unsafe fn win_get_attr(
             *value = match *key {
                 WIN_SIZE if !v.is_null() => *v.cast::<isize>(),
                 k if (602..=605).contains(&k) && !v.is_null() => *v.cast::<c_int>() as isize,
-                WIN_BASE => v.addr() as isize,
                 _ => v.addr() as isize,
             };
         }

@@ -252,10 +252,15 @@ impl Fetch {
     }
 }
 
-/// Fails unless a request-based call on `rank` is inside a
-/// passive-target epoch (§12.3.5 allows them only there).
-fn passive(w: &Win, rank: c_int) -> Res<()> {
-    let Some(t) = target_rank(w, rank)? else {
+/// Checks what every request-based call needs: somewhere to write the
+/// request (`MPI_ERR_ARG`), and, unless `rank` is `MPI_PROC_NULL`, a
+/// passive-target epoch on it (§12.3.5 allows them only there).
+fn request_based(win: Handle, rank: c_int, request: *mut Handle) -> Res<()> {
+    if request.is_null() {
+        return Err(Code(crate::error::MPI_ERR_ARG));
+    }
+    let w = self::win(win)?;
+    let Some(t) = target_rank(&w, rank)? else {
         return Ok(());
     };
     let o = w.origin.borrow();
@@ -471,10 +476,7 @@ with_c! {
     /// As for `MPI_Put`; `request` valid for a write of one handle.
     fn MPI_Rput, MPI_Rput_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: Handle, win: Handle, request: *mut Handle) as name => {
         boundary_win(name, win, || {
-            if request.is_null() {
-                return Err(Code(crate::error::MPI_ERR_ARG));
-            }
-            passive(&*self::win(win)?, target_rank)?;
+            request_based(win, target_rank, request)?;
             // SAFETY: the caller's buffer and request pointer.
             unsafe { put(win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, request) }
         })
@@ -506,10 +508,7 @@ with_c! {
     /// As for `MPI_Get`; `request` valid for a write of one handle.
     fn MPI_Rget, MPI_Rget_c(origin_addr: *mut c_void, origin_count: Count, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: Handle, win: Handle, request: *mut Handle) as name => {
         boundary_win(name, win, || {
-            if request.is_null() {
-                return Err(Code(crate::error::MPI_ERR_ARG));
-            }
-            passive(&*self::win(win)?, target_rank)?;
+            request_based(win, target_rank, request)?;
             // SAFETY: the caller's buffer and request pointer.
             unsafe { get(win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, request) }
         })
@@ -543,10 +542,7 @@ with_c! {
     /// As for `MPI_Rput`.
     fn MPI_Raccumulate, MPI_Raccumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) as name => {
         boundary_win(name, win, || {
-            if request.is_null() {
-                return Err(Code(crate::error::MPI_ERR_ARG));
-            }
-            passive(&*self::win(win)?, target_rank)?;
+            request_based(win, target_rank, request)?;
             // SAFETY: the caller's buffer and request pointer.
             unsafe { accumulate(win, origin_addr, origin_count, origin_datatype, None, target_rank, target_disp, target_count, target_datatype, op, request) }
         })
@@ -580,10 +576,7 @@ with_c! {
     /// handle.
     fn MPI_Rget_accumulate, MPI_Rget_accumulate_c(origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle, result_addr: *mut c_void, result_count: Count, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) as name => {
         boundary_win(name, win, || {
-            if request.is_null() {
-                return Err(Code(crate::error::MPI_ERR_ARG));
-            }
-            passive(&*self::win(win)?, target_rank)?;
+            request_based(win, target_rank, request)?;
             let result = Some((result_addr, result_count, result_datatype));
             // SAFETY: the caller's buffers and request pointer.
             unsafe { accumulate(win, origin_addr, origin_count, origin_datatype, result, target_rank, target_disp, target_count, target_datatype, op, request) }

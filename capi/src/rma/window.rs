@@ -200,15 +200,12 @@ unsafe fn allocate(
         // SAFETY: by this function's contract.
         unsafe {
             make(comm, info, out, |wcomm| {
-                let owned = if shared {
+                let (owned, start) = if shared {
                     shared_segment(wcomm, size)?
                 } else {
-                    Owned::heap(size)?
+                    (Owned::heap(size)?, 0)
                 };
-                base = owned.ptr();
-                if shared {
-                    base = own_segment(wcomm, &owned, size)?;
-                }
+                base = owned.ptr() + start;
                 Ok(Parts {
                     mem: Memory::Fixed {
                         base,
@@ -245,8 +242,9 @@ fn segments(wcomm: &mpi::Communicator, size: usize) -> Res<(Vec<(usize, u64)>, u
 }
 
 /// Maps a shared window's memory on every member (collective): all must
-/// be on one host.
-fn shared_segment(wcomm: &mpi::Communicator, size: usize) -> Res<Owned> {
+/// be on one host. The mapping, and where this member's segment starts
+/// in it.
+fn shared_segment(wcomm: &mpi::Communicator, size: usize) -> Res<(Owned, usize)> {
     let n = wcomm.size() as usize;
     let mut host = [0u8; 64];
     let me = crate::ffi::hostname();
@@ -254,10 +252,10 @@ fn shared_segment(wcomm: &mpi::Communicator, size: usize) -> Res<Owned> {
     host[..cut].copy_from_slice(&me.as_bytes()[..cut]);
     let mut hosts = vec![[0u8; 64]; n];
     wcomm.all_gather_into(&[host], &mut hosts)?;
-    let (_, len) = segments(wcomm, size)?;
+    let (segs, len) = segments(wcomm, size)?;
+    let start = segs[wcomm.rank() as usize].0;
     // Every member learns whether the first could create the object, so
-    // that all fail together.
-    // What the first member says: 1 it made the object, 2 the members
+    // that all fail together. What the first member says: 1 it made the object, 2 the members
     // are not on one host, 0 it could not make it.
     const MADE: u64 = 1;
     const HOSTS: u64 = 2;
@@ -317,13 +315,7 @@ fn shared_segment(wcomm: &mpi::Communicator, size: usize) -> Res<Owned> {
             )
         }));
     }
-    mapped
-}
-
-/// The start of this process's segment in the shared mapping.
-fn own_segment(wcomm: &mpi::Communicator, m: &Owned, size: usize) -> Res<usize> {
-    let (segs, _) = segments(wcomm, size)?;
-    Ok(m.ptr() + segs[wcomm.rank() as usize].0)
+    mapped.map(|m| (m, start))
 }
 
 /// A serial number for this process's shared windows.
