@@ -10,7 +10,8 @@
 //! 4. `lock_sock()` of a registered socket
 //! 5. that socket's `sk_callback_lock` (write, BH off)
 //! 6. the connection's reader lock (spinlock, BH off)
-//! 7. the endpoint's rx lock (`EndpointRx`, spinlock, BH off)
+//! 7. the endpoint's rx lock (`EndpointRx`, spinlock, BH off), or its
+//!    window lock (`window.rs`, spinlock, BH off): never both at once
 //!
 //! The `sk_data_ready` hook (softirq) takes 5 for reading, then 6 and 7;
 //! the connection's work item takes 4, 5 (read), 6 and 7; the send work
@@ -46,12 +47,13 @@ use crate::data_path::{self, Capacities, DataPath, PostedRecv};
 use crate::endpoint_rx::EndpointRx;
 use crate::pinned::PinnedBuf;
 use crate::proto::{
-    envelope::SourceSel,
+    envelope::{self, SourceSel},
     matching::{CancelError, MsgId, RecvId},
     receive::{is_request, OnPost},
 };
 use crate::shared::SharedArea;
 use crate::sock::{errno, TcpSocket};
+use crate::window::{Window, WindowTable};
 
 /// Marks ABI structs as plain data for the user-copy helpers.
 macro_rules! plain_data {
@@ -79,7 +81,9 @@ plain_data!(
     abi::EndpointSummary,
     abi::OfferArgs,
     abi::RendezvousStats,
-    abi::CreditArgs
+    abi::CreditArgs,
+    abi::WindowArgs,
+    abi::WindowStats
 );
 
 /// The most sockets one endpoint may register: far above any MPI job's
@@ -166,7 +170,8 @@ impl MiscDevice for Endpoint {
                     reserved: 0,
                     features: abi::feature::NOTICES
                         | abi::feature::RENDEZVOUS
-                        | abi::feature::CREDIT,
+                        | abi::feature::CREDIT
+                        | abi::feature::WINDOWS,
                 },
             ),
             abi::O2G_IOC_REGISTER_SOCKET => me.register(input(arg)?).map(|()| 0),
@@ -193,6 +198,13 @@ impl MiscDevice for Endpoint {
             abi::O2G_IOC_OFFER => io(arg, |a| me.offer(a).map(|()| 0)),
             abi::O2G_IOC_RNDV_STATS => output(arg, &me.rndv_stats()?),
             abi::O2G_IOC_TAKE_CREDIT => io(arg, |a| me.take_credit(a).map(|()| 0)),
+            abi::O2G_IOC_WIN_REGISTER => io(arg, |a| me.register_window(a).map(|()| 0)),
+            abi::O2G_IOC_WIN_UNREGISTER => {
+                let id = input::<abi::IdArg>(arg)?.id;
+                me.unregister_window(u32::try_from(id).map_err(|_| ENOENT)?)
+                    .map(|()| 0)
+            }
+            abi::O2G_IOC_WIN_STATS => io(arg, |a| me.window_stats(a).map(|()| 0)),
             _ => Err(ENOTTY),
         }
     }
@@ -513,6 +525,75 @@ impl Endpoint {
         }
     }
 
+    /// Pins a memory window and files it for puts; see
+    /// `abi::O2G_IOC_WIN_REGISTER`.
+    fn register_window(&self, a: &mut abi::WindowArgs) -> Result {
+        if a.flags != 0
+            || a.ranks == 0
+            || a.ranks > abi::O2G_MAX_SOCKETS
+            || a.len == 0
+            || a.len > abi::O2G_MAX_WINDOW
+            || a.context & envelope::SYNC_FLAG != 0
+        {
+            return Err(EINVAL);
+        }
+        let len = a.len;
+        // The pin budget, as for an offer (`EBADFD` before INIT).
+        self.rx.with_recv(|_, st, _| {
+            if st.book.pinned.saturating_add(len) > st.book.caps.pin_budget {
+                return Err(errno::enobufs());
+            }
+            st.book.pinned += len;
+            Ok(())
+        })?;
+        let buf = match PinnedBuf::pin(a.base, len) {
+            Ok(buf) => buf,
+            Err(e) => {
+                self.unreserve(len);
+                return Err(e);
+            }
+        };
+        let window = match Window::new(a.context, buf, a.ranks) {
+            Ok(w) => w,
+            Err(e) => {
+                self.unreserve(len);
+                return Err(e);
+            }
+        };
+        match self.rx.with_windows(|t| t.insert(window)) {
+            Ok(id) => {
+                a.id = id;
+                Ok(())
+            }
+            Err((window, e)) => {
+                // Unpinned here, in process context.
+                drop(window);
+                self.unreserve(len);
+                Err(e)
+            }
+        }
+    }
+
+    /// Unregisters and unpins a window; see `abi::O2G_IOC_WIN_UNREGISTER`.
+    fn unregister_window(&self, id: u32) -> Result {
+        let window = self.rx.with_windows(|t| t.remove(id))?;
+        let len = window.len() as u64;
+        // Unpinned here, in process context, after the lock.
+        drop(window);
+        self.unreserve(len);
+        Ok(())
+    }
+
+    /// A window's counters; see `abi::O2G_IOC_WIN_STATS`.
+    fn window_stats(&self, a: &mut abi::WindowStats) -> Result {
+        if a.reserved != 0 {
+            return Err(EINVAL);
+        }
+        let id = a.id;
+        *a = self.rx.with_windows(|t| t.stats(id))?;
+        Ok(())
+    }
+
     /// Sets the capacities and allocates the receive path, once.
     ///
     /// Errors: `EINVAL` (out of range), `EBUSY` (already done), `ENOMEM`.
@@ -528,8 +609,10 @@ impl Endpoint {
             .credit
             .map_or(0, |cc| cc.slots(caps.dump_bytes, caps.max_unexpected));
         let recv = DataPath::new(caps, seed)?;
+        let windows = WindowTable::entries()?;
         let (ring_entries, ring_offset, dump_offset, map_bytes) = shared.layout();
         self.rx.install(shared, recv)?;
+        self.rx.with_windows(|t| t.install(windows));
         a.ring_entries = ring_entries;
         a.ring_offset = ring_offset;
         a.dump_offset = dump_offset;
@@ -847,6 +930,9 @@ impl PinnedDrop for Endpoint {
                 .map(|r| (r.book.take_all(), r.offers.take_all()))
         });
         drop(held);
+        // Unpinned here, after the lock.
+        let windows = self.rx.with_windows(|t| t.take_all());
+        drop(windows);
         self.rx.flush_send();
         self.rx.flush_reclaim();
     }

@@ -24,6 +24,7 @@ use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::conn::Conn;
 use crate::data_path::DataPath;
 use crate::shared::SharedArea;
+use crate::window::WindowTable;
 use crate::work_queue;
 
 /// Counters of the module's own mechanics, kept from open to release;
@@ -83,6 +84,11 @@ pub(crate) struct EndpointRx {
     send: Work<EndpointRx, 1>,
     /// Control connections whose half-written message waits for room.
     blocked: AtomicUsize,
+    /// The registered memory windows (`window.rs`): their own BH-safe
+    /// lock, taken by readers after their reader lock and by the window
+    /// ioctls, never together with the rx lock.
+    #[pin]
+    windows: SpinLockBh<WindowTable>,
 }
 
 impl_has_work! {
@@ -102,6 +108,7 @@ impl EndpointRx {
                 controls <- new_mutex!(KVVec::new(), "o2g_endpoint_controls"),
                 send <- new_work!("o2g_send"),
                 blocked: AtomicUsize::new(0),
+                windows <- new_spinlock_bh!(WindowTable::new(), c"o2g_endpoint_windows"),
             }),
             GFP_KERNEL_ACCOUNT,
         )
@@ -125,6 +132,13 @@ impl EndpointRx {
         let EndpointRxLocked { counters, recv } = &mut *st;
         let recv = recv.as_deref_mut().ok_or_else(crate::sock::errno::ebadfd)?;
         f(shared, recv, counters)
+    }
+
+    /// Runs `f` with the window table locked (BH off); must not sleep.
+    ///
+    /// Context: any; takes the window lock, never with the rx lock held.
+    pub(crate) fn with_windows<R>(&self, f: impl FnOnce(&mut WindowTable) -> R) -> R {
+        f(&mut self.windows.lock())
     }
 
     /// The shared pages, after INIT.

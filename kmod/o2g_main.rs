@@ -16,7 +16,9 @@
 //! - register TCP sockets from its own fd table (never another process's);
 //! - post receives into its own memory: pinned pages count against its
 //!   `RLIMIT_MEMLOCK` (`ENOMEM` beyond; `CAP_IPC_LOCK` lifts it) and the
-//!   endpoint's pin budget (`ENOBUFS`);
+//!   endpoint's pin budget (`ENOBUFS`); so do memory windows, which the
+//!   peers on its registered connections may then write (puts) inside
+//!   the window's bounds, and nowhere else;
 //! - list endpoints: its own (same effective uid) only; `CAP_SYS_ADMIN`
 //!   sees every endpoint.
 //!
@@ -54,6 +56,7 @@ mod shared;
 mod shim;
 mod sock;
 mod tx;
+mod window;
 mod work_queue;
 
 use kernel::{
@@ -88,6 +91,10 @@ const _: () = {
     assert!(O2G_IOC_SYNC == _IO(O2G_IOC_TYPE, 0x0c));
     assert!(O2G_IOC_OFFER == _IOWR::<OfferArgs>(O2G_IOC_TYPE, 0x0d));
     assert!(O2G_IOC_RNDV_STATS == _IOR::<RendezvousStats>(O2G_IOC_TYPE, 0x0e));
+    assert!(O2G_IOC_TAKE_CREDIT == _IOWR::<CreditArgs>(O2G_IOC_TYPE, 0x0f));
+    assert!(O2G_IOC_WIN_REGISTER == _IOWR::<WindowArgs>(O2G_IOC_TYPE, 0x10));
+    assert!(O2G_IOC_WIN_UNREGISTER == _IOW::<IdArg>(O2G_IOC_TYPE, 0x11));
+    assert!(O2G_IOC_WIN_STATS == _IOWR::<WindowStats>(O2G_IOC_TYPE, 0x12));
 };
 
 module! {

@@ -38,6 +38,15 @@
 //! copied straight into its receive's pinned pages like a matched eager
 //! message. A peer that breaks these rules fails its connection.
 //!
+//! A messages connection also carries puts for the endpoint's memory
+//! windows (`window.rs`): the window is looked up at the put's header and
+//! each payload piece is copied straight into its pinned pages, like a
+//! matched eager message's, with no decision of the machine and no
+//! credit (a put is never stored). A refused put's bytes are dropped.
+//! A window's lock requests are acted on at their header; the send work
+//! writes their answers, which the origin's control connection places in
+//! the receive posted for them like rendezvous data.
+//!
 //! On an endpoint with eager credit, a messages connection's peer may
 //! leave at most a window of eager messages stored (the machine checks
 //! each header against it and fails a peer that goes beyond); at each
@@ -52,7 +61,8 @@
 //!
 //! Locks: the caller holds the socket (softirq spinlock or ownership), the
 //! callback read lock and this reader's lock; the endpoint's rx lock is
-//! taken inside, briefly, for each decision.
+//! taken inside, briefly, for each decision, and its window lock for each
+//! piece of a put (never both).
 
 use core::ffi::{c_int, c_uint, c_void};
 
@@ -64,10 +74,11 @@ use crate::data_path::{DataPath, DeferredCopy, PostedRecv};
 use crate::proto::{
     credit::Window,
     receive::{Control, Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
-    wire::{Limits, HEADER_LEN},
+    wire::{Kind, Limits, HEADER_LEN},
 };
 use crate::sock::errno;
 use crate::tx::Outgoing;
+use crate::window::Target;
 
 /// The reader state of one connection, under its own BH-safe lock.
 pub(crate) struct ConnReader {
@@ -78,6 +89,8 @@ pub(crate) struct ConnReader {
     /// The receive being filled straight from the socket, with its handle
     /// (still the machine's name for it; see `RecvBuffers::lend`).
     filling: Option<(u64, PostedRecv)>,
+    /// The put being read: where it goes, and its length.
+    placing: Option<(Target, u64)>,
 }
 
 /// Copies `n` bytes from the current socket buffer, `at` bytes past the
@@ -95,14 +108,15 @@ impl ConnReader {
             max_payload: max_message,
         };
         let (inbound, credited) = match (role, window) {
-            (Role::Messages, Some(w)) => (Inbound::messages(rank, limits, w), true),
-            (Role::Messages, None) => (Inbound::uncredited(rank, limits), false),
+            (Role::Messages, Some(w)) => (Inbound::messages(rank, limits, w).with_windows(), true),
+            (Role::Messages, None) => (Inbound::uncredited(rank, limits).with_windows(), false),
             (Role::Control, _) => (Inbound::control(rank, limits), false),
         };
         Self {
             inbound,
             credited,
             filling: None,
+            placing: None,
         }
     }
 
@@ -220,7 +234,13 @@ impl ConnReader {
                         return len;
                     }
                     match self.inbound.feed_header(&buf[..k]) {
-                        Ok(used) => pos += used,
+                        Ok(used) => {
+                            pos += used;
+                            if let Err(why) = self.at_window_header(conn) {
+                                self.fail(conn, why);
+                                return len;
+                            }
+                        }
                         Err(why) => {
                             self.fail(conn, why);
                             return len;
@@ -229,6 +249,37 @@ impl ConnReader {
                 }
             }
         }
+    }
+
+    /// A window message's header just arrived: finds where a put's
+    /// payload goes, or acts on a lock request (whose answer the send
+    /// work writes). A bad request fails the connection.
+    fn at_window_header(&mut self, conn: &Conn) -> core::result::Result<(), Failure> {
+        if self.placing.is_some() {
+            return Ok(());
+        }
+        let Some((h, 0)) = self.inbound.current() else {
+            return Ok(());
+        };
+        let rank = conn.rank();
+        match h.kind {
+            Kind::Put => {
+                let target = conn.rx().with_windows(|t| {
+                    t.target(rank, h.envelope.context, h.window_offset(), h.len, h.reference)
+                });
+                self.placing = Some((target, h.len));
+            }
+            Kind::Lock => {
+                let due = conn.rx().with_windows(|t| {
+                    t.request(rank, h.envelope.context, h.envelope.tag, h.reference)
+                })?;
+                if due {
+                    conn.schedule_send();
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Asks the machine where the pending header's payload goes, or
@@ -248,6 +299,7 @@ impl ConnReader {
             inbound,
             filling,
             credited,
+            ..
         } = self;
         let waits = |d: &core::result::Result<Decision, Failure>| matches!(d, Ok(Decision::Wait));
         let mut send = false;
@@ -351,12 +403,24 @@ impl ConnReader {
                 let at = usize::try_from(at).map_err(|_| EINVAL)?;
                 conn.rx().shared().ok_or(EINVAL)?.dump_in(at + off, n, fill)
             }
+            // A refused put's bytes are dropped.
+            Place::Window { .. } => match self.placing {
+                Some((Target::Place { id, at }, _)) => {
+                    // `target` checked that the whole put fits.
+                    let at = usize::try_from(at).map_err(|_| EINVAL)?;
+                    conn.rx().with_windows(|t| t.copy_in(id, at + off, n, fill))
+                }
+                _ => Ok(()),
+            },
         }
     }
 
     /// The current message is complete: completes its receive, or makes it
     /// visible as unexpected (or hands it to a receive posted meanwhile).
     fn finish(&mut self, conn: &Conn) {
+        if let Some((target, len)) = self.placing.take() {
+            conn.rx().with_windows(|t| t.count(target, len));
+        }
         let filling = self.filling.take();
         // A receive posted while its message streamed into the dump area
         // gets the message copied after the lock is dropped: a large copy
@@ -477,6 +541,14 @@ impl ConnReader {
         }
     }
 
+    /// A messages connection ends: its origin loses the window locks it
+    /// held or waited for, which may grant others theirs.
+    fn forget_locks(&self, conn: &Conn) {
+        if conn.role() == Role::Messages && conn.rx().with_windows(|t| t.forget(conn.rank())) {
+            conn.schedule_send();
+        }
+    }
+
     /// Stops reading this connection for good: the machine fails what it
     /// was filling and every receive posted for its rank (and, if it was
     /// the last live connection, every receive for any source), which are
@@ -488,6 +560,8 @@ impl ConnReader {
         let was_stalled = self.inbound.is_stalled();
         let rank = conn.rank();
         let status = errno::econnreset().to_errno();
+        self.placing = None;
+        self.forget_locks(conn);
         let Self {
             inbound, filling, ..
         } = self;
@@ -535,6 +609,8 @@ impl ConnReader {
     pub(crate) fn abort(&mut self, conn: &Conn) {
         let stalled = self.inbound.is_stalled();
         let status = errno::econnaborted().to_errno();
+        self.placing = None;
+        self.forget_locks(conn);
         let Self {
             inbound, filling, ..
         } = self;

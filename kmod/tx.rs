@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the module writes: clear-to-send, rendezvous data and eager
-//! credit on control connections, from the endpoint's send work in
-//! process context.
+//! What the module writes: clear-to-send, rendezvous data, eager credit
+//! and the answers of its memory windows on control connections, from the
+//! endpoint's send work in process context.
 //!
 //! Where a `Cts`, `Data` or `Credit` is decided (the reader in softirq, a
 //! POST), it is queued under the rx lock as an [`Outgoing`] and the send
@@ -31,8 +31,9 @@ use crate::pinned::PinnedBuf;
 use crate::proto::{
     envelope::Envelope,
     receive::{Dest, OnEnd},
-    wire::{Encoder, Header, Kind, HEADER_LEN},
+    wire::{Encoder, Header, Kind, LockAnswer, HEADER_LEN},
 };
+use crate::window::DueAnswer;
 use crate::sock::{errno, TcpSocket};
 
 /// A message for a control connection.
@@ -150,6 +151,11 @@ struct Partial {
 enum Part {
     /// A `Cts` for the receive waiting under this token.
     Cts(u64),
+    /// A window's answer: its payload, and how much of it went out.
+    Answer {
+        bytes: [u8; LockAnswer::LEN],
+        sent: usize,
+    },
     /// Eager credit.
     Credit,
     /// An offer's data.
@@ -206,10 +212,19 @@ impl ConnTx {
             // `MSG_MORE` only when a payload follows: an empty data
             // message's header would otherwise wait in TCP for the cork
             // timer (200 ms) before leaving.
-            let more = matches!(p.what, Part::Data { want, .. } if want > 0);
+            let more = matches!(p.what, Part::Data { want, .. } if want > 0)
+                || matches!(p.what, Part::Answer { .. });
             match step(sock.send_bytes(&p.header[p.header_sent..], more)) {
                 Ok(n) => p.header_sent += n,
                 Err(progress) => return progress,
+            }
+        }
+        if let Part::Answer { bytes, sent, .. } = &mut p.what {
+            while *sent < bytes.len() {
+                match step(sock.send_bytes(&bytes[*sent..], false)) {
+                    Ok(n) => *sent += n,
+                    Err(progress) => return progress,
+                }
             }
         }
         if let Part::Data { buf, want, sent, .. } = &mut p.what {
@@ -350,6 +365,122 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
         tx.partial = Some(partial);
         advance(rx, conn, &mut tx);
     }
+    send_answers(rx, controls, self_rank);
+}
+
+/// Writes the answers its windows owe, each on its origin's control
+/// connection when that connection is free (a busy one keeps its answer
+/// due for a later pass, which its `sk_write_space` kicks); an answer to
+/// this process itself is placed in its receive at once.
+///
+/// Context: process context (the send work), may sleep; takes the window
+/// lock and the rx lock briefly, never together and never across a send.
+fn send_answers(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>], self_rank: Option<u32>) {
+    let find = |rank: u32| {
+        controls
+            .binary_search_by_key(&rank, |c| c.rank())
+            .ok()
+            .map(|i| &controls[i])
+    };
+    // Origins whose connection is busy this pass (bounded: past it, the
+    // rest waits for the next pass).
+    let mut busy = [u32::MAX; 32];
+    let mut n_busy = 0;
+    loop {
+        let skipped = &busy[..n_busy];
+        let Some(due) = rx.with_windows(|t| t.take_answer(|r| skipped.contains(&r))) else {
+            return;
+        };
+        if Some(due.rank) == self_rank {
+            local_answer(rx, &due);
+            continue;
+        }
+        // No control connection to that rank (any more), or a broken one:
+        // the origin is gone, and waits no more.
+        let Some(conn) = find(due.rank) else {
+            continue;
+        };
+        let mut tx = conn.tx().lock();
+        if tx.broken || conn.has_failed() {
+            continue;
+        }
+        if tx.partial.is_some() {
+            // Behind a half-written message: a later pass.
+            drop(tx);
+            rx.with_windows(|t| t.restore(&due));
+            if n_busy == busy.len() {
+                return;
+            }
+            busy[n_busy] = due.rank;
+            n_busy += 1;
+            continue;
+        }
+        let envelope = Envelope {
+            source: tx.local_rank,
+            ..due.envelope
+        };
+        let header = tx
+            .encoder
+            .encode(Kind::Answer, envelope, LockAnswer::LEN as u64);
+        tx.partial = Some(Partial {
+            header,
+            header_sent: 0,
+            what: Part::Answer {
+                bytes: due.answer.encode(),
+                sent: 0,
+            },
+        });
+        advance(rx, conn, &mut tx);
+    }
+}
+
+/// An answer from this process's window to itself: placed in the receive
+/// it posted for it, as its control connection would have.
+///
+/// Context: process context (the send work); takes the rx lock.
+fn local_answer(rx: &Arc<EndpointRx>, due: &DueAnswer) {
+    let bytes = due.answer.encode();
+    let left = rx.with_recv(|shared, st, _| {
+        let envelope = Envelope {
+            source: due.rank,
+            ..due.envelope
+        };
+        // No receive posted: the process asked before posting, and only
+        // it waits for this answer.
+        let Ok(dest) = st.rx.on_answer(envelope, bytes.len() as u64) else {
+            return Ok(None);
+        };
+        let Dest::Direct { handle } = dest else {
+            st.rx.drop_dest(dest, |_| {});
+            return Ok(None);
+        };
+        let Some(recv) = st.book.lend(handle) else {
+            st.rx.drop_dest(dest, |_| {});
+            return Ok(None);
+        };
+        let copied = recv.buf.copy_in(0, bytes.len(), |dst, done, chunk| {
+            // SAFETY: `dst` is mapped for `chunk` bytes by the page walker,
+            // and `done + chunk` is within `bytes`.
+            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr().add(done), dst, chunk) };
+            Ok(())
+        });
+        let OnEnd::Completed { envelope, len, .. } = st.rx.on_end(dest, envelope, bytes.len() as u64)
+        else {
+            return Ok(Some(recv));
+        };
+        let status = match copied {
+            Err(e) => e.to_errno(),
+            Ok(_) if len > recv.buf.len() as u64 => errno::emsgsize().to_errno(),
+            Ok(_) => 0,
+        };
+        st.book.free_handle(handle);
+        st.book.complete(shared, recv, envelope, len, status);
+        Ok(None)
+    });
+    // A receive not completed is unpinned here, in process context.
+    drop(left);
+    rx.notify();
+    rx.schedule_reclaim();
 }
 
 /// A rendezvous of this process with itself: copies `want` bytes of the
@@ -468,6 +599,8 @@ fn end_part(rx: &Arc<EndpointRx>, what: Part, ok: bool) {
     match what {
         // A written `Cts` needs nothing more: its data will come.
         Part::Cts(_) if ok => rx.with(|st| st.counters.cts_sent += 1),
+        // Not written: the origin's connection broke, it waits no more.
+        Part::Answer { .. } => {}
         Part::Cts(token) => fail_waiting(rx, token),
         Part::Credit if ok => rx.with(|st| st.counters.credits_sent += 1),
         // The connection broke: its peer is gone.

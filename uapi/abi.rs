@@ -23,7 +23,7 @@ pub const O2G_IOC_TYPE: u32 = 0xBB;
 /// Major ABI version: bumped on any incompatible change.
 pub const O2G_ABI_MAJOR: u16 = 3;
 /// Minor ABI version: bumped when opcodes or fields are added compatibly.
-pub const O2G_ABI_MINOR: u16 = 0;
+pub const O2G_ABI_MINOR: u16 = 1;
 
 /// `_IOC_NONE`: the ioctl moves no data.
 pub const IOC_NONE: u32 = 0;
@@ -69,6 +69,9 @@ pub mod feature {
     /// Eager credit: INIT takes [`super::O2G_INIT_CREDIT`] and
     /// [`super::O2G_IOC_TAKE_CREDIT`] exists (ABI 3.0).
     pub const CREDIT: u64 = 4;
+    /// Memory windows: [`super::O2G_IOC_WIN_REGISTER`] and its siblings
+    /// exist, and messages connections carry puts (ABI 3.1).
+    pub const WINDOWS: u64 = 8;
 }
 
 /// Reads the module's ABI version into a [`VersionInfo`].
@@ -769,4 +772,108 @@ pub const O2G_IOC_TAKE_CREDIT: u32 = ioc(
     IOC_READ | IOC_WRITE,
     0x0f,
     core::mem::size_of::<CreditArgs>(),
+);
+
+/// Most windows one endpoint may register at once; more get `ENOSPC`.
+pub const O2G_MAX_WINDOWS: u32 = 64;
+/// Largest window: a put names its offset in 32 bits.
+pub const O2G_MAX_WINDOW: u64 = 1 << 32;
+
+/// Argument of [`O2G_IOC_WIN_REGISTER`]: memory the module writes puts
+/// into (MPI one-sided communication, with the module as the target's
+/// agent).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowArgs {
+    /// In: the window's address (any alignment).
+    pub base: u64,
+    /// In: its length, `1..=O2G_MAX_WINDOW`.
+    pub len: u64,
+    /// In: the context id puts name it by, below 2^31, unique among the
+    /// endpoint's windows.
+    pub context: u32,
+    /// In: zero.
+    pub flags: u32,
+    /// Out: the window's id, for [`O2G_IOC_WIN_UNREGISTER`] and
+    /// [`O2G_IOC_WIN_STATS`].
+    pub id: u32,
+    /// In: the origins that may lock the window are the ranks below
+    /// this, `1..=O2G_MAX_SOCKETS` (it sizes the lock's state).
+    pub ranks: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<WindowArgs>() == 32);
+
+/// Registers a memory window ([`WindowArgs`]): the module pins it
+/// writable (counted against `RLIMIT_MEMLOCK` and the pin budget) and,
+/// from then on, acts as the window's agent for MPI's passive target,
+/// inside the protocol handler, whatever the process is doing
+/// (`docs/protocol.md`, Windows):
+///
+/// - it keeps the window's lock: a `Lock` request on a messages
+///   connection takes, releases or flushes it, and the module's send work
+///   answers each on the control connection (an `Answer` for the receive
+///   the origin posted), a waiting lock once it is granted;
+/// - it writes each put (wire kind `Put`: offset in the tag, `reference`
+///   zero) from an origin holding the lock straight into the window.
+///
+/// A put that names no registered window, has a non-zero `reference`,
+/// comes from an origin without the lock or reaches past the window's end
+/// is refused: its payload is read and dropped, and it is counted
+/// ([`WindowStats`], and in the origin's next answer); the connection goes
+/// on. A request naming no window, from a rank not below `ranks`, or
+/// before the answer to the same origin's previous one fails the
+/// connection. An origin whose connection fails loses its lock. Closing
+/// the endpoint unregisters every window.
+///
+/// Errors: `EINVAL` (length, context, flags, ranks), `EEXIST` (a window
+/// with this context is registered), `ENOSPC` ([`O2G_MAX_WINDOWS`]
+/// registered), `ENOBUFS` (pin budget), `ENOMEM` (`RLIMIT_MEMLOCK`),
+/// `EFAULT` (not writable memory, or inside an o2g mapping), `EBADFD`
+/// (before INIT).
+pub const O2G_IOC_WIN_REGISTER: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x10,
+    core::mem::size_of::<WindowArgs>(),
+);
+
+/// Unregisters a window ([`IdArg`] with the window id) and unpins it; a
+/// put arriving later is refused. A put half placed when this returns
+/// places no more bytes. `ENOENT` for an id that names no window.
+pub const O2G_IOC_WIN_UNREGISTER: u32 = ioc(IOC_WRITE, 0x11, core::mem::size_of::<IdArg>());
+
+/// Argument of [`O2G_IOC_WIN_STATS`]: a window's counters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowStats {
+    /// In: the window id.
+    pub id: u32,
+    /// Explicit padding; must be zero.
+    pub reserved: u32,
+    /// Out: puts written into the window in full.
+    pub placed_msgs: u64,
+    /// Out: their payload bytes.
+    pub placed_bytes: u64,
+    /// Out: puts for this window refused (out of range, a non-zero
+    /// `reference`, or from an origin without the lock).
+    pub refused_msgs: u64,
+    /// Out: their payload bytes, dropped.
+    pub refused_bytes: u64,
+    /// Out: puts for the endpoint naming no registered window.
+    pub unknown_msgs: u64,
+    /// Out: lock requests (lock, unlock, flush) the window took.
+    pub requests: u64,
+    /// Out: answers the module sent for it (counted as they are handed
+    /// to the connection, or to this process itself).
+    pub answers: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<WindowStats>() == 64);
+
+/// Reads a window's counters ([`WindowStats`]). `ENOENT` for an id that
+/// names no window, `EBADFD` before INIT.
+pub const O2G_IOC_WIN_STATS: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    0x12,
+    core::mem::size_of::<WindowStats>(),
 );

@@ -20,6 +20,9 @@
 //!   store and each connection's reassembler: where each message goes,
 //!   when a connection stalls, what completes and what fails. The module
 //!   and every user-space transport decide through it.
+//! - [`window_lock`]: a memory window's lock as its target keeps it
+//!   (shared and exclusive holders, first-come waiting), for one-sided
+//!   communication placed by the module.
 //!
 //! # Rules
 //!
@@ -39,4 +42,5 @@ pub mod matching;
 pub mod receive;
 pub mod slots;
 pub mod stream;
+pub mod window_lock;
 pub mod wire;

@@ -257,6 +257,15 @@ pub enum Place {
         /// Where the message's payload starts.
         at: u64,
     },
+    /// Into the memory window registered under `context`, `at` bytes
+    /// from its start plus the payload offset (a [`Kind::Put`]); the
+    /// reader checks the window and the range, and drops what it refuses.
+    Window {
+        /// The window's context id.
+        context: u32,
+        /// Where the put starts in the window.
+        at: u64,
+    },
 }
 
 /// No room for the message now: stop reading the connection, and call
@@ -363,6 +372,17 @@ pub enum Failure {
     },
     /// A clear-to-send named no offer this end made to the peer.
     UnknownOffer(u32),
+    /// An answer to a window request found no receive posted for it
+    /// (the answer's tag): the origin asks before it posts.
+    Unanswered(u32),
+    /// A window request naming a window the receiver does not have (or
+    /// from a rank the window does not serve): its answer could never
+    /// come.
+    NoWindow(u32),
+    /// A window request before the answer to its origin's previous one
+    /// on that window (the module allows one at a time: it keeps no
+    /// queue of answers a peer could grow).
+    Overlapping,
     /// A clear-to-send asked for more bytes than its offer holds.
     WantTooLong {
         /// Bytes asked for.
@@ -748,6 +768,23 @@ where
         Some(clear)
     }
 
+    /// An answer to a window request arrived: it goes to the receive the
+    /// origin posted for it before asking, or the connection fails.
+    ///
+    /// # Errors
+    ///
+    /// [`Failure::Unanswered`] when no posted receive matches.
+    pub fn on_answer(&mut self, envelope: Envelope, len: u64) -> Result<Dest, Failure> {
+        let handle = self
+            .engine
+            .match_posted(envelope)
+            .ok_or(Failure::Unanswered(envelope.tag))?;
+        self.filling = self.filling.saturating_add(1);
+        self.stats.matched_msgs = self.stats.matched_msgs.saturating_add(1);
+        self.stats.matched_bytes = self.stats.matched_bytes.saturating_add(len);
+        Ok(Dest::Direct { handle })
+    }
+
     /// Rendezvous data of `len` bytes arrived from `rank` for the receive
     /// waiting under `token`: where it goes.
     ///
@@ -1131,6 +1168,8 @@ pub struct Inbound {
     undecided: Option<bool>,
     dest: Option<Dest>,
     failure: Option<Failure>,
+    /// Whether [`Kind::Put`] is carried (see [`Inbound::with_windows`]).
+    windows: bool,
     stats: InboundStats,
 }
 
@@ -1181,6 +1220,7 @@ impl Inbound {
             undecided: None,
             dest: None,
             failure: None,
+            windows: false,
             stats: InboundStats {
                 bytes: 0,
                 messages: 0,
@@ -1188,6 +1228,18 @@ impl Inbound {
                 protocol_errors: 0,
             },
         }
+    }
+
+    /// This messages connection also carries one-sided puts
+    /// ([`Kind::Put`]) and requests ([`Kind::Lock`]) for the receiver's
+    /// registered windows: they need no decision and no credit (they are
+    /// never stored), a put's payload goes to [`Place::Window`], and the
+    /// caller acts on a request at its header. Other roles refuse them;
+    /// a control connection takes the answers ([`Kind::Answer`]).
+    #[must_use]
+    pub const fn with_windows(mut self) -> Self {
+        self.windows = matches!(self.role, Role::Messages(_) | Role::Uncredited);
+        self
     }
 
     /// The rank of the peer.
@@ -1289,14 +1341,23 @@ impl Inbound {
         }
         if let Some((offset, len)) = self.reasm.take_payload(avail) {
             self.stats.bytes = self.stats.bytes.saturating_add(len as u64);
-            return match &self.dest {
-                Some(dest) => Next::Payload {
+            let put = self.reasm.current().filter(|(h, _)| h.kind == Kind::Put);
+            return match (&self.dest, put) {
+                (Some(dest), _) => Next::Payload {
                     to: dest.place(),
                     offset,
                     len,
                 },
+                (None, Some((h, _))) => Next::Payload {
+                    to: Place::Window {
+                        context: h.envelope.context,
+                        at: h.window_offset(),
+                    },
+                    offset,
+                    len,
+                },
                 // A payload always has a destination once decided.
-                None => Next::Failed,
+                (None, None) => Next::Failed,
             };
         }
         Next::Header {
@@ -1343,6 +1404,10 @@ impl Inbound {
                         msgs: h.reference,
                     }));
                 }
+                // Nothing to decide: the payload goes to its window, the
+                // request is the caller's.
+                (Kind::Put | Kind::Lock, _) if self.windows => {}
+                (Kind::Answer, Role::Control) => self.undecided = Some(false),
                 (kind, _) => return Err(Failure::Unsupported(kind)),
             }
         }
@@ -1378,6 +1443,10 @@ impl Inbound {
                 self.dest = Some(dest);
                 Ok(Decision::Go)
             })?,
+            Kind::Answer => rx.on_answer(h.envelope, h.len).map(|dest| {
+                self.dest = Some(dest);
+                Ok(Decision::Go)
+            })?,
             Kind::Rts => match rx.on_rts(h.envelope, h.len, h.reference) {
                 Ok(OnRts::Clear(clear)) => Ok(Decision::Clear(clear)),
                 Ok(OnRts::Stored { msg }) => Ok(Decision::Stored { msg }),
@@ -1405,7 +1474,7 @@ impl Inbound {
     }
 
     /// Ends the current message at `rx`; `None` if no message was complete.
-    /// Messages without payload end here too, with `None`.
+    /// Messages without payload, and puts, end here too, with `None`.
     pub fn finish<S, B, St, W>(&mut self, rx: &mut Receiver<S, B, St, W>) -> Option<OnEnd>
     where
         S: DerefMut<Target = [Slot]>,

@@ -18,9 +18,10 @@
 //! - The magic `"O2"`, the version and the kind catch a stream that lost
 //!   framing (or a peer that is not o2g) at the first header.
 //! - `kind` says what the message is and which fields mean what
-//!   ([`Kind`]); only [`Kind::Eager`] and [`Kind::Data`] carry payload
-//!   bytes, the others are the header alone, and their `length` is a
-//!   size or a count. `docs/protocol.md` is the protocol they make.
+//!   ([`Kind`]); only [`Kind::Eager`], [`Kind::Data`], [`Kind::Put`] and
+//!   [`Kind::Answer`] carry payload bytes, the others are the header
+//!   alone, and their `length` is a size or a count. `docs/protocol.md`
+//!   is the protocol they make.
 //! - `reference` names a rendezvous offer of the sender ([`Kind::Rts`],
 //!   [`Kind::Cts`], [`Kind::Data`]) or counts messages ([`Kind::Credit`]);
 //!   it is zero in an eager message.
@@ -44,7 +45,10 @@ pub const HEADER_LEN: usize = 32;
 pub const MAGIC: [u8; 2] = *b"O2";
 
 /// The header version this code speaks: 2 added rendezvous and credits
-/// (version 1 was eager only).
+/// (version 1 was eager only). The window kinds ([`Kind::Put`],
+/// [`Kind::Lock`], [`Kind::Answer`]) came later without a new version: a
+/// receiver that does not take them fails the connection at the first
+/// one, as for any kind it does not carry.
 pub const VERSION: u8 = 2;
 
 /// What a message is.
@@ -65,6 +69,70 @@ pub enum Kind {
     /// Eager credit returned by the receiver: `length` bytes and
     /// `reference` messages. No payload.
     Credit,
+    /// One-sided data: `length` payload bytes for the receiver's memory
+    /// window registered under the context id, at the byte offset in the
+    /// tag ([`Header::window_offset`]); `reference` is reserved (zero).
+    /// Matches no receive: the receiver places it or refuses it.
+    Put,
+    /// A passive-target request for the receiver's window named by the
+    /// context: the operation in the tag ([`lock_op`]), the tag of the
+    /// [`Kind::Answer`] it asks for in `reference`. No payload.
+    Lock,
+    /// The answer to a [`Kind::Lock`], from the window's side: `length`
+    /// payload bytes ([`LockAnswer`]) for the origin's receive posted
+    /// with this envelope (source: the window's rank, tag: the
+    /// request's `reference`, context: the window).
+    Answer,
+}
+
+/// The operations of a [`Kind::Lock`] request (its tag).
+pub mod lock_op {
+    /// `MPI_Win_lock(MPI_LOCK_SHARED)`: answered once granted.
+    pub const SHARED: u32 = 1;
+    /// `MPI_Win_lock(MPI_LOCK_EXCLUSIVE)`: answered once granted.
+    pub const EXCLUSIVE: u32 = 2;
+    /// `MPI_Win_unlock`: the origin's puts before it are in the window;
+    /// answered at once.
+    pub const UNLOCK: u32 = 3;
+    /// `MPI_Win_flush`: the origin's puts before it are in the window;
+    /// answered at once, the lock kept.
+    pub const FLUSH: u32 = 4;
+}
+
+/// The payload of a [`Kind::Answer`] to a [`Kind::Lock`]: 8 bytes,
+/// little-endian.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LockAnswer {
+    /// Zero when done; [`LockAnswer::REFUSED`] when the request was
+    /// refused (no such window, a lock held or asked for already, an
+    /// unlock or flush without the lock).
+    pub status: u32,
+    /// The origin's puts this window refused since its last answer
+    /// (out of range, or without the lock).
+    pub refused_puts: u32,
+}
+
+impl LockAnswer {
+    /// Size on the wire.
+    pub const LEN: usize = 8;
+    /// [`LockAnswer::status`] of a refused request.
+    pub const REFUSED: u32 = 1;
+
+    /// The answer as it goes on the wire.
+    pub const fn encode(&self) -> [u8; Self::LEN] {
+        let [a, b, c, d] = self.status.to_le_bytes();
+        let [e, f, g, h] = self.refused_puts.to_le_bytes();
+        [a, b, c, d, e, f, g, h]
+    }
+
+    /// An answer read off the wire.
+    pub const fn decode(bytes: &[u8; Self::LEN]) -> Self {
+        let [a, b, c, d, e, f, g, h] = *bytes;
+        Self {
+            status: u32::from_le_bytes([a, b, c, d]),
+            refused_puts: u32::from_le_bytes([e, f, g, h]),
+        }
+    }
 }
 
 impl Kind {
@@ -76,6 +144,9 @@ impl Kind {
             Kind::Cts => 3,
             Kind::Data => 4,
             Kind::Credit => 5,
+            Kind::Put => 6,
+            Kind::Lock => 7,
+            Kind::Answer => 8,
         }
     }
 
@@ -87,19 +158,25 @@ impl Kind {
             3 => Some(Kind::Cts),
             4 => Some(Kind::Data),
             5 => Some(Kind::Credit),
+            6 => Some(Kind::Put),
+            7 => Some(Kind::Lock),
+            8 => Some(Kind::Answer),
             _ => None,
         }
     }
 
     /// Whether `length` payload bytes follow the header.
     pub const fn carries_payload(self) -> bool {
-        matches!(self, Kind::Eager | Kind::Data)
+        matches!(self, Kind::Eager | Kind::Data | Kind::Put | Kind::Answer)
     }
 
     /// Whether `length` is the size of an MPI message (checked against the
     /// receiver's maximum).
     pub const fn sizes_a_message(self) -> bool {
-        matches!(self, Kind::Eager | Kind::Rts | Kind::Data)
+        matches!(
+            self,
+            Kind::Eager | Kind::Rts | Kind::Data | Kind::Put | Kind::Answer
+        )
     }
 }
 
@@ -249,6 +326,12 @@ impl Header {
         (self.envelope.context as u64).rotate_left(32) | self.envelope.tag as u64
     }
 
+    /// Where a [`Kind::Put`]'s payload starts in its window, in bytes:
+    /// the tag (so a window the module places into is below 4 GiB).
+    pub const fn window_offset(&self) -> u64 {
+        self.envelope.tag as u64
+    }
+
     /// The envelope that carries `token` from `source`
     /// (see [`Header::token`]).
     pub const fn token_envelope(source: u32, token: u64) -> Envelope {
@@ -379,16 +462,33 @@ mod tests {
 
     #[test]
     fn every_kind_round_trips_and_only_data_kinds_carry_payload() {
-        let kinds = [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Data, Kind::Credit];
+        let kinds = [
+            Kind::Eager,
+            Kind::Rts,
+            Kind::Cts,
+            Kind::Data,
+            Kind::Credit,
+            Kind::Put,
+        ];
         for kind in kinds {
             let b = Encoder::new().encode_ref(kind, ENV, 7, 3);
             let h = Header::decode(&b).expect("decodes");
             assert_eq!((h.kind, h.len, h.reference), (kind, 7, 3));
-            let payload = matches!(kind, Kind::Eager | Kind::Data);
+            let payload = matches!(kind, Kind::Eager | Kind::Data | Kind::Put | Kind::Answer);
             assert_eq!(h.payload_len(), if payload { 7 } else { 0 }, "{kind:?}");
         }
         assert_eq!(Kind::from_wire(0), None);
-        assert_eq!(Kind::from_wire(6), None);
+        assert_eq!(Kind::from_wire(9), None);
+    }
+
+    #[test]
+    fn a_lock_answer_round_trips() {
+        let a = LockAnswer {
+            status: LockAnswer::REFUSED,
+            refused_puts: 0x0102_0304,
+        };
+        assert_eq!(a.encode(), [1, 0, 0, 0, 4, 3, 2, 1]);
+        assert_eq!(LockAnswer::decode(&a.encode()), a);
     }
 
     #[test]

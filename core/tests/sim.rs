@@ -456,6 +456,7 @@ impl Node {
                 let start = base as usize + at;
                 self.dump[start..start + data.len()].copy_from_slice(data);
             }
+            Place::Window { .. } => panic!("no connection here carries puts"),
         }
     }
 

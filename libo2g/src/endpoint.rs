@@ -717,3 +717,4 @@ fn unknown_outcome(op: &'static str, outcome: u32) -> Error {
 mod offer;
 #[cfg(test)]
 mod tests;
+mod window;

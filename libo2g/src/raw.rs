@@ -119,6 +119,40 @@ pub(crate) fn take_credit(fd: BorrowedFd<'_>, args: &mut abi::CreditArgs) -> io:
     check(rc)
 }
 
+/// `O2G_IOC_WIN_REGISTER`: the module pins `args.base[..args.len]`
+/// writable and writes peers' puts into it until unregistered.
+///
+/// # Safety
+///
+/// The memory must stay valid (mapped and owned by the caller's data)
+/// until [`win_unregister`] or the endpoint's close: the module writes
+/// it, through its own pins, at any time meanwhile.
+pub(crate) unsafe fn win_register(
+    fd: BorrowedFd<'_>,
+    args: &mut abi::WindowArgs,
+) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<WindowArgs>()` in a valid,
+    // exclusively borrowed struct of integers; the window's lifetime is
+    // the caller's promise.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_WIN_REGISTER as _, args) };
+    check(rc)
+}
+
+/// `O2G_IOC_WIN_UNREGISTER`: no put lands in the window after it returns.
+pub(crate) fn win_unregister(fd: BorrowedFd<'_>, arg: &abi::IdArg) -> io::Result<()> {
+    // SAFETY: `_IOW` of exactly `size_of::<IdArg>()` from a valid struct.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_WIN_UNREGISTER as _, arg) };
+    check(rc)
+}
+
+/// `O2G_IOC_WIN_STATS`.
+pub(crate) fn win_stats(fd: BorrowedFd<'_>, stats: &mut abi::WindowStats) -> io::Result<()> {
+    // SAFETY: `_IOWR` of exactly `size_of::<WindowStats>()` in a valid,
+    // exclusively borrowed struct of integers.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_WIN_STATS as _, stats) };
+    check(rc)
+}
+
 /// `O2G_IOC_SYNC`: applies the release ring and resumes stalled connections.
 pub(crate) fn sync(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: `_IO`: the module reads no argument.

@@ -55,7 +55,7 @@ fn argument_structs_have_fixed_layout() {
 fn receive_path_opcodes_match_nix_encoding() {
     use nix::{request_code_readwrite as rw, request_code_write as w};
     let t = abi::O2G_IOC_TYPE;
-    let cases: [(&str, u32, ioctl_num_type); 10] = [
+    let cases: [(&str, u32, ioctl_num_type); 13] = [
         (
             "INIT",
             abi::O2G_IOC_INIT,
@@ -106,6 +106,21 @@ fn receive_path_opcodes_match_nix_encoding() {
             abi::O2G_IOC_TAKE_CREDIT,
             rw!(t, 0x0f, size_of::<abi::CreditArgs>()),
         ),
+        (
+            "WIN_REGISTER",
+            abi::O2G_IOC_WIN_REGISTER,
+            rw!(t, 0x10, size_of::<abi::WindowArgs>()),
+        ),
+        (
+            "WIN_UNREGISTER",
+            abi::O2G_IOC_WIN_UNREGISTER,
+            w!(t, 0x11, size_of::<abi::IdArg>()),
+        ),
+        (
+            "WIN_STATS",
+            abi::O2G_IOC_WIN_STATS,
+            rw!(t, 0x12, size_of::<abi::WindowStats>()),
+        ),
     ];
     for (name, ours, nix) in cases {
         assert_eq!(ours as ioctl_num_type, nix, "O2G_IOC_{name}");
@@ -131,6 +146,9 @@ fn opcode_numbers_are_distinct() {
         abi::O2G_IOC_OFFER,
         abi::O2G_IOC_RNDV_STATS,
         abi::O2G_IOC_TAKE_CREDIT,
+        abi::O2G_IOC_WIN_REGISTER,
+        abi::O2G_IOC_WIN_UNREGISTER,
+        abi::O2G_IOC_WIN_STATS,
     ];
     // The `nr` byte alone tells them apart, and numbers them 0, 1, 2, ...
     let nrs: Vec<u32> = all.iter().map(|op| op & 0xff).collect();
@@ -178,6 +196,13 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(offset_of!(abi::OfferArgs, reserved), 36);
     assert_eq!(offset_of!(abi::SocketRegistration, local_rank), 12);
     assert_eq!(size_of::<abi::RendezvousStats>(), 96);
+    assert_eq!(size_of::<abi::WindowArgs>(), 32);
+    assert_eq!(offset_of!(abi::WindowArgs, context), 16);
+    assert_eq!(offset_of!(abi::WindowArgs, id), 24);
+    assert_eq!(size_of::<abi::WindowStats>(), 64);
+    assert_eq!(offset_of!(abi::WindowArgs, ranks), 28);
+    assert_eq!(offset_of!(abi::WindowStats, placed_msgs), 8);
+    assert_eq!(offset_of!(abi::WindowStats, unknown_msgs), 40);
     assert_eq!(
         abi::O2G_IOC_RNDV_STATS as ioctl_num_type,
         nix::request_code_read!(abi::O2G_IOC_TYPE, 0x0e, size_of::<abi::RendezvousStats>())

@@ -272,6 +272,18 @@ fn describe(why: Failure, rank: usize, me: u32) -> String {
             "protocol error: world rank {rank} sent a clear-to-send for offer {o}, which rank \
              {me} has not made to it (or already answered)"
         ),
+        Failure::Unanswered(tag) => format!(
+            "protocol error: world rank {rank} answered a window request (tag {tag}) that rank \
+             {me} has no receive posted for"
+        ),
+        Failure::NoWindow(context) => format!(
+            "protocol error: world rank {rank} sent a request for window {context}, which rank \
+             {me} does not have"
+        ),
+        Failure::Overlapping => format!(
+            "protocol error: world rank {rank} sent a window request before the answer to its \
+             previous one"
+        ),
     }
 }
 

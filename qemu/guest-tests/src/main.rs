@@ -24,6 +24,7 @@ mod stat;
 mod storm;
 mod trust;
 mod unprivileged;
+mod window;
 
 type CheckResult = Result<(), String>;
 
@@ -59,6 +60,7 @@ const CHECKS: &[Check] = &[
     ("rndv-errors", "", |_| rendezvous::errors()),
     ("rndv-teardown", "", |_| rendezvous::teardown()),
     ("credit", "", |_| credit::check()),
+    ("win-agent", "", |_| window::agent()),
     ("trust-children", "", |_| trust::listen_child()),
     ("trust-ulp", "", |_| trust::ulp()),
     ("trust-spoof", "", |_| trust::spoof()),
