@@ -94,7 +94,7 @@ c_bins="$("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" is-o2g)"
 # first four, a slice of each family issue 23 added, one-sided
 # communication and MPI_THREAD_MULTIPLE.
 for prog in env p2p coll is datatype coll2 icoll group topo p2p_modes persistent mprobe waitsome neighbor intercomm serialized \
-    rma rma_sync rma_dynamic rma_shared rma_errors multiple; do
+    rma rma_sync rma_dynamic rma_shared rma_errors rma_module multiple; do
     "$O2G_ROOT/capi/mpicc" -Wall -Werror -O1 -o "$cdir/capi-$prog" "$O2G_ROOT/capi/tests/c/$prog.c"
     c_bins+=" $cdir/capi-$prog"
 done

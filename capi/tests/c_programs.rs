@@ -290,6 +290,7 @@ fn main() {
         "rma_dynamic",
         "rma_shared",
         "rma_errors",
+        "rma_module",
         "multiple",
     ];
 
@@ -347,6 +348,7 @@ fn main() {
         "rma_dynamic",
         "rma_shared",
         "rma_errors",
+        "rma_module",
         "multiple",
     ] {
         for transport in ["sockets-poll", "dimmnet", "hyphenlink"] {

@@ -386,6 +386,43 @@ impl Communicator {
         ))
     }
 
+    /// A receive of the answer to a module window request from `source`
+    /// with `tag`, into `len` bytes at `ptr`, posted in the module itself
+    /// (never left waiting in the transport: the module places an answer
+    /// only in a posted receive).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Communicator::irecv_bytes_direct`].
+    pub(crate) unsafe fn irecv_answer<'b>(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        source: i32,
+        tag: i32,
+    ) -> Result<Request<'b>> {
+        let (sel, watch) = self.selector(source, tag, self.context)?;
+        let token = self.rt.with(|t| match t.windows() {
+            Some(w) => w.post_answer(sel, len),
+            None => Err(Error::InvalidArgument(
+                "this transport has no module windows".into(),
+            )),
+        })?;
+        let buf: &'b mut [u8] = if len == 0 {
+            &mut []
+        } else {
+            // SAFETY: Valid and exclusively ours for the request's life
+            // (this function's contract).
+            unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+        };
+        Ok(Request::recv(
+            self.rt.clone(),
+            token,
+            RecvBuf::Copy(buf),
+            watch,
+        ))
+    }
+
     /// `MPI_Send` (§3.2.1): standard-mode blocking send to rank `dest`.
     ///
     /// # Errors

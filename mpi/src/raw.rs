@@ -25,7 +25,9 @@
 //!   serve other processes' requests whenever this process waits;
 //! - [`set_turns`]: how a binding that lets several threads call MPI
 //!   (`MPI_THREAD_MULTIPLE`, one at a time by a lock of its own) gets
-//!   waiting threads their turn.
+//!   waiting threads their turn;
+//! - [`window`]: memory windows the o2g module serves as the passive
+//!   target's agent.
 //!
 //! Ranks and tags use this crate's wildcards ([`crate::ANY_SOURCE`],
 //! [`crate::ANY_TAG`]); a binding translates its own.
@@ -38,6 +40,8 @@ use crate::communicator::Communicator;
 use crate::error::{Error, Result};
 use crate::point_to_point::{Message, Status};
 use crate::request::Request;
+
+pub mod window;
 
 /// `MPI_Isend` (§3.7.2) of raw bytes on the communicator's point-to-point
 /// context. The transport may read `data` until the request completes

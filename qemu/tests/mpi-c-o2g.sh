@@ -5,7 +5,8 @@
 # multiple completions, neighborhood collectives, inter-communicators, two
 # threads taking turns under MPI_THREAD_SERIALIZED; one-sided communication
 # in every synchronization mode, dynamic and shared windows, and its
-# errors; four threads at once under MPI_THREAD_MULTIPLE), built with our
+# errors, and passive-target epochs the module serves while the target
+# sits in a system call; four threads at once under MPI_THREAD_MULTIPLE), built with our
 # mpicc, over the o2g transport at
 # 1 to 4 ranks (the one-sided and MULTIPLE programs at 2 and 4: the host
 # runs them at every count over the other transports). Each program checks
@@ -28,3 +29,7 @@ done
 for prog in capi-rma capi-rma_sync capi-rma_dynamic capi-rma_shared capi-rma_errors capi-multiple; do
     run "$prog" 2 4
 done
+# The module as the passive target's agent: the target sits in read(2)
+# while the origins' epochs complete (a window the module does not serve
+# fails here).
+RMA_MODULE_REQUIRED=1 run capi-rma_module 2 4

@@ -36,6 +36,11 @@
 //! The memory model is `MPI_WIN_UNIFIED`: the agent writes the window's
 //! memory itself.
 //!
+//! Over `o2g`, a window's memory is also registered with the kernel
+//! module, which then serves passive-target epochs on it by itself: the
+//! lock, the puts, the flush and the unlock never need the target process
+//! ([`module`]).
+//!
 //! # Checks
 //! An origin checks what it can before it sends (target rank, the
 //! target's window size for the static kinds, the epoch, datatypes); a
@@ -53,6 +58,7 @@ use crate::error::{Code, Res, MPI_ERR_OTHER, MPI_ERR_RANK, MPI_ERR_RMA_SYNC, MPI
 use crate::handles::{self, ErrMode, Handle};
 
 mod attrs;
+mod module;
 mod ops;
 mod shared;
 mod sync;
@@ -108,6 +114,11 @@ pub(crate) struct Origin {
     pub(crate) expected_completes: u64,
     /// Inside an exposure epoch (`MPI_Win_post` … `MPI_Win_wait`).
     pub(crate) posted: bool,
+    /// By target: the lock held is its module's ([`module`]).
+    pub(crate) module_held: Vec<bool>,
+    /// By target, under a module lock: a get or accumulate went to its
+    /// library since the last flush.
+    pub(crate) agent_pending: Vec<bool>,
 }
 
 /// Values of the predefined window attributes (§12.2.6), at addresses
@@ -136,6 +147,11 @@ pub(crate) struct Win {
     pub(crate) extents: Option<Vec<(u64, u32)>>,
     /// Memory the library allocated for the window, freed with it.
     pub(crate) owned: RefCell<Option<shared::Owned>>,
+    /// This process's window as the o2g module knows it (its id), if the
+    /// module serves it.
+    pub(crate) module: Cell<Option<u32>>,
+    /// By member: its module serves its window.
+    pub(crate) served: Vec<bool>,
 }
 
 impl Win {
@@ -267,6 +283,8 @@ impl Origin {
             started: None,
             expected_completes: 0,
             posted: false,
+            module_held: vec![false; n],
+            agent_pending: vec![false; n],
         }
     }
 

@@ -188,8 +188,31 @@ fn accumulate_op(op: Handle, elem: usize) -> Res<u32> {
     Ok(v)
 }
 
+/// Puts `data` through the target's module when this process holds its
+/// module lock (`module.rs`); `false` when the library must carry it.
+fn module_put(w: &Win, t: &TargetSpec, data: &[u8]) -> Res<bool> {
+    if !w.origin.borrow().module_held[t.rank] {
+        return Ok(false);
+    }
+    let unit = w.extents.as_ref().map_or(1, |e| e[t.rank].1);
+    let Some(base) = (t.disp as i64).checked_mul(i64::from(unit)) else {
+        return Ok(false);
+    };
+    super::module::put(w, t.rank, base, &t.runs(), data)
+}
+
+/// Notes a request for a target's library under its module lock: the
+/// next flush or unlock asks the library first (`module.rs`).
+fn to_library(w: &Win, rank: usize) {
+    let mut o = w.origin.borrow_mut();
+    if o.module_held[rank] {
+        o.agent_pending[rank] = true;
+    }
+}
+
 /// Sends request `h` to `t.rank`, then its runs and data (if any).
 fn send(w: &Win, t: &TargetSpec, h: &Header, first: &[u8], data: &[u8]) -> Res<()> {
+    to_library(w, t.rank);
     let dest = t.rank as c_int;
     w.comm.send(&h.encode(), dest, wire::TAG_HEADER)?;
     if h.kind.has_data(h) {
@@ -314,8 +337,10 @@ unsafe fn put<N: crate::datatype::Count>(
         // SAFETY: by this function's contract.
         let data: Cow<'_, [u8]> = unsafe { buffer::send(obuf, on, odt) }?;
         same_size(data.len(), t.len())?;
-        let (h, first) = t.header(Kind::Put);
-        send(&w, &t, &h, &first, &data)?;
+        if !module_put(&w, &t, &data)? {
+            let (h, first) = t.header(Kind::Put);
+            send(&w, &t, &h, &first, &data)?;
+        }
     }
     if !req.is_null() {
         // SAFETY: by this function's contract.

@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use std::rc::Rc;
 
 use super::wire::{self, Header, Kind};
-use super::{sync_error, target_rank, win, Held, Win};
+use super::{module, sync_error, target_rank, win, Held, Win};
 use crate::error::{boundary_win, explained, Res, MPI_ERR_LOCKTYPE, MPI_ERR_RMA_RANGE};
 use crate::ffi;
 use crate::handles::{self, Handle, ReqEntry};
@@ -127,6 +127,13 @@ fn answers(w: &Win, asked: Vec<Asked>) -> Res<()> {
         first = first.and(this);
     }
     first
+}
+
+/// Asks `target`'s library to flush (its answer follows everything this
+/// process sent it before) and waits for the answer.
+pub(crate) fn flush_library(w: &Win, target: usize) -> Res<()> {
+    let asked = ask(w, target, Kind::Flush, 0)?;
+    answers(w, vec![asked])
 }
 
 /// `MPI_Win_fence` (§12.5.1): ends the epoch before (everything this
@@ -386,8 +393,13 @@ pub(crate) extern "C" fn MPI_Win_lock(
         } else {
             held
         };
-        if let Some(asked) = lock_one(&w, t, held)? {
-            answers(&w, vec![asked])?;
+        match module::lock_of(held).filter(|_| w.served[t]) {
+            Some(op) => module::lock(&w, &[t], op)?,
+            None => {
+                if let Some(asked) = lock_one(&w, t, held)? {
+                    answers(&w, vec![asked])?;
+                }
+            }
         }
         w.origin.borrow_mut().held[t] = held;
         Ok(())
@@ -414,9 +426,14 @@ pub(crate) extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
         } else {
             Held::Shared
         };
+        let by_module = |t: usize| w.served[t] && module::lock_of(held).is_some();
         let mut asked = Vec::new();
-        for t in 0..w.size() {
+        for t in (0..w.size()).filter(|&t| !by_module(t)) {
             asked.extend(lock_one(&w, t, held)?);
+        }
+        let served: Vec<usize> = (0..w.size()).filter(|&t| by_module(t)).collect();
+        if let Some(op) = module::lock_of(held) {
+            module::lock(&w, &served, op)?;
         }
         answers(&w, asked)?;
         w.origin.borrow_mut().lock_all = Some(held);
@@ -450,6 +467,13 @@ pub(crate) extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
                 "MPI_Win_unlock of rank {t}, which this process has not locked"
             )));
         }
+        if w.origin.borrow().module_held[t] {
+            let asked = module::release(&w, t, true)?;
+            w.origin.borrow_mut().held[t] = Held::None;
+            let gets = finish_gets(&w, Some(t));
+            module::answers(&w, asked)?;
+            return gets;
+        }
         let asked = release(&w, t, held)?;
         w.origin.borrow_mut().held[t] = Held::None;
         let gets = finish_gets(&w, Some(t));
@@ -469,12 +493,17 @@ pub(crate) extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
             .lock_all
             .take()
             .ok_or_else(|| sync_error("MPI_Win_unlock_all without MPI_Win_lock_all"))?;
-        let mut asked = Vec::new();
+        let (mut asked, mut by_module) = (Vec::new(), Vec::new());
         for t in 0..w.size() {
-            asked.push(release(&w, t, held)?);
+            if w.origin.borrow().module_held[t] {
+                by_module.extend(module::release(&w, t, true)?);
+            } else {
+                asked.push(release(&w, t, held)?);
+            }
         }
         let gets = finish_gets(&w, None);
         answers(&w, asked)?;
+        module::answers(&w, by_module)?;
         gets
     })
 }
@@ -506,14 +535,19 @@ fn flush(name: &str, win: Handle, rank: Option<c_int>) -> c_int {
     boundary_win(name, win, || {
         let w = self::win(win)?;
         let targets = flushed(&w, rank)?;
-        let mut asked = Vec::new();
+        let (mut asked, mut by_module) = (Vec::new(), Vec::new());
         for &t in &targets {
-            asked.push(ask(&w, t, Kind::Flush, 0)?);
+            if w.origin.borrow().module_held[t] {
+                by_module.extend(module::release(&w, t, false)?);
+            } else {
+                asked.push(ask(&w, t, Kind::Flush, 0)?);
+            }
         }
         for &t in &targets {
             finish_gets(&w, Some(t))?;
         }
-        answers(&w, asked)
+        answers(&w, asked)?;
+        module::answers(&w, by_module)
     })
 }
 

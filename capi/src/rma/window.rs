@@ -58,13 +58,35 @@ unsafe fn make(
     let wcomm = c.comm.dup()?;
     let p = make(&wcomm)?;
     let n = wcomm.size() as usize;
-    let extents = if p.flavor == FLAVOR_DYNAMIC {
-        None
+    let module =
+        if matches!(p.flavor, FLAVOR_CREATE | FLAVOR_ALLOCATE) && p.size > 0 && module_wanted()? {
+            // SAFETY: the memory stays valid until `MPI_Win_free`, which
+            // unregisters it first: the caller's for `MPI_Win_create` (its
+            // contract), the window's own for `MPI_Win_allocate`.
+            unsafe {
+                mpi::raw::window::register_window(
+                    &wcomm,
+                    std::ptr::with_exposed_provenance_mut(p.base),
+                    p.size,
+                )
+            }
+        } else {
+            None
+        };
+    let (extents, served) = if p.flavor == FLAVOR_DYNAMIC {
+        (None, vec![false; n])
     } else {
-        let mine = [p.size as u64, p.disp_unit as u64];
-        let mut all = vec![[0u64; 2]; n];
+        let mine = [
+            p.size as u64,
+            p.disp_unit as u64,
+            u64::from(module.is_some()),
+        ];
+        let mut all = vec![[0u64; 3]; n];
         wcomm.all_gather_into(&[mine], &mut all)?;
-        Some(all.iter().map(|e| (e[0], e[1] as u32)).collect())
+        (
+            Some(all.iter().map(|e| (e[0], e[1] as u32)).collect()),
+            all.iter().map(|e| e[2] != 0).collect(),
+        )
     };
     let target = Rc::new(RefCell::new(Target::new(
         mpi::raw::another_handle(&wcomm),
@@ -83,11 +105,27 @@ unsafe fn make(
         attrs: attrs(p.size, p.disp_unit, p.flavor),
         extents,
         owned: RefCell::new(p.owned),
+        module: Cell::new(module),
+        served,
     };
     let target = w.target.clone();
     let h = handles::new_win(w).inspect_err(|_| target.borrow_mut().freed = true)?;
     // SAFETY: by this function's contract.
     unsafe { ffi::out(out, h) }
+}
+
+/// Whether windows go to the o2g module where it serves them:
+/// `O2G_WIN_MODULE` unset or `1`; `0` keeps them in the library (to
+/// compare the two).
+fn module_wanted() -> Res<bool> {
+    match std::env::var("O2G_WIN_MODULE").as_deref() {
+        Err(_) | Ok("1") => Ok(true),
+        Ok("0") => Ok(false),
+        Ok(other) => Err(explained(
+            crate::error::MPI_ERR_ARG,
+            &format!("O2G_WIN_MODULE={other}: 0 (windows stay in the library) or 1"),
+        )),
+    }
 }
 
 /// `MPI_Win_create` and `_c` (§12.2.1).
@@ -569,6 +607,10 @@ pub(crate) unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
         }
         super::sync::finish_gets(&w, None)?;
         w.comm.barrier()?;
+        // Every epoch on it is over: the module lets go of the memory.
+        if let Some(id) = w.module.take() {
+            mpi::raw::window::unregister_window(&w.comm, id)?;
+        }
         // A delete callback's error leaves the window as it was.
         super::attrs::delete_all(*slot, &w)?;
         w.target.borrow_mut().freed = true;
@@ -614,7 +656,16 @@ pub(crate) extern "C" fn MPI_Win_set_info(win: Handle, info: Handle) -> c_int {
 #[export]
 pub(crate) unsafe extern "C" fn MPI_Win_get_info(win: Handle, info_used: *mut Handle) -> c_int {
     boundary_win("MPI_Win_get_info", win, || {
-        let hints = lock(&self::win(win)?.meta.info).clone();
+        let w = self::win(win)?;
+        let mut hints = lock(&w.meta.info).clone();
+        // What o2g did with the window: served by the module, and the
+        // puts it placed in this process's memory so far.
+        let module = w.module.get();
+        hints.push(("o2g_module_agent".into(), module.is_some().to_string()));
+        if let Some(id) = module {
+            let placed = mpi::raw::window::placed_puts(&w.comm, id)?;
+            hints.push(("o2g_placed_puts".into(), placed.to_string()));
+        }
         // SAFETY: the caller passes a valid output pointer.
         unsafe { ffi::out(info_used, crate::info::new_info(hints)) }
     })

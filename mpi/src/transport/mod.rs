@@ -124,6 +124,52 @@ pub(crate) trait Transport: SendHalf + ReceiveHalf {
     fn test_world_barrier(&mut self) -> Result<bool> {
         Ok(true)
     }
+
+    /// The kernel module's memory windows, on a transport that has them
+    /// (`o2g`, with a module that serves windows).
+    fn windows(&mut self) -> Option<&mut dyn Windows> {
+        None
+    }
+}
+
+/// Memory windows the o2g module serves as the passive target's agent
+/// (`kmod/window.rs`, `docs/protocol.md`, Windows): it keeps their locks,
+/// places the lock holders' puts in the protocol handler and answers lock
+/// requests on its own, while the target process computes.
+pub(crate) trait Windows {
+    /// Registers `len` bytes at `base` as this process's window for
+    /// `context`; its id.
+    ///
+    /// # Safety
+    ///
+    /// The memory must stay valid until [`Windows::unregister_window`]:
+    /// the module writes it whenever a lock holder's put arrives.
+    unsafe fn register_window(&mut self, base: *mut u8, len: usize, context: u32) -> Result<u32>;
+
+    /// Unregisters window `id`: no put lands in it after this returns.
+    fn unregister_window(&mut self, id: u32) -> Result<()>;
+
+    /// Puts window `id` placed so far.
+    fn placed_puts(&mut self, id: u32) -> Result<u64>;
+
+    /// Posts a receive of `capacity` bytes for `sel` in the module itself
+    /// (a small receive otherwise waits in the transport for its message
+    /// to be stored, which an answer never is).
+    fn post_answer(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken>;
+
+    /// Starts a window frame to `dest` on its messages connection, in
+    /// order with the messages sent to it: a `Put` of `payload` or a
+    /// `Lock` request (`kind`), with `env` and `reference` as the wire
+    /// format wants them. The payload is copied if it does not go out at
+    /// once.
+    fn window_frame(
+        &mut self,
+        dest: u32,
+        kind: o2g_core::proto::wire::Kind,
+        env: Envelope,
+        reference: u32,
+        payload: &[u8],
+    ) -> Result<SendToken>;
 }
 
 /// The send half of a [`Transport`]. A transport writes its own `send` and

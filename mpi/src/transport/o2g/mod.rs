@@ -61,6 +61,7 @@ mod endpoint;
 mod failure;
 mod receive;
 mod send;
+mod window;
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;
@@ -148,6 +149,8 @@ pub(crate) struct O2g {
     next_offer: u64,
     /// By rank: eager credit left for messages to it.
     credit: Vec<Allowance>,
+    /// Whether the module serves memory windows (ABI feature WINDOWS).
+    windows: bool,
 }
 
 /// Ends the process when the module may still write into memory the caller
@@ -173,6 +176,9 @@ impl O2g {
         config: &Config,
     ) -> Result<Self> {
         let size = links.len();
+        let ep_serves_windows = ep
+            .version()
+            .is_ok_and(|v| v.features & abi::feature::WINDOWS != 0);
         let mut peers = Vec::with_capacity(links.len());
         let mut controls = controls.into_iter();
         for (rank, link) in links.into_iter().enumerate() {
@@ -229,6 +235,7 @@ impl O2g {
             next_offer: 1,
             credit: vec![Allowance::new(); size],
             spin: spin::may_spin(size),
+            windows: ep_serves_windows,
         })
     }
 }
@@ -307,5 +314,13 @@ impl Transport for O2g {
 
     fn peer_failure(&self, rank: u32) -> Option<String> {
         self.peers.get(rank as usize)?.dead.clone()
+    }
+
+    fn windows(&mut self) -> Option<&mut dyn super::Windows> {
+        if self.windows {
+            Some(self)
+        } else {
+            None
+        }
     }
 }
