@@ -84,6 +84,14 @@ pub(crate) struct PinnedBuf {
 // pinned pages, and the mm reference (`mmgrab`) may be dropped by any task.
 unsafe impl Send for PinnedBuf {}
 
+// SAFETY: Shared references only read the page array, which is never
+// changed after `pin_with`, and reach the pinned pages through their own
+// kernel mappings: a window's pages may be written by a reader (a put)
+// while the send work reads them (a get), which is user memory changing
+// under a device's DMA, not shared Rust state (an MPI program that lets
+// the two overlap gets undefined contents, as §12.7 says).
+unsafe impl Sync for PinnedBuf {}
+
 impl PinnedBuf {
     /// Pins `len` bytes at user address `addr` of the current process for
     /// writing. A zero-length buffer pins nothing.

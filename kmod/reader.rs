@@ -269,9 +269,11 @@ impl ConnReader {
                 });
                 self.placing = Some((target, h.len));
             }
-            Kind::Lock => {
-                let due = conn.rx().with_windows(|t| {
-                    t.request(rank, h.envelope.context, h.envelope.tag, h.reference)
+            Kind::Lock | Kind::Get => {
+                let (context, tag) = (h.envelope.context, h.reference);
+                let due = conn.rx().with_windows(|t| match h.kind {
+                    Kind::Get => t.get(rank, context, h.window_offset(), h.len, tag),
+                    _ => t.request(rank, context, h.envelope.tag, tag),
                 })?;
                 if due {
                     conn.schedule_send();

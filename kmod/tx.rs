@@ -33,7 +33,7 @@ use crate::proto::{
     receive::{Dest, OnEnd},
     wire::{Encoder, Header, Kind, LockAnswer, HEADER_LEN},
 };
-use crate::window::DueAnswer;
+use crate::window::{DueAnswer, Reply};
 use crate::sock::{errno, TcpSocket};
 
 /// A message for a control connection.
@@ -151,11 +151,9 @@ struct Partial {
 enum Part {
     /// A `Cts` for the receive waiting under this token.
     Cts(u64),
-    /// A window's answer: its payload, and how much of it went out.
-    Answer {
-        bytes: [u8; LockAnswer::LEN],
-        sent: usize,
-    },
+    /// A window's answer: its payload (a lock answer's bytes, or a get's
+    /// from the window's pages), and how much of it went out.
+    Answer { payload: AnswerPayload, sent: usize },
     /// Eager credit.
     Credit,
     /// An offer's data.
@@ -165,6 +163,68 @@ enum Part {
         want: usize,
         sent: usize,
     },
+}
+
+/// What an answer carries.
+enum AnswerPayload {
+    /// A refused get's answer: nothing.
+    Empty,
+    Lock([u8; LockAnswer::LEN]),
+    /// `len` bytes of the window's pages from `at`.
+    Get {
+        pages: Arc<PinnedBuf>,
+        at: usize,
+        len: usize,
+    },
+}
+
+impl AnswerPayload {
+    fn of(reply: &Reply) -> Self {
+        match reply {
+            Reply::Lock(a) => Self::Lock(a.encode()),
+            Reply::Get(Some((pages, at, len))) => Self::Get {
+                pages: pages.clone(),
+                at: *at,
+                len: *len,
+            },
+            Reply::Get(None) => Self::Empty,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Empty => 0,
+            Self::Lock(b) => b.len(),
+            Self::Get { len, .. } => *len,
+        }
+    }
+
+    /// Copies the payload into `recv` (an answer to this process itself).
+    ///
+    /// Context: process context, no spinlock held (yields between pages).
+    fn copy_into(&self, recv: &PinnedBuf) -> Result<usize> {
+        match self {
+            Self::Empty => Ok(0),
+            Self::Lock(b) => recv.copy_in(0, b.len(), |dst, done, chunk| {
+                // SAFETY: `dst` is mapped for `chunk` bytes by the page
+                // walker, and `done + chunk` is within `b`.
+                unsafe { core::ptr::copy_nonoverlapping(b.as_ptr().add(done), dst, chunk) };
+                Ok(())
+            }),
+            Self::Get { pages, at, len } => recv.copy_in(0, *len, |dst, done, chunk| {
+                pages.read(at + done, chunk, |src, d2, c2| {
+                    // SAFETY: `src` and `dst` are mapped for these lengths
+                    // by the page walkers; a process's get of its own
+                    // window may name the same memory, so `copy`.
+                    unsafe { core::ptr::copy(src, dst.add(d2), c2) };
+                    Ok(())
+                })?;
+                // SAFETY: Process context, no spinlock held (see above).
+                unsafe { crate::shim::o2g_cond_resched() };
+                Ok(())
+            }),
+        }
+    }
 }
 
 enum Progress {
@@ -213,15 +273,20 @@ impl ConnTx {
             // message's header would otherwise wait in TCP for the cork
             // timer (200 ms) before leaving.
             let more = matches!(p.what, Part::Data { want, .. } if want > 0)
-                || matches!(p.what, Part::Answer { .. });
+                || matches!(&p.what, Part::Answer { payload, .. } if payload.len() > 0);
             match step(sock.send_bytes(&p.header[p.header_sent..], more)) {
                 Ok(n) => p.header_sent += n,
                 Err(progress) => return progress,
             }
         }
-        if let Part::Answer { bytes, sent, .. } = &mut p.what {
-            while *sent < bytes.len() {
-                match step(sock.send_bytes(&bytes[*sent..], false)) {
+        if let Part::Answer { payload, sent } = &mut p.what {
+            while *sent < payload.len() {
+                let r = match payload {
+                    AnswerPayload::Empty => break,
+                    AnswerPayload::Lock(b) => sock.send_bytes(&b[*sent..], false),
+                    AnswerPayload::Get { pages, at, len } => pages.send_on(sock, *at + *sent, *len - *sent),
+                };
+                match step(r) {
                     Ok(n) => *sent += n,
                     Err(progress) => return progress,
                 }
@@ -419,17 +484,16 @@ fn send_answers(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>], self_rank: Option<
             source: tx.local_rank,
             ..due.envelope
         };
+        let payload = AnswerPayload::of(&due.reply);
         let header = tx
             .encoder
-            .encode(Kind::Answer, envelope, LockAnswer::LEN as u64);
+            .encode(Kind::Answer, envelope, payload.len() as u64);
         tx.partial = Some(Partial {
             header,
             header_sent: 0,
-            what: Part::Answer {
-                bytes: due.answer.encode(),
-                sent: 0,
-            },
+            what: Part::Answer { payload, sent: 0 },
         });
+        drop(due);
         advance(rx, conn, &mut tx);
     }
 }
@@ -437,35 +501,42 @@ fn send_answers(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>], self_rank: Option<
 /// An answer from this process's window to itself: placed in the receive
 /// it posted for it, as its control connection would have.
 ///
-/// Context: process context (the send work); takes the rx lock.
+/// Context: process context (the send work), may sleep; takes the rx
+/// lock briefly, never across the copy.
 fn local_answer(rx: &Arc<EndpointRx>, due: &DueAnswer) {
-    let bytes = due.answer.encode();
+    let payload = AnswerPayload::of(&due.reply);
+    let n = payload.len();
+    let envelope = Envelope {
+        source: due.rank,
+        ..due.envelope
+    };
+    let lent = rx
+        .with_recv(|_, st, _| {
+            // No receive posted: the process asked before posting, and
+            // only it waits for this answer.
+            let Ok(dest) = st.rx.on_answer(envelope, n as u64) else {
+                return Ok(None);
+            };
+            let handle = match &dest {
+                Dest::Direct { handle } | Dest::Data { handle, .. } => *handle,
+                Dest::Stored(_) => u64::MAX,
+            };
+            match st.book.lend(handle) {
+                Some(recv) => Ok(Some((dest, handle, recv))),
+                None => {
+                    st.rx.drop_dest(dest, |_| {});
+                    Ok(None)
+                }
+            }
+        })
+        .ok()
+        .flatten();
+    let Some((dest, handle, recv)) = lent else {
+        return;
+    };
+    let copied = payload.copy_into(&recv.buf);
     let left = rx.with_recv(|shared, st, _| {
-        let envelope = Envelope {
-            source: due.rank,
-            ..due.envelope
-        };
-        // No receive posted: the process asked before posting, and only
-        // it waits for this answer.
-        let Ok(dest) = st.rx.on_answer(envelope, bytes.len() as u64) else {
-            return Ok(None);
-        };
-        let Dest::Direct { handle } = dest else {
-            st.rx.drop_dest(dest, |_| {});
-            return Ok(None);
-        };
-        let Some(recv) = st.book.lend(handle) else {
-            st.rx.drop_dest(dest, |_| {});
-            return Ok(None);
-        };
-        let copied = recv.buf.copy_in(0, bytes.len(), |dst, done, chunk| {
-            // SAFETY: `dst` is mapped for `chunk` bytes by the page walker,
-            // and `done + chunk` is within `bytes`.
-            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr().add(done), dst, chunk) };
-            Ok(())
-        });
-        let OnEnd::Completed { envelope, len, .. } = st.rx.on_end(dest, envelope, bytes.len() as u64)
-        else {
+        let OnEnd::Completed { envelope, len, .. } = st.rx.on_end(dest, envelope, n as u64) else {
             return Ok(Some(recv));
         };
         let status = match copied {

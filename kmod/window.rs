@@ -34,11 +34,18 @@
 //! every put its origin sent before it: its answer says they are in the
 //! window.
 //!
+//! A get (`Get`) is a request too: from a lock holder, for a range inside
+//! the window, its answer carries the window's bytes, which the send
+//! work writes straight from the pinned pages (holding a reference to
+//! them, so an unregister meanwhile cannot unpin them under it; the last
+//! reference is always dropped in process context). A refused get's
+//! answer carries no bytes.
+//!
 //! Locks: the table's lock is a BH-safe spinlock taken by readers (after
 //! their own reader lock) and by the window ioctls, and never held
 //! together with the endpoint's rx lock.
 
-use kernel::{alloc::KVVec, prelude::*};
+use kernel::{alloc::KVVec, prelude::*, sync::Arc};
 
 use crate::abi;
 use crate::pinned::PinnedBuf;
@@ -60,13 +67,17 @@ struct Asker {
     due: Option<u32>,
     /// Puts refused since the last answer.
     refused: u32,
+    /// A get's answer is due, not a lock request's: the offset and
+    /// length of the bytes to send back (`None`: refused, no bytes).
+    get: Option<Option<(usize, usize)>>,
 }
 
 /// One registered window.
 pub(crate) struct Window {
     id: u32,
     context: u32,
-    buf: PinnedBuf,
+    /// Shared with the send work while it sends a get's bytes.
+    buf: Arc<PinnedBuf>,
     lock: WindowLock<KVVec<Origin>, KVVec<u32>>,
     askers: KVVec<Asker>,
     /// Askers with an answer due.
@@ -91,7 +102,7 @@ impl Window {
         Ok(Self {
             id: 0,
             context,
-            buf,
+            buf: Arc::new(buf, GFP_KERNEL_ACCOUNT)?,
             lock: WindowLock::new(origins, queue),
             askers,
             due: 0,
@@ -132,15 +143,24 @@ pub(crate) enum Target {
     Unknown,
 }
 
-/// An answer the send work writes: `answer` under `envelope`, on
+/// An answer the send work writes: `reply` under `envelope`, on
 /// `rank`'s control connection (the envelope's source is filled in by
 /// the writer: this end's rank).
 pub(crate) struct DueAnswer {
     pub(crate) rank: u32,
     pub(crate) envelope: Envelope,
-    pub(crate) answer: LockAnswer,
-    /// The window, to count the answer once written.
+    pub(crate) reply: Reply,
+    /// The window.
     pub(crate) window: u32,
+}
+
+/// What an answer carries.
+pub(crate) enum Reply {
+    /// A lock request's answer.
+    Lock(LockAnswer),
+    /// A get's: the window's pages, and the offset and length of the
+    /// bytes to send (`None`: refused, no bytes).
+    Get(Option<(Arc<PinnedBuf>, usize, usize)>),
 }
 
 /// The endpoint's windows, under their own lock (see the module docs).
@@ -322,6 +342,55 @@ impl WindowTable {
         Ok(w.due > 0)
     }
 
+    /// `rank`'s get of `len` bytes at byte `at` of window `context`,
+    /// answered under `tag`: due at once, with the bytes if `rank` holds
+    /// the lock and the range is inside the window, else with none.
+    /// Returns true (kick the send work).
+    ///
+    /// # Errors
+    ///
+    /// As for [`WindowTable::request`].
+    ///
+    /// Context: as [`WindowTable::target`].
+    pub(crate) fn get(
+        &mut self,
+        rank: u32,
+        context: u32,
+        at: u64,
+        len: u64,
+        tag: u32,
+    ) -> core::result::Result<bool, Failure> {
+        let w = self
+            .slots
+            .iter_mut()
+            .flatten()
+            .find(|w| w.context == context)
+            .filter(|w| (rank as usize) < w.askers.len())
+            .ok_or(Failure::NoWindow(context))?;
+        let fits = at
+            .checked_add(len)
+            .is_some_and(|end| end <= w.buf.len() as u64);
+        let granted = fits && w.lock.held(rank).is_some();
+        let asker = w
+            .askers
+            .get_mut(rank as usize)
+            .ok_or(Failure::NoWindow(context))?;
+        if asker.asked {
+            return Err(Failure::Overlapping);
+        }
+        asker.asked = true;
+        asker.tag = tag;
+        // Within the window, so both fit.
+        asker.get = Some(granted.then_some((at as usize, len as usize)));
+        w.stats.gets = w.stats.gets.saturating_add(1);
+        if granted {
+            w.stats.get_bytes = w.stats.get_bytes.saturating_add(len);
+        }
+        let status = if granted { 0 } else { LockAnswer::REFUSED };
+        w.answer(rank, status);
+        Ok(true)
+    }
+
     /// `rank`'s connection is gone: it loses every lock it held or waited
     /// for and every answer due to it. Returns whether answers became due
     /// to others (kick the send work).
@@ -363,12 +432,20 @@ impl WindowTable {
                 let Some(status) = a.due.filter(|_| !skip(rank)) else {
                     continue;
                 };
-                let answer = LockAnswer {
-                    status,
-                    refused_puts: a.refused,
-                };
                 let tag = a.tag;
-                *a = Asker::default();
+                let reply = match a.get {
+                    Some(range) => Reply::Get(range.map(|(at, len)| (w.buf.clone(), at, len))),
+                    None => Reply::Lock(LockAnswer {
+                        status,
+                        refused_puts: core::mem::take(&mut a.refused),
+                    }),
+                };
+                // Refused puts not reported yet stay for the next lock
+                // answer.
+                *a = Asker {
+                    refused: a.refused,
+                    ..Asker::default()
+                };
                 w.due = w.due.saturating_sub(1);
                 w.stats.answers = w.stats.answers.saturating_add(1);
                 return Some(DueAnswer {
@@ -378,7 +455,7 @@ impl WindowTable {
                         tag,
                         context,
                     },
-                    answer,
+                    reply,
                     window,
                 });
             }
@@ -401,13 +478,19 @@ impl WindowTable {
         if a.asked {
             return;
         }
+        let (status, refused, get) = match &due.reply {
+            Reply::Lock(l) => (l.status, l.refused_puts, None),
+            Reply::Get(None) => (LockAnswer::REFUSED, 0, Some(None)),
+            Reply::Get(Some((_, at, len))) => (0, 0, Some(Some((*at, *len)))),
+        };
         *a = Asker {
             asked: true,
             tag: due.envelope.tag,
             due: None,
-            refused: a.refused.saturating_add(due.answer.refused_puts),
+            refused: a.refused.saturating_add(refused),
+            get,
         };
-        w.answer(due.rank, due.answer.status);
+        w.answer(due.rank, status);
     }
 
     /// Copies `n` bytes with `fill` into window `id` at byte `at`, if it

@@ -815,7 +815,9 @@ const _: () = assert!(core::mem::size_of::<WindowArgs>() == 32);
 ///   answers each on the control connection (an `Answer` for the receive
 ///   the origin posted), a waiting lock once it is granted;
 /// - it writes each put (wire kind `Put`: offset in the tag, `reference`
-///   zero) from an origin holding the lock straight into the window.
+///   zero) from an origin holding the lock straight into the window;
+/// - it answers each get (wire kind `Get`) of a lock holder with the
+///   window's bytes, sent by its send work from the pinned pages.
 ///
 /// A put that names no registered window, has a non-zero `reference`,
 /// comes from an origin without the lock or reaches past the window's end
@@ -866,9 +868,13 @@ pub struct WindowStats {
     /// Out: answers the module sent for it (counted as they are handed
     /// to the connection, or to this process itself).
     pub answers: u64,
+    /// Out: gets the window took (granted or refused).
+    pub gets: u64,
+    /// Out: bytes of the granted ones.
+    pub get_bytes: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<WindowStats>() == 64);
+const _: () = assert!(core::mem::size_of::<WindowStats>() == 80);
 
 /// Reads a window's counters ([`WindowStats`]). `ENOENT` for an id that
 /// names no window, `EBADFD` before INIT.

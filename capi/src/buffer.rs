@@ -110,7 +110,7 @@ pub(crate) struct Unpack {
 impl Unpack {
     /// Writes the packed `data` (at most `n` elements' worth) into the
     /// elements.
-    fn apply(&self, data: &[u8]) {
+    pub(crate) fn apply(&self, data: &[u8]) {
         self.d.map.for_each_run(self.n, data.len(), |off, r| {
             // SAFETY: `Unpack` is only made by `recv` and `irecv`, whose
             // callers keep the elements' memory valid and ours until the

@@ -1231,7 +1231,7 @@ impl Inbound {
     }
 
     /// This messages connection also carries one-sided puts
-    /// ([`Kind::Put`]) and requests ([`Kind::Lock`]) for the receiver's
+    /// ([`Kind::Put`]) and requests ([`Kind::Lock`], [`Kind::Get`]) for the receiver's
     /// registered windows: they need no decision and no credit (they are
     /// never stored), a put's payload goes to [`Place::Window`], and the
     /// caller acts on a request at its header. Other roles refuse them;
@@ -1406,7 +1406,7 @@ impl Inbound {
                 }
                 // Nothing to decide: the payload goes to its window, the
                 // request is the caller's.
-                (Kind::Put | Kind::Lock, _) if self.windows => {}
+                (Kind::Put | Kind::Lock | Kind::Get, _) if self.windows => {}
                 (Kind::Answer, Role::Control) => self.undecided = Some(false),
                 (kind, _) => return Err(Failure::Unsupported(kind)),
             }

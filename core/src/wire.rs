@@ -46,7 +46,7 @@ pub const MAGIC: [u8; 2] = *b"O2";
 
 /// The header version this code speaks: 2 added rendezvous and credits
 /// (version 1 was eager only). The window kinds ([`Kind::Put`],
-/// [`Kind::Lock`], [`Kind::Answer`]) came later without a new version: a
+/// [`Kind::Lock`], [`Kind::Get`], [`Kind::Answer`]) came later without a new version: a
 /// receiver that does not take them fails the connection at the first
 /// one, as for any kind it does not carry.
 pub const VERSION: u8 = 2;
@@ -78,11 +78,17 @@ pub enum Kind {
     /// context: the operation in the tag ([`lock_op`]), the tag of the
     /// [`Kind::Answer`] it asks for in `reference`. No payload.
     Lock,
-    /// The answer to a [`Kind::Lock`], from the window's side: `length`
-    /// payload bytes ([`LockAnswer`]) for the origin's receive posted
-    /// with this envelope (source: the window's rank, tag: the
-    /// request's `reference`, context: the window).
+    /// The answer to a [`Kind::Lock`] or [`Kind::Get`], from the window's
+    /// side: `length` payload bytes ([`LockAnswer`], or the bytes a get
+    /// asked for, none if refused) for the origin's receive posted with
+    /// this envelope (source: the window's rank, tag: the request's
+    /// `reference`, context: the window).
     Answer,
+    /// A one-sided read of `length` bytes of the receiver's window named
+    /// by the context, from the byte offset in the tag
+    /// ([`Header::window_offset`]), answered under `reference`. No
+    /// payload.
+    Get,
 }
 
 /// The operations of a [`Kind::Lock`] request (its tag).
@@ -147,6 +153,7 @@ impl Kind {
             Kind::Put => 6,
             Kind::Lock => 7,
             Kind::Answer => 8,
+            Kind::Get => 9,
         }
     }
 
@@ -161,6 +168,7 @@ impl Kind {
             6 => Some(Kind::Put),
             7 => Some(Kind::Lock),
             8 => Some(Kind::Answer),
+            9 => Some(Kind::Get),
             _ => None,
         }
     }
@@ -175,7 +183,7 @@ impl Kind {
     pub const fn sizes_a_message(self) -> bool {
         matches!(
             self,
-            Kind::Eager | Kind::Rts | Kind::Data | Kind::Put | Kind::Answer
+            Kind::Eager | Kind::Rts | Kind::Data | Kind::Put | Kind::Answer | Kind::Get
         )
     }
 }
@@ -478,7 +486,7 @@ mod tests {
             assert_eq!(h.payload_len(), if payload { 7 } else { 0 }, "{kind:?}");
         }
         assert_eq!(Kind::from_wire(0), None);
-        assert_eq!(Kind::from_wire(9), None);
+        assert_eq!(Kind::from_wire(10), None);
     }
 
     #[test]
@@ -519,8 +527,8 @@ mod tests {
         b[2] = 1;
         assert_eq!(Header::decode(&b), Err(WireError::BadVersion(1)));
         let mut b = good;
-        b[3] = 9;
-        assert_eq!(Header::decode(&b), Err(WireError::UnknownKind(9)));
+        b[3] = 200;
+        assert_eq!(Header::decode(&b), Err(WireError::UnknownKind(200)));
     }
 
     #[test]

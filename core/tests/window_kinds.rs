@@ -188,6 +188,14 @@ fn a_lock_request_passes_to_the_reader_between_puts() {
     let mut s = request(&mut enc, 3, lock_op::EXCLUSIVE, 90);
     s.extend(put(&mut enc, 3, 0, 2));
     s.extend([1, 2]);
+    let get = Envelope {
+        source: PEER,
+        tag: 0,
+        context: 3,
+    };
+    // A get of more than the limit is a protocol error like any size;
+    // this one is a header alone, whatever its length.
+    s.extend(enc.encode_ref(Kind::Get, get, 500, 92));
     s.extend(request(&mut enc, 3, lock_op::UNLOCK, 91));
     // The reader acts on a request right after its header, before its end.
     assert_eq!(conn.next(s.len()), Next::Header { max: 32 });
@@ -201,7 +209,7 @@ fn a_lock_request_passes_to_the_reader_between_puts() {
     assert_eq!(conn.finish(&mut rx), None);
     let (pieces, ended) = run(&mut rx, &mut conn, &s[32..]).unwrap();
     assert_eq!(pieces, [(Place::Window { context: 3, at: 0 }, 0, 2)]);
-    assert_eq!(ended, 2);
+    assert_eq!(ended, 3);
     assert!(conn.at_boundary());
 }
 
@@ -255,6 +263,11 @@ fn window_kinds_on_the_wrong_connection_fail_it() {
     let cases = [
         (Inbound::messages(PEER, LIMITS, WINDOW), Kind::Lock),
         (Inbound::control(PEER, LIMITS).with_windows(), Kind::Lock),
+        (Inbound::control(PEER, LIMITS).with_windows(), Kind::Get),
+        (
+            Inbound::combined(PEER, LIMITS, WINDOW).with_windows(),
+            Kind::Get,
+        ),
         (
             Inbound::messages(PEER, LIMITS, WINDOW).with_windows(),
             Kind::Answer,

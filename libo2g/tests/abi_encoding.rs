@@ -199,7 +199,8 @@ fn receive_path_structs_have_fixed_layout() {
     assert_eq!(size_of::<abi::WindowArgs>(), 32);
     assert_eq!(offset_of!(abi::WindowArgs, context), 16);
     assert_eq!(offset_of!(abi::WindowArgs, id), 24);
-    assert_eq!(size_of::<abi::WindowStats>(), 64);
+    assert_eq!(size_of::<abi::WindowStats>(), 80);
+    assert_eq!(offset_of!(abi::WindowStats, get_bytes), 72);
     assert_eq!(offset_of!(abi::WindowArgs, ranks), 28);
     assert_eq!(offset_of!(abi::WindowStats, placed_msgs), 8);
     assert_eq!(offset_of!(abi::WindowStats, unknown_msgs), 40);

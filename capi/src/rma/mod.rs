@@ -119,6 +119,8 @@ pub(crate) struct Origin {
     /// By target, under a module lock: a get or accumulate went to its
     /// library since the last flush.
     pub(crate) agent_pending: Vec<bool>,
+    /// By target: a get through its module waits for its answer.
+    pub(crate) module_get: Vec<bool>,
 }
 
 /// Values of the predefined window attributes (§12.2.6), at addresses
@@ -285,6 +287,7 @@ impl Origin {
             posted: false,
             module_held: vec![false; n],
             agent_pending: vec![false; n],
+            module_get: vec![false; n],
         }
     }
 

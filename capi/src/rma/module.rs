@@ -9,11 +9,19 @@
 //!   once: the module's grant needs no help from the target).
 //! - A put becomes one `Put` frame per contiguous run of the target
 //!   layout, which the module writes straight into the window.
-//! - Gets and accumulates still go to the target's library (`target.rs`),
-//!   which needs the target inside MPI; the origin notes that it sent one,
-//!   and the next flush or unlock of that target first asks the library,
-//!   whose answer comes after everything before it (puts included: one
-//!   connection, read in order).
+//! - A get of one contiguous run becomes a `Get` frame, which the module
+//!   answers with the window's bytes from its send work. The module takes
+//!   one request per origin and window at a time, so a get waits for the
+//!   answer of the one before it to the same target.
+//! - Accumulates (and gets of several runs) still go to the target's
+//!   library (`target.rs`), which needs the target inside MPI; the origin
+//!   notes that it sent one, and the next flush or unlock of that target
+//!   first asks the library, whose answer comes after everything before
+//!   it (puts included: one connection, read in order). All accumulates
+//!   of a window run in one place, the library, since MPI makes
+//!   concurrent accumulates to one location atomic and floating-point
+//!   ones cannot run in the protocol handler (no FPU state in softirq):
+//!   the library is the one place every accumulate can run.
 //! - `MPI_Win_flush` and `MPI_Win_unlock` are answered by the module once
 //!   every put before them is in the window; the answer counts the puts it
 //!   refused (none for a correct program), which becomes the error.
@@ -43,10 +51,12 @@ pub(crate) fn ask(w: &Win, target: usize, op: u32) -> Res<Asked> {
     let tag = w.reply_tag();
     let got = Rc::new(RefCell::new(Vec::new()));
     let g = got.clone();
+    settle_get(w, target)?;
     let r = module_window::answer(
         &w.comm,
         target as i32,
         tag,
+        LockAnswer::LEN,
         Box::new(move |b| *g.borrow_mut() = b.to_vec()),
     )?;
     // The frame's send completes as it goes out; nothing waits for it.
@@ -132,6 +142,39 @@ pub(crate) fn release(w: &Win, target: usize, unlock: bool) -> Res<Vec<Asked>> {
         lock_op::FLUSH
     };
     Ok(vec![ask(w, target, op)?])
+}
+
+/// Waits for the answer to the module get to `target` still out, if any:
+/// the module takes one request per origin and window at a time.
+fn settle_get(w: &Win, target: usize) -> Res<()> {
+    if std::mem::take(&mut w.origin.borrow_mut().module_get[target]) {
+        super::sync::finish_gets(w, Some(target))?;
+    }
+    Ok(())
+}
+
+/// Starts a get of `len` bytes at byte `at` of `target`'s window through
+/// its module: the answer's bytes go to `unpack`. Returns the receive to
+/// wait for.
+pub(crate) fn get(
+    w: &Win,
+    target: usize,
+    at: u32,
+    len: usize,
+    unpack: mpi::raw::Unpack,
+) -> Res<mpi::Request<'static>> {
+    settle_get(w, target)?;
+    let tag = w.reply_tag();
+    let r = module_window::answer(&w.comm, target as i32, tag, len, unpack)?;
+    drop(module_window::get(
+        &w.comm,
+        target as i32,
+        at,
+        len as u64,
+        tag,
+    )?);
+    w.origin.borrow_mut().module_get[target] = true;
+    Ok(r)
 }
 
 /// Puts `data` into `target`'s window along `runs` (offsets from

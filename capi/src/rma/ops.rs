@@ -381,12 +381,63 @@ unsafe fn get<N: crate::datatype::Count>(
     if !req.is_null() {
         fetch = Fetch::Request(req);
     }
+    // SAFETY: by this function's contract.
+    if let Some(r) = unsafe { module_get(&w, &t, obuf, od.clone(), on) }? {
+        return fetch.keep(&w, t.rank, r);
+    }
     let (mut h, first) = t.header(Kind::Get);
     h.reply = w.reply_tag();
     // SAFETY: by this function's contract.
     let r = unsafe { expect(&w, t.rank, h.reply, obuf, od, on) }?;
     send(&w, &t, &h, &first, &[])?;
     fetch.keep(&w, t.rank, r)
+}
+
+/// Gets through the target's module when this process holds its module
+/// lock and the target layout is one run (`module.rs`): the receive to
+/// wait for, or `None` when the library must carry it.
+///
+/// # Safety
+///
+/// As for [`get`]: `obuf` takes `n` elements of `d` until the receive
+/// completes.
+unsafe fn module_get(
+    w: &Win,
+    t: &TargetSpec,
+    obuf: *mut c_void,
+    d: Arc<Datatype>,
+    n: usize,
+) -> Res<Option<mpi::Request<'static>>> {
+    if !w.origin.borrow().module_held[t.rank] {
+        return Ok(None);
+    }
+    let runs = t.runs();
+    let unit = w.extents.as_ref().map_or(1, |e| e[t.rank].1);
+    let at = match runs.as_slice() {
+        [(off, _)] => (t.disp as i64)
+            .checked_mul(i64::from(unit))
+            .and_then(|b| b.checked_add(*off))
+            .and_then(|a| u32::try_from(a).ok()),
+        _ => None,
+    };
+    let Some(at) = at else {
+        return Ok(None);
+    };
+    // SAFETY: by this function's contract (the slice is not kept).
+    let unpack: mpi::raw::Unpack = match unsafe { buffer::recv_typed(d, n, obuf) }? {
+        buffer::Recv::Direct(b) => {
+            let (p, len) = (b.as_mut_ptr() as usize, b.len());
+            Box::new(move |data: &[u8]| {
+                let k = data.len().min(len);
+                // SAFETY: the caller keeps the `len` bytes at `p` for this
+                // get until it completes (MPI §12.3), which is when this
+                // runs.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p as *mut u8, k) };
+            })
+        }
+        buffer::Recv::Staged(_, u) => Box::new(move |data: &[u8]| u.apply(data)),
+    };
+    super::module::get(w, t.rank, at, t.len(), unpack).map(Some)
 }
 
 /// `MPI_Accumulate`, `MPI_Get_accumulate` and their forms: `result`

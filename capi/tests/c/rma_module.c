@@ -2,10 +2,11 @@
  *
  * Rank 0 exposes a window, then blocks in read(2) on a FIFO: no MPI call,
  * no progress of its own. Every other rank locks rank 0's window
- * (exclusive, then all of them shared at once), puts, flushes, unlocks,
- * and only then writes one byte to the FIFO. Over o2g the target's
- * kernel module grants the locks, places the puts and answers the
- * flushes and unlocks by itself, so the origins finish and wake rank 0,
+ * (exclusive, then all of them shared at once), puts, flushes, gets back,
+ * unlocks, and only then writes one byte to the FIFO. Over o2g the
+ * target's kernel module grants the locks, places the puts, answers the
+ * gets with the window's bytes and the flushes and unlocks by itself, so
+ * the origins finish and wake rank 0,
  * which finds every value in its window and the module's count of the
  * puts it placed (MPI_Win_get_info "o2g_placed_puts").
  *
@@ -95,6 +96,12 @@ int main(int argc, char **argv) {
         OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
         OK(MPI_Put(&v, 1, MPI_INT, 0, rank * SLOTS, 1, MPI_INT, win));
         OK(MPI_Win_flush(0, win));
+        /* Read back what the flush made visible, and a whole row. */
+        int back = -1, row[SLOTS] = {-1, -1, -1};
+        OK(MPI_Get(&back, 1, MPI_INT, 0, rank * SLOTS, 1, MPI_INT, win));
+        OK(MPI_Get(row, SLOTS, MPI_INT, 0, rank * SLOTS, SLOTS, MPI_INT, win));
+        OK(MPI_Win_flush(0, win));
+        CHECK(back == v && row[0] == v && row[1] == 0);
         int w = value_of(rank, 1);
         OK(MPI_Put(&w, 1, MPI_INT, 0, rank * SLOTS + 1, 1, MPI_INT, win));
         OK(MPI_Win_unlock(0, win));

@@ -62,8 +62,9 @@ pub fn placed_puts(comm: &Communicator, id: u32) -> Result<u64> {
 }
 
 /// Posts the receive of the answer to a request with `answer_tag` to
-/// `target` (before asking): its [`LockAnswer::LEN`] bytes go to `unpack`
-/// when it completes.
+/// `target` (before asking): its bytes, at most `len` ([`LockAnswer::LEN`]
+/// for a lock request, the length of a get), go to `unpack` when it
+/// completes.
 ///
 /// # Errors
 ///
@@ -72,15 +73,45 @@ pub fn answer(
     comm: &Communicator,
     target: i32,
     answer_tag: i32,
+    len: usize,
     unpack: super::Unpack,
 ) -> Result<Request<'static>> {
-    let mut stage = vec![0u8; LockAnswer::LEN];
+    let mut stage = vec![0u8; len];
     let ptr = stage.as_mut_ptr();
     // SAFETY: the staging vector's heap memory moves into the
     // continuation, which the request owns and drops only after the inner
     // receive; nothing touches it before the receive completes.
-    let inner = unsafe { comm.irecv_answer(ptr, LockAnswer::LEN, target, answer_tag) }?;
-    Ok(inner.then(Box::new(move |n| unpack(&stage[..n.min(LockAnswer::LEN)]))))
+    let inner = unsafe { comm.irecv_answer(ptr, len, target, answer_tag) }?;
+    Ok(inner.then(Box::new(move |n| unpack(&stage[..n.min(len)]))))
+}
+
+/// Starts a get of `len` bytes at byte `offset` of `target`'s window,
+/// whose module answers with them under `answer_tag` if this process
+/// holds the window's lock there (post the [`answer`] first; a refused
+/// get's answer has no bytes).
+///
+/// # Errors
+///
+/// [`Error::InvalidRank`], [`Error::InvalidTag`], transport errors.
+pub fn get(
+    comm: &Communicator,
+    target: i32,
+    offset: u32,
+    len: u64,
+    answer_tag: i32,
+) -> Result<Request<'static>> {
+    let tag = u32::try_from(answer_tag).map_err(|_| Error::InvalidTag(answer_tag))?;
+    let world = comm.world_rank(target)?;
+    let env = Envelope {
+        source: comm.me(),
+        tag: offset,
+        context: comm.context,
+    };
+    let token = comm.rt.with(|t| match t.windows() {
+        Some(w) => w.window_request(world, Kind::Get, env, len, tag),
+        None => Err(no_windows()),
+    })?;
+    Ok(Request::send(comm.rt.clone(), token))
 }
 
 /// Starts a put of `data` at byte `offset` of `target`'s window (rank of

@@ -170,6 +170,17 @@ pub(crate) trait Windows {
         reference: u32,
         payload: &[u8],
     ) -> Result<SendToken>;
+
+    /// Starts a window frame without payload whose length field is `len`
+    /// (a `Get`'s length).
+    fn window_request(
+        &mut self,
+        dest: u32,
+        kind: o2g_core::proto::wire::Kind,
+        env: Envelope,
+        len: u64,
+        reference: u32,
+    ) -> Result<SendToken>;
 }
 
 /// The send half of a [`Transport`]. A transport writes its own `send` and

@@ -1,7 +1,8 @@
 //! Memory windows with the module as the target's agent: lock requests
 //! answered on the control connection (at once, or once a waiting lock is
 //! granted), puts from the lock holder placed with no receive posted and
-//! in the window before the answer to the next flush or unlock, refusals
+//! in the window before the answer to the next flush or unlock, gets
+//! answered with the window's bytes, refusals
 //! counted and reported, hostile requests failing only their own
 //! connection, an unregistered window taking no more bytes, and every pin
 //! released at close. This process plays every origin with raw frames;
@@ -81,9 +82,9 @@ impl Origin {
         self.frame(Kind::Lock, env, 0, tag)
     }
 
-    /// The module's next answer on the control connection (credit it
-    /// sends there first is skipped).
-    fn answer(&mut self) -> Result<(Header, LockAnswer), String> {
+    /// The module's next answer on the control connection, with its
+    /// payload (credit it sends there first is skipped).
+    fn answer_bytes(&mut self) -> Result<(Header, Vec<u8>), String> {
         loop {
             let mut raw = [0u8; HEADER_LEN];
             self.ctl
@@ -93,15 +94,39 @@ impl Origin {
             if h.kind == Kind::Credit {
                 continue;
             }
-            if h.kind != Kind::Answer || h.len != LockAnswer::LEN as u64 {
+            if h.kind != Kind::Answer {
                 return Err(format!("rank {}: {h:?} instead of an answer", self.rank));
             }
-            let mut body = [0u8; LockAnswer::LEN];
+            let mut body = vec![0u8; h.len as usize];
             self.ctl
                 .read_exact(&mut body)
                 .map_err(|e| format!("reading an answer's payload: {e}"))?;
-            return Ok((h, LockAnswer::decode(&body)));
+            return Ok((h, body));
         }
+    }
+
+    /// The module's next answer to a lock request.
+    fn answer(&mut self) -> Result<(Header, LockAnswer), String> {
+        let (h, body) = self.answer_bytes()?;
+        let body: [u8; LockAnswer::LEN] = body
+            .try_into()
+            .map_err(|b: Vec<u8>| format!("a lock answer of {} bytes", b.len()))?;
+        Ok((h, LockAnswer::decode(&body)))
+    }
+
+    /// Gets `len` bytes at `offset` of the window; the answer's bytes.
+    fn get(&mut self, offset: u32, len: u64, tag: u32) -> Result<Vec<u8>, String> {
+        let env = Envelope {
+            source: self.rank,
+            tag: offset,
+            context: CONTEXT,
+        };
+        self.frame(Kind::Get, env, len, tag)?;
+        let (h, body) = self.answer_bytes()?;
+        if h.envelope.tag != tag || h.envelope.source != TARGET {
+            return Err(format!("get answer {:?}, want tag {tag}", h.envelope));
+        }
+        Ok(body)
     }
 
     /// Asks and checks the answer: tag, envelope, status, refused puts.
@@ -247,6 +272,22 @@ pub(crate) fn agent() -> CheckResult {
     if &window[..3] != b"two" {
         return Err("the second origin's put is not in the window".into());
     }
+    // Gets: the window's bytes from the lock holder; none out of range or
+    // without the lock.
+    if !two.get(100, 16, 610)?.is_empty() {
+        return Err("a get without the lock was answered with bytes".into());
+    }
+    one.ask_answered(lock_op::SHARED, 520, 0, 0)?;
+    if one.get(100, small.len() as u64, 521)? != small {
+        return Err("a get's bytes differ from the window's".into());
+    }
+    if one.get(8192, big.len() as u64, 522)? != big {
+        return Err("a large get's bytes differ from the window's".into());
+    }
+    if !one.get((WINDOW - 4) as u32, 8, 523)?.is_empty() {
+        return Err("a get past the window's end was answered with bytes".into());
+    }
+    one.ask_answered(lock_op::UNLOCK, 524, 0, 0)?;
     // Refused requests: an unlock without the lock, a second lock.
     one.ask_answered(lock_op::UNLOCK, 503, LockAnswer::REFUSED, 0)?;
     one.ask_answered(lock_op::SHARED, 504, 0, 0)?;
@@ -261,8 +302,10 @@ pub(crate) fn agent() -> CheckResult {
         refused_msgs: 3,
         refused_bytes: 136,
         unknown_msgs: 1,
-        requests: 9,
-        answers: 9,
+        requests: 11,
+        answers: 15,
+        gets: 4,
+        get_bytes: (small.len() + big.len()) as u64,
         ..Default::default()
     };
     if st != want {
