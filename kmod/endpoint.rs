@@ -83,7 +83,8 @@ plain_data!(
     abi::RendezvousStats,
     abi::CreditArgs,
     abi::WindowArgs,
-    abi::WindowStats
+    abi::WindowStats,
+    abi::WindowEpoch
 );
 
 /// The most sockets one endpoint may register: far above any MPI job's
@@ -205,6 +206,7 @@ impl MiscDevice for Endpoint {
                     .map(|()| 0)
             }
             abi::O2G_IOC_WIN_STATS => io(arg, |a| me.window_stats(a).map(|()| 0)),
+            abi::O2G_IOC_WIN_EPOCH => me.window_epoch(input(arg)?).map(|()| 0),
             _ => Err(ENOTTY),
         }
     }
@@ -581,6 +583,18 @@ impl Endpoint {
         // Unpinned here, in process context, after the lock.
         drop(window);
         self.unreserve(len);
+        Ok(())
+    }
+
+    /// Records the fences a window's process completed; see
+    /// `abi::O2G_IOC_WIN_EPOCH`.
+    fn window_epoch(&self, a: abi::WindowEpoch) -> Result {
+        if a.reserved != 0 {
+            return Err(EINVAL);
+        }
+        if self.rx.with_windows(|t| t.set_epoch(a.id, a.epoch))? {
+            self.rx.schedule_send();
+        }
         Ok(())
     }
 

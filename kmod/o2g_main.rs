@@ -95,6 +95,7 @@ const _: () = {
     assert!(O2G_IOC_WIN_REGISTER == _IOWR::<WindowArgs>(O2G_IOC_TYPE, 0x10));
     assert!(O2G_IOC_WIN_UNREGISTER == _IOW::<IdArg>(O2G_IOC_TYPE, 0x11));
     assert!(O2G_IOC_WIN_STATS == _IOWR::<WindowStats>(O2G_IOC_TYPE, 0x12));
+    assert!(O2G_IOC_WIN_EPOCH == _IOW::<WindowEpoch>(O2G_IOC_TYPE, 0x13));
 };
 
 module! {

@@ -273,7 +273,7 @@ impl ConnReader {
                 let (context, tag) = (h.envelope.context, h.reference);
                 let due = conn.rx().with_windows(|t| match h.kind {
                     Kind::Get => t.get(rank, context, h.window_offset(), h.len, tag),
-                    _ => t.request(rank, context, h.envelope.tag, tag),
+                    _ => t.request(rank, context, h.envelope.tag, tag, h.len),
                 })?;
                 if due {
                     conn.schedule_send();

@@ -26,6 +26,7 @@ use kernel::{alloc::KVVec, prelude::*, sync::Arc};
 
 use crate::abi;
 use crate::conn::Conn;
+use crate::data_path::PostedRecv;
 use crate::endpoint_rx::EndpointRx;
 use crate::pinned::PinnedBuf;
 use crate::proto::{
@@ -211,18 +212,7 @@ impl AnswerPayload {
                 unsafe { core::ptr::copy_nonoverlapping(b.as_ptr().add(done), dst, chunk) };
                 Ok(())
             }),
-            Self::Get { pages, at, len } => recv.copy_in(0, *len, |dst, done, chunk| {
-                pages.read(at + done, chunk, |src, d2, c2| {
-                    // SAFETY: `src` and `dst` are mapped for these lengths
-                    // by the page walkers; a process's get of its own
-                    // window may name the same memory, so `copy`.
-                    unsafe { core::ptr::copy(src, dst.add(d2), c2) };
-                    Ok(())
-                })?;
-                // SAFETY: Process context, no spinlock held (see above).
-                unsafe { crate::shim::o2g_cond_resched() };
-                Ok(())
-            }),
+            Self::Get { pages, at, len } => copy_pages(pages, *at, recv, *len),
         }
     }
 }
@@ -535,20 +525,59 @@ fn local_answer(rx: &Arc<EndpointRx>, due: &DueAnswer) {
         return;
     };
     let copied = payload.copy_into(&recv.buf);
+    finish_local(rx, dest, handle, recv, envelope, n as u64, copied.map(drop));
+}
+
+/// Copies `n` bytes of `from` at `at` into the start of `into`, yielding
+/// between pages; how many were copied.
+///
+/// Context: process context, no spinlock held, may sleep.
+fn copy_pages(from: &PinnedBuf, at: usize, into: &PinnedBuf, n: usize) -> Result<usize> {
+    into.copy_in(0, n, |dst, done, chunk| {
+        from.read(at + done, chunk, |src, d2, c2| {
+            // SAFETY: `src` and `dst` are mapped for these lengths by the
+            // page walkers. They may be the same memory (a process may
+            // send a buffer to a receive into itself, or get from its own
+            // window), so `copy`.
+            unsafe { core::ptr::copy(src, dst.add(d2), c2) };
+            Ok(())
+        })?;
+        // SAFETY: Process context, no spinlock held (caller).
+        unsafe { crate::shim::o2g_cond_resched() };
+        Ok(())
+    })
+}
+
+/// Ends a receive this process filled itself (`local_transfer`,
+/// `local_answer`) with `len` bytes of a message with `envelope`, and
+/// what the copy returned; unpins it if it did not complete.
+///
+/// Context: process context (the send work); takes the rx lock briefly.
+fn finish_local(
+    rx: &Arc<EndpointRx>,
+    dest: Dest,
+    handle: u64,
+    recv: PostedRecv,
+    envelope: Envelope,
+    len: u64,
+    copied: Result,
+) {
     let left = rx.with_recv(|shared, st, _| {
-        let OnEnd::Completed { envelope, len, .. } = st.rx.on_end(dest, envelope, n as u64) else {
+        // A direct receive's end is always `Completed`; anything else
+        // leaves the receive to be dropped (unpinned) below, outside the
+        // lock.
+        let OnEnd::Completed { envelope, len, .. } = st.rx.on_end(dest, envelope, len) else {
             return Ok(Some(recv));
         };
         let status = match copied {
             Err(e) => e.to_errno(),
-            Ok(_) if len > recv.buf.len() as u64 => errno::emsgsize().to_errno(),
-            Ok(_) => 0,
+            Ok(()) if len > recv.buf.len() as u64 => errno::emsgsize().to_errno(),
+            Ok(()) => 0,
         };
         st.book.free_handle(handle);
         st.book.complete(shared, recv, envelope, len, status);
         Ok(None)
     });
-    // A receive not completed is unpinned here, in process context.
     drop(left);
     rx.notify();
     rx.schedule_reclaim();
@@ -598,39 +627,10 @@ fn local_transfer(rx: &Arc<EndpointRx>, rank: u32, token: u64, want: u64, offer:
         fail_waiting(rx, token);
         return;
     };
-    let copied = recv.buf.copy_in(0, want as usize, |dst, done, chunk| {
-        c.buf.read(done, chunk, |src, d2, c2| {
-            // SAFETY: `src` and `dst` are mapped for these lengths by the
-            // page walkers. They may be the same memory (a process may
-            // send a buffer to a receive into itself), so `copy`.
-            unsafe { core::ptr::copy(src, dst.add(d2), c2) };
-            Ok(())
-        })?;
-        // SAFETY: Process context, no spinlock held (see above).
-        unsafe { crate::shim::o2g_cond_resched() };
-        Ok(())
-    });
+    let copied = copy_pages(&c.buf, 0, &recv.buf, want as usize);
     let sent = copied.as_ref().map_or(0, |n| *n as u64);
-    let left = rx.with_recv(|shared, st, _| {
-        // A rendezvous's end is always `Completed`; anything else leaves
-        // the receive to be dropped (unpinned) below, outside the lock.
-        let OnEnd::Completed { envelope, len, .. } = st.rx.on_end(dest, Envelope::default(), want)
-        else {
-            return Ok(Some(recv));
-        };
-        let status = match copied {
-            Err(e) => e.to_errno(),
-            Ok(_) if len > recv.buf.len() as u64 => errno::emsgsize().to_errno(),
-            Ok(_) => 0,
-        };
-        st.book.free_handle(handle);
-        st.book.complete(shared, recv, envelope, len, status);
-        Ok(None)
-    });
-    drop(left);
+    finish_local(rx, dest, handle, recv, Envelope::default(), want, copied.map(drop));
     end_offer(rx, offer, Some(c.buf), sent, true);
-    rx.notify();
-    rx.schedule_reclaim();
 }
 
 /// Writes what it can of `conn`'s partial message and ends it if done

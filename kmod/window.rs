@@ -70,6 +70,9 @@ struct Asker {
     /// A get's answer is due, not a lock request's: the offset and
     /// length of the bytes to send back (`None`: refused, no bytes).
     get: Option<Option<(usize, usize)>>,
+    /// A lock asked for after more fences than the window's process has
+    /// completed: taken once it has (`WindowTable::set_epoch`).
+    deferred: Option<(LockKind, u64)>,
 }
 
 /// One registered window.
@@ -82,6 +85,8 @@ pub(crate) struct Window {
     askers: KVVec<Asker>,
     /// Askers with an answer due.
     due: u32,
+    /// Fences the window's process has completed.
+    epoch: u64,
     stats: abi::WindowStats,
 }
 
@@ -106,6 +111,7 @@ impl Window {
             lock: WindowLock::new(origins, queue),
             askers,
             due: 0,
+            epoch: 0,
             stats: abi::WindowStats::default(),
         })
     }
@@ -118,6 +124,16 @@ impl Window {
     /// Makes `rank`'s answer due with `status`.
     fn answer(&mut self, rank: u32, status: u32) {
         make_due(&mut self.askers, &mut self.due, rank, status);
+    }
+}
+
+/// What `rank`'s lock request of `kind` gets now: an answer's status, or
+/// `None` while it waits for the lock (answered when granted).
+fn lock_status(lock: &mut WindowLock<KVVec<Origin>, KVVec<u32>>, rank: u32, kind: LockKind) -> Option<u32> {
+    match lock.lock(rank, kind) {
+        Ok(Locked::Granted) => Some(0),
+        Ok(Locked::Queued) => None,
+        Err(_) => Some(LockAnswer::REFUSED),
     }
 }
 
@@ -281,8 +297,10 @@ impl WindowTable {
         }
     }
 
-    /// `rank`'s request `op` for window `context`, answered under `tag`:
-    /// takes, releases or flushes its lock and makes answers due. Returns
+    /// `rank`'s request `op` for window `context`, answered under `tag`,
+    /// made after `epoch` fences: takes (once the window's process has
+    /// completed as many fences), releases or flushes its lock and makes
+    /// answers due. Returns
     /// whether any answer is due now (kick the send work).
     ///
     /// # Errors
@@ -297,23 +315,9 @@ impl WindowTable {
         context: u32,
         op: u32,
         tag: u32,
+        epoch: u64,
     ) -> core::result::Result<bool, Failure> {
-        let w = self
-            .slots
-            .iter_mut()
-            .flatten()
-            .find(|w| w.context == context)
-            .filter(|w| (rank as usize) < w.askers.len())
-            .ok_or(Failure::NoWindow(context))?;
-        let asker = w
-            .askers
-            .get_mut(rank as usize)
-            .ok_or(Failure::NoWindow(context))?;
-        if asker.asked {
-            return Err(Failure::Overlapping);
-        }
-        asker.asked = true;
-        asker.tag = tag;
+        let w = self.ask(rank, context, tag)?;
         w.stats.requests = w.stats.requests.saturating_add(1);
         let kind = match op {
             lock_op::SHARED => Some(LockKind::Shared),
@@ -321,12 +325,13 @@ impl WindowTable {
             _ => None,
         };
         let status = match (op, kind) {
-            (_, Some(kind)) => match w.lock.lock(rank, kind) {
-                Ok(Locked::Granted) => Some(0),
-                // Answered when granted.
-                Ok(Locked::Queued) => None,
-                Err(_) => Some(LockAnswer::REFUSED),
-            },
+            (_, Some(kind)) if epoch > w.epoch => {
+                if let Some(a) = w.askers.get_mut(rank as usize) {
+                    a.deferred = Some((kind, epoch));
+                }
+                None
+            }
+            (_, Some(kind)) => lock_status(&mut w.lock, rank, kind),
             (lock_op::UNLOCK, None) => {
                 // Origins waiting behind it get their answers now.
                 let Window { lock, askers, due, .. } = w;
@@ -360,6 +365,51 @@ impl WindowTable {
         len: u64,
         tag: u32,
     ) -> core::result::Result<bool, Failure> {
+        let w = self.ask(rank, context, tag)?;
+        let fits = at
+            .checked_add(len)
+            .is_some_and(|end| end <= w.buf.len() as u64);
+        let granted = fits && w.lock.held(rank).is_some();
+        if let Some(asker) = w.askers.get_mut(rank as usize) {
+            // Within the window, so both fit.
+            asker.get = Some(granted.then_some((at as usize, len as usize)));
+        }
+        w.stats.gets = w.stats.gets.saturating_add(1);
+        if granted {
+            w.stats.get_bytes = w.stats.get_bytes.saturating_add(len);
+        }
+        let status = if granted { 0 } else { LockAnswer::REFUSED };
+        w.answer(rank, status);
+        Ok(true)
+    }
+
+    /// Window `id`'s process has completed `epoch` fences: the locks
+    /// asked for after as many are taken now. Returns whether answers are
+    /// due (kick the send work). `ENOENT` if there is no such window.
+    ///
+    /// Context: process context (an ioctl); takes nothing else.
+    pub(crate) fn set_epoch(&mut self, id: u32, epoch: u64) -> Result<bool> {
+        let w = self.find_mut(id).ok_or(ENOENT)?;
+        w.epoch = w.epoch.max(epoch);
+        for rank in 0..w.askers.len() {
+            let Some(a) = w.askers.get_mut(rank) else {
+                break;
+            };
+            let Some((kind, _)) = a.deferred.filter(|&(_, e)| e <= w.epoch) else {
+                continue;
+            };
+            a.deferred = None;
+            // At most `O2G_MAX_SOCKETS` ranks: fits.
+            if let Some(status) = lock_status(&mut w.lock, rank as u32, kind) {
+                w.answer(rank as u32, status);
+            }
+        }
+        Ok(w.due > 0)
+    }
+
+    /// `rank` asks window `context` something answered under `tag`: the
+    /// window, with the request recorded.
+    fn ask(&mut self, rank: u32, context: u32, tag: u32) -> core::result::Result<&mut Window, Failure> {
         let w = self
             .slots
             .iter_mut()
@@ -367,10 +417,6 @@ impl WindowTable {
             .find(|w| w.context == context)
             .filter(|w| (rank as usize) < w.askers.len())
             .ok_or(Failure::NoWindow(context))?;
-        let fits = at
-            .checked_add(len)
-            .is_some_and(|end| end <= w.buf.len() as u64);
-        let granted = fits && w.lock.held(rank).is_some();
         let asker = w
             .askers
             .get_mut(rank as usize)
@@ -380,15 +426,7 @@ impl WindowTable {
         }
         asker.asked = true;
         asker.tag = tag;
-        // Within the window, so both fit.
-        asker.get = Some(granted.then_some((at as usize, len as usize)));
-        w.stats.gets = w.stats.gets.saturating_add(1);
-        if granted {
-            w.stats.get_bytes = w.stats.get_bytes.saturating_add(len);
-        }
-        let status = if granted { 0 } else { LockAnswer::REFUSED };
-        w.answer(rank, status);
-        Ok(true)
+        Ok(w)
     }
 
     /// `rank`'s connection is gone: it loses every lock it held or waited
@@ -489,6 +527,7 @@ impl WindowTable {
             due: None,
             refused: a.refused.saturating_add(refused),
             get,
+            deferred: None,
         };
         w.answer(due.rank, status);
     }

@@ -883,3 +883,25 @@ pub const O2G_IOC_WIN_STATS: u32 = ioc(
     0x12,
     core::mem::size_of::<WindowStats>(),
 );
+
+/// Argument of [`O2G_IOC_WIN_EPOCH`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowEpoch {
+    /// The window id.
+    pub id: u32,
+    /// Explicit padding; must be zero.
+    pub reserved: u32,
+    /// Fences the window's process has completed (it never goes back).
+    pub epoch: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<WindowEpoch>() == 16);
+
+/// Records that the window's process has completed `epoch` fences
+/// ([`WindowEpoch`]). A lock request names, in its `length`, the fences
+/// its origin had completed; the module takes the lock only once the
+/// window's process has completed as many, so that an epoch begun after
+/// a fence sees everything that fence ended at the target (MPI 5.0
+/// §12.5). `ENOENT` for an id that names no window.
+pub const O2G_IOC_WIN_EPOCH: u32 = ioc(IOC_WRITE, 0x13, core::mem::size_of::<WindowEpoch>());

@@ -145,6 +145,13 @@ pub(crate) fn win_unregister(fd: BorrowedFd<'_>, arg: &abi::IdArg) -> io::Result
     check(rc)
 }
 
+/// `O2G_IOC_WIN_EPOCH`.
+pub(crate) fn win_epoch(fd: BorrowedFd<'_>, arg: &abi::WindowEpoch) -> io::Result<()> {
+    // SAFETY: `_IOW` of exactly `size_of::<WindowEpoch>()` from a valid struct.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), abi::O2G_IOC_WIN_EPOCH as _, arg) };
+    check(rc)
+}
+
 /// `O2G_IOC_WIN_STATS`.
 pub(crate) fn win_stats(fd: BorrowedFd<'_>, stats: &mut abi::WindowStats) -> io::Result<()> {
     // SAFETY: `_IOWR` of exactly `size_of::<WindowStats>()` in a valid,

@@ -55,7 +55,7 @@ fn argument_structs_have_fixed_layout() {
 fn receive_path_opcodes_match_nix_encoding() {
     use nix::{request_code_readwrite as rw, request_code_write as w};
     let t = abi::O2G_IOC_TYPE;
-    let cases: [(&str, u32, ioctl_num_type); 13] = [
+    let cases: [(&str, u32, ioctl_num_type); 14] = [
         (
             "INIT",
             abi::O2G_IOC_INIT,
@@ -121,6 +121,11 @@ fn receive_path_opcodes_match_nix_encoding() {
             abi::O2G_IOC_WIN_STATS,
             rw!(t, 0x12, size_of::<abi::WindowStats>()),
         ),
+        (
+            "WIN_EPOCH",
+            abi::O2G_IOC_WIN_EPOCH,
+            w!(t, 0x13, size_of::<abi::WindowEpoch>()),
+        ),
     ];
     for (name, ours, nix) in cases {
         assert_eq!(ours as ioctl_num_type, nix, "O2G_IOC_{name}");
@@ -149,6 +154,7 @@ fn opcode_numbers_are_distinct() {
         abi::O2G_IOC_WIN_REGISTER,
         abi::O2G_IOC_WIN_UNREGISTER,
         abi::O2G_IOC_WIN_STATS,
+        abi::O2G_IOC_WIN_EPOCH,
     ];
     // The `nr` byte alone tells them apart, and numbers them 0, 1, 2, ...
     let nrs: Vec<u32> = all.iter().map(|op| op & 0xff).collect();

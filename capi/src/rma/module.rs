@@ -59,8 +59,17 @@ pub(crate) fn ask(w: &Win, target: usize, op: u32) -> Res<Asked> {
         LockAnswer::LEN,
         Box::new(move |b| *g.borrow_mut() = b.to_vec()),
     )?;
+    // A lock waits at the module until the target has completed the
+    // fences this process has: the epoch then sees what they ended.
+    let epoch = w.origin.borrow().fences;
     // The frame's send completes as it goes out; nothing waits for it.
-    drop(module_window::request(&w.comm, target as i32, op, tag)?);
+    drop(module_window::request(
+        &w.comm,
+        target as i32,
+        op,
+        tag,
+        epoch,
+    )?);
     Ok(Asked { target, r, got })
 }
 

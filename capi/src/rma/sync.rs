@@ -172,6 +172,10 @@ pub(crate) extern "C" fn MPI_Win_fence(assert: c_int, win: Handle) -> c_int {
             Some(r) => Err(r),
         })?;
         w.target.borrow_mut().completed = n;
+        if let Some(id) = w.module.get() {
+            // Locks asked for after this fence may be granted now.
+            mpi::raw::window::set_epoch(&w.comm, id, n)?;
+        }
         w.origin.borrow_mut().fenced = assert & MODE_NOSUCCEED == 0;
         gets?;
         w.local_error()

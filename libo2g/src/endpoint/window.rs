@@ -60,6 +60,22 @@ impl Endpoint {
             .map_err(|e| Error::io("O2G_IOC_WIN_UNREGISTER", e))
     }
 
+    /// Tells the module that this process has completed `epoch` fences
+    /// on window `id`: lock requests made after as many are granted from
+    /// now on (see [`abi::O2G_IOC_WIN_EPOCH`]).
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` as [`Error::Io`] if no window has this id.
+    pub fn set_window_epoch(&self, id: u32, epoch: u64) -> Result<()> {
+        let arg = abi::WindowEpoch {
+            id,
+            epoch,
+            ..Default::default()
+        };
+        raw::win_epoch(self.device.as_fd(), &arg).map_err(|e| Error::io("O2G_IOC_WIN_EPOCH", e))
+    }
+
     /// Window `id`'s counters (and the endpoint's count of puts that
     /// named no window).
     ///

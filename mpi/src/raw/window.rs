@@ -114,6 +114,21 @@ pub fn get(
     Ok(Request::send(comm.rt.clone(), token))
 }
 
+/// Tells the module that this process has completed `epoch` fences on
+/// window `id` of `comm`: a lock request made after as many fences waits
+/// at the module until then, so an epoch begun after a fence sees what
+/// the fence ended here.
+///
+/// # Errors
+///
+/// The module's refusal (an id it does not know).
+pub fn set_epoch(comm: &Communicator, id: u32, epoch: u64) -> Result<()> {
+    comm.rt.with(|t| match t.windows() {
+        Some(w) => w.set_epoch(id, epoch),
+        None => Err(no_windows()),
+    })
+}
+
 /// Starts a put of `data` at byte `offset` of `target`'s window (rank of
 /// `comm`), which its module places if this process holds the window's
 /// lock there. `data` is copied if it does not go out at once.
@@ -125,8 +140,9 @@ pub fn put(comm: &Communicator, target: i32, offset: u32, data: &[u8]) -> Result
     frame(comm, target, Kind::Put, offset, 0, data)
 }
 
-/// Starts a lock request `op` ([`lock_op`]) to `target`'s window, whose
-/// answer comes as a message with `answer_tag` (post its receive first).
+/// Starts a lock request `op` ([`lock_op`]) to `target`'s window, made
+/// after `epoch` fences on it, whose answer comes as a message with
+/// `answer_tag` (post its receive first).
 ///
 /// # Errors
 ///
@@ -136,9 +152,20 @@ pub fn request(
     target: i32,
     op: u32,
     answer_tag: i32,
+    epoch: u64,
 ) -> Result<Request<'static>> {
     let tag = u32::try_from(answer_tag).map_err(|_| Error::InvalidTag(answer_tag))?;
-    frame(comm, target, Kind::Lock, op, tag, &[])
+    let world = comm.world_rank(target)?;
+    let env = Envelope {
+        source: comm.me(),
+        tag: op,
+        context: comm.context,
+    };
+    let token = comm.rt.with(|t| match t.windows() {
+        Some(w) => w.window_request(world, Kind::Lock, env, epoch, tag),
+        None => Err(no_windows()),
+    })?;
+    Ok(Request::send(comm.rt.clone(), token))
 }
 
 fn frame(

@@ -152,6 +152,10 @@ pub(crate) trait Windows {
     /// Puts window `id` placed so far.
     fn placed_puts(&mut self, id: u32) -> Result<u64>;
 
+    /// This process has completed `epoch` fences on window `id`: lock
+    /// requests made after as many may be granted.
+    fn set_epoch(&mut self, id: u32, epoch: u64) -> Result<()>;
+
     /// Posts a receive of `capacity` bytes for `sel` in the module itself
     /// (a small receive otherwise waits in the transport for its message
     /// to be stored, which an answer never is).

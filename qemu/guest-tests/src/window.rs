@@ -2,7 +2,8 @@
 //! answered on the control connection (at once, or once a waiting lock is
 //! granted), puts from the lock holder placed with no receive posted and
 //! in the window before the answer to the next flush or unlock, gets
-//! answered with the window's bytes, refusals
+//! answered with the window's bytes, a lock made after a fence waiting
+//! for the window's process to complete it, refusals
 //! counted and reported, hostile requests failing only their own
 //! connection, an unregistered window taking no more bytes, and every pin
 //! released at close. This process plays every origin with raw frames;
@@ -293,6 +294,22 @@ pub(crate) fn agent() -> CheckResult {
     one.ask_answered(lock_op::SHARED, 504, 0, 0)?;
     one.ask_answered(lock_op::EXCLUSIVE, 505, LockAnswer::REFUSED, 0)?;
     one.ask_answered(lock_op::UNLOCK, 506, 0, 0)?;
+    // A lock asked for after a fence the window's process has not
+    // completed (the request's length) waits until it has.
+    let env = Envelope {
+        source: one.rank,
+        tag: lock_op::SHARED,
+        context: CONTEXT,
+    };
+    one.frame(Kind::Lock, env, 1, 530)?;
+    std::thread::sleep(Duration::from_millis(300));
+    if one.answer_waiting()? {
+        return Err("a lock was granted before the fence it follows".into());
+    }
+    ep.set_window_epoch(id, 1)
+        .map_err(libo2g_error("window epoch"))?;
+    one.expect(530, 0, 0)?;
+    one.ask_answered(lock_op::UNLOCK, 531, 0, 0)?;
 
     let st = ep.window_stats(id).map_err(libo2g_error("window stats"))?;
     let want = abi::WindowStats {
@@ -302,8 +319,8 @@ pub(crate) fn agent() -> CheckResult {
         refused_msgs: 3,
         refused_bytes: 136,
         unknown_msgs: 1,
-        requests: 11,
-        answers: 15,
+        requests: 13,
+        answers: 17,
         gets: 4,
         get_bytes: (small.len() + big.len()) as u64,
         ..Default::default()

@@ -33,6 +33,12 @@ impl Windows for O2g {
             .map_err(|e| lib_err("reading a window's counters", e))
     }
 
+    fn set_epoch(&mut self, id: u32, epoch: u64) -> Result<()> {
+        self.ep
+            .set_window_epoch(id, epoch)
+            .map_err(|e| lib_err("telling the module a window's fences", e))
+    }
+
     fn post_answer(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken> {
         let token = RecvToken::from_handle(self.next_recv);
         self.next_recv += 1;
