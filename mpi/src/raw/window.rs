@@ -100,18 +100,8 @@ pub fn get(
     len: u64,
     answer_tag: i32,
 ) -> Result<Request<'static>> {
-    let tag = u32::try_from(answer_tag).map_err(|_| Error::InvalidTag(answer_tag))?;
-    let world = comm.world_rank(target)?;
-    let env = Envelope {
-        source: comm.me(),
-        tag: offset,
-        context: comm.context,
-    };
-    let token = comm.rt.with(|t| match t.windows() {
-        Some(w) => w.window_request(world, Kind::Get, env, len, tag),
-        None => Err(no_windows()),
-    })?;
-    Ok(Request::send(comm.rt.clone(), token))
+    let tag = tag_of(answer_tag)?;
+    frame(comm, target, Kind::Get, offset, len, tag, &[])
 }
 
 /// Tells the module that this process has completed `epoch` fences on
@@ -137,7 +127,7 @@ pub fn set_epoch(comm: &Communicator, id: u32, epoch: u64) -> Result<()> {
 ///
 /// [`Error::InvalidRank`], transport errors.
 pub fn put(comm: &Communicator, target: i32, offset: u32, data: &[u8]) -> Result<Request<'static>> {
-    frame(comm, target, Kind::Put, offset, 0, data)
+    frame(comm, target, Kind::Put, offset, data.len() as u64, 0, data)
 }
 
 /// Starts a lock request `op` ([`lock_op`]) to `target`'s window, made
@@ -154,25 +144,24 @@ pub fn request(
     answer_tag: i32,
     epoch: u64,
 ) -> Result<Request<'static>> {
-    let tag = u32::try_from(answer_tag).map_err(|_| Error::InvalidTag(answer_tag))?;
-    let world = comm.world_rank(target)?;
-    let env = Envelope {
-        source: comm.me(),
-        tag: op,
-        context: comm.context,
-    };
-    let token = comm.rt.with(|t| match t.windows() {
-        Some(w) => w.window_request(world, Kind::Lock, env, epoch, tag),
-        None => Err(no_windows()),
-    })?;
-    Ok(Request::send(comm.rt.clone(), token))
+    let tag = tag_of(answer_tag)?;
+    frame(comm, target, Kind::Lock, op, epoch, tag, &[])
 }
 
+/// An answer's tag as the wire carries it.
+fn tag_of(answer_tag: i32) -> Result<u32> {
+    u32::try_from(answer_tag).map_err(|_| Error::InvalidTag(answer_tag))
+}
+
+/// Starts a window frame of `kind` to `target`, with `tag`, the length
+/// field `len` (a put's payload length, a get's length, a lock request's
+/// fences) and `reference`, carrying `data`.
 fn frame(
     comm: &Communicator,
     target: i32,
     kind: Kind,
     tag: u32,
+    len: u64,
     reference: u32,
     data: &[u8],
 ) -> Result<Request<'static>> {
@@ -183,7 +172,7 @@ fn frame(
         context: comm.context,
     };
     let token = comm.rt.with(|t| match t.windows() {
-        Some(w) => w.window_frame(world, kind, env, reference, data),
+        Some(w) => w.window_frame(world, kind, env, len, reference, data),
         None => Err(no_windows()),
     })?;
     Ok(Request::send(comm.rt.clone(), token))

@@ -162,28 +162,19 @@ pub(crate) trait Windows {
     fn post_answer(&mut self, sel: Selector, capacity: usize) -> Result<RecvToken>;
 
     /// Starts a window frame to `dest` on its messages connection, in
-    /// order with the messages sent to it: a `Put` of `payload` or a
-    /// `Lock` request (`kind`), with `env` and `reference` as the wire
-    /// format wants them. The payload is copied if it does not go out at
-    /// once.
+    /// order with the messages sent to it: a `Put` of `payload`, or a
+    /// `Lock` or `Get` request (`kind`), with `env`, the length field
+    /// `len` (the payload's length for a put) and `reference` as the
+    /// wire format wants them. The payload is copied if it does not go
+    /// out at once.
     fn window_frame(
-        &mut self,
-        dest: u32,
-        kind: o2g_core::proto::wire::Kind,
-        env: Envelope,
-        reference: u32,
-        payload: &[u8],
-    ) -> Result<SendToken>;
-
-    /// Starts a window frame without payload whose length field is `len`
-    /// (a `Get`'s length).
-    fn window_request(
         &mut self,
         dest: u32,
         kind: o2g_core::proto::wire::Kind,
         env: Envelope,
         len: u64,
         reference: u32,
+        payload: &[u8],
     ) -> Result<SendToken>;
 }
 

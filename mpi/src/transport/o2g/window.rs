@@ -66,38 +66,11 @@ impl Windows for O2g {
         dest: u32,
         kind: Kind,
         env: Envelope,
-        reference: u32,
-        payload: &[u8],
-    ) -> Result<SendToken> {
-        self.check_size(payload.len())?;
-        self.frame(dest, kind, env, payload.len() as u64, reference, payload)
-    }
-
-    fn window_request(
-        &mut self,
-        dest: u32,
-        kind: Kind,
-        env: Envelope,
         len: u64,
         reference: u32,
+        payload: &[u8],
     ) -> Result<SendToken> {
         self.check_size(usize::try_from(len).unwrap_or(usize::MAX))?;
-        self.frame(dest, kind, env, len, reference, &[])
-    }
-}
-
-impl O2g {
-    /// Starts a frame of `kind` to `dest` with length field `len`, in
-    /// order with everything sent to it.
-    fn frame(
-        &mut self,
-        dest: u32,
-        kind: Kind,
-        env: Envelope,
-        len: u64,
-        reference: u32,
-        payload: &[u8],
-    ) -> Result<SendToken> {
         self.peer(dest)?;
         let p = &mut self.peers[dest as usize];
         let header = p.outbox.tx.encode_ref(kind, env, len, reference);
