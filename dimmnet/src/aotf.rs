@@ -52,6 +52,10 @@ impl Nic {
             )));
         }
         let at = self.llcm_range(dest, off, n)?;
+        let ready = self.host(|c| c.uc_store)?;
+        if let Some(f) = self.fly(self.node, dest, ready, n)? {
+            self.stamp_llcm(dest, off, n, f.landed)?;
+        }
         store_atomic(&self.region, at, bytes)
     }
 

@@ -16,8 +16,10 @@
 //!
 //! A transfer (issued by any node's thread) increments the count with a
 //! compare-and-swap unless a switch is pending, copies, and decrements. A
-//! switch sets the pending bit, waits for the count to drain, stalls for
-//! the configured cost, and flips the bank bit. A node that dies in the
+//! switch sets the pending bit, waits for the count to drain, and flips
+//! the bank bit; the timing model charges the host the switch, after the
+//! last DMA into the bank has landed in virtual time (nothing is spent in
+//! real time). A node that dies in the
 //! middle of a transfer leaves the count raised; the next switch then times
 //! out instead of waiting forever.
 
@@ -25,7 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 use crate::nic::Nic;
-use crate::wait::stall;
 
 const COUNT_MASK: u64 = 0xffff_ffff;
 const HOST_BANK: u64 = 1 << 32;
@@ -65,7 +66,7 @@ impl Nic {
 
     /// Swaps the banks of this node: the bank that faced the network (and
     /// holds what PUSHes delivered) now faces the host. Waits for transfers
-    /// in flight, then charges the configured switch cost.
+    /// in flight; the model charges [`crate::Costs::bank_switch`].
     ///
     /// # Errors
     ///
@@ -103,7 +104,10 @@ impl Nic {
             word.fetch_and(!PENDING, Ordering::Release);
             return Err(e);
         }
-        stall(self.layout.config().bank_switch_cost);
+        // The model: the switch waits for DMA that lands after the host's
+        // clock (the drain above, in virtual time), then costs the host.
+        let landed = self.bank_arrival()?;
+        self.host_after(landed, |c| c.bank_switch)?;
         // Only this switch may change the word now: the count is zero and
         // no transfer starts while PENDING is set.
         let v = word.load(Ordering::Acquire);

@@ -130,6 +130,7 @@ impl Barrier {
                 if w.load(Ordering::Acquire) != e {
                     return Ok(false);
                 }
+                nic.observed(LLCM_SYNC_ENTRY + 4 * self.next as usize, 4)?;
                 self.next += 1;
             }
             for r in 1..n {
@@ -137,6 +138,8 @@ impl Barrier {
             }
         } else if nic.llcm_u32(LLCM_SYNC_PERMIT)?.load(Ordering::Acquire) != e {
             return Ok(false);
+        } else {
+            nic.observed(LLCM_SYNC_PERMIT, 4)?;
         }
         self.epoch = e;
         self.entered = false;

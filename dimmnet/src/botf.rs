@@ -15,6 +15,11 @@
 //! before the call returns, a later AOTF to the same node orders after the
 //! payload (see the AOTF module).
 //!
+//! Time: the host's write-combined stores of header and payload and the
+//! kick, then the packet's flight (the `vclock` module). With two windows
+//! the host fills one while the card sends the other; it waits for a
+//! window only until the card has sent what it held.
+//!
 //! Window header (little-endian):
 //!
 //! ```text
@@ -60,9 +65,28 @@ impl Nic {
                     .then_some(()))
             },
         )?;
-        let result = self.fill_and_kick(w, dest, off, payload);
+        let result = self
+            .charge_packet(w, dest, off, payload.len())
+            .and_then(|()| self.fill_and_kick(w, dest, off, payload));
         busy.store(0, Ordering::Release);
         result
+    }
+
+    /// The model of one packet through window `w`: the host waits until
+    /// the card has sent the window's previous packet, writes header and
+    /// payload through write combining and kicks; the window is free again
+    /// once the packet has left.
+    fn charge_packet(&self, w: usize, dest: u32, off: usize, len: usize) -> Result<()> {
+        if self.costs.is_none() {
+            return Ok(());
+        }
+        let free = self.window_free(w)?.load(Ordering::Acquire);
+        let ready = self.host_after(free, |c| c.wc_write(BOTF_HEADER + len) + c.uc_store)?;
+        if let Some(f) = self.fly(self.node, dest, ready, len)? {
+            self.window_free(w)?.fetch_max(f.left, Ordering::AcqRel);
+            self.stamp_llcm(dest, off, len, f.landed)?;
+        }
+        Ok(())
     }
 
     /// Sends `data` of any length to LLCM offset `off` of `dest` as a train

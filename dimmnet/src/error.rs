@@ -55,6 +55,15 @@ pub enum Error {
         /// Size of the receive buffer.
         capacity: usize,
     },
+    /// An interrupt AOTF found the destination's list full; nothing was
+    /// written.
+    #[error("the interrupt list of node {node} holds its {capacity} entries already")]
+    ListFull {
+        /// The destination.
+        node: u32,
+        /// The list's capacity.
+        capacity: usize,
+    },
     /// The peer belongs to another process group (a stale or foreign job
     /// on the same region).
     #[error("node {node} uses process group {found}, expected {expected}")]

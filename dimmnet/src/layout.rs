@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! region:   [ header 4 KiB | node 0 | node 1 | ... | node N-1 ]
-//! node:     [ LLCM 128 KiB | status 4 KiB | windows 4 KiB | bank 0 | bank 1 ]
+//! node:     [ LLCM 128 KiB | status 4 KiB | windows 4 KiB | model 4 KiB |
+//!             stamps 128 KiB | bank 0 | bank 1 ]
 //! LLCM:     0x00000 barrier words (SYNC_ENTRY per node, SYNC_PERMIT)
 //!           0x00100 byte flags (one per peer: "look at my flag area")
 //!           0x00200 flag areas, 64 B per peer
@@ -14,11 +15,16 @@
 //! status:   +0 bank-select word, +64 ACK words (16 x u64),
 //!           +256 header seeds (HTLB, one u64 per destination)
 //! windows:  two BOTF send windows of 512 B (48 B header + 464 B payload)
+//! model:    the timing model's clocks (see the `vclock` module): +0 host,
+//!           +8 send engine, +16 core PU, +24 network bank's last arrival,
+//!           +32 BOTF windows' free times (2 x u64), +48 staging free time,
+//!           +64 ACK arrival times (16 x u64), +256 receive engine per
+//!           source (one u64 per node)
+//! stamps:   the arrival time of the last remote write, per LLCM word of 8 B
 //! bank:     [ DIMM_Send receive buffers: N x bufs_per_peer x buf_size | free ]
 //! ```
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use o2g_nicmem::Region;
 
@@ -27,7 +33,7 @@ use crate::error::{Error, Result};
 /// "O2GDIMM1" as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"O2GDIMM1");
 /// Layout version; bumped on any change of the map above.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Size of the LLCM of each node.
 pub const LLCM_SIZE: usize = 128 * 1024;
 /// Most nodes one region can hold (bounded by the LLCM per-peer areas).
@@ -69,7 +75,11 @@ const STATUS_WINDOWS: usize = 8;
 const STATUS_ACK: usize = 64;
 const STATUS_SEEDS: usize = 256;
 const WINDOWS: usize = STATUS + PAGE;
-const BANKS: usize = WINDOWS + PAGE;
+const MODEL: usize = WINDOWS + PAGE;
+const MODEL_ACK: usize = 64;
+const MODEL_RX: usize = 256;
+const STAMPS: usize = MODEL + PAGE;
+const BANKS: usize = STAMPS + LLCM_SIZE;
 
 // The fixed map must fit: per-peer areas within their ranges.
 const _: () = assert!(LLCM_SYNC_ENTRY + 4 * MAX_NODES as usize <= LLCM_SYNC_PERMIT);
@@ -78,6 +88,8 @@ const _: () = assert!(LLCM_FLAG_AREAS + FLAG_AREA * MAX_NODES as usize <= LLCM_B
 const _: () = assert!(LLCM_BOTF_SLOTS + BOTF_PACKET * MAX_NODES as usize <= LLCM_USER);
 const _: () = assert!(STATUS_SEEDS + 8 * MAX_NODES as usize <= PAGE);
 const _: () = assert!(STATUS_ACK + 8 * ACK_WORDS <= STATUS_SEEDS);
+const _: () = assert!(MODEL_ACK + 8 * ACK_WORDS <= MODEL_RX);
+const _: () = assert!(MODEL_RX + 8 * MAX_NODES as usize <= PAGE);
 
 /// The parameters every node of one region must agree on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,21 +103,17 @@ pub struct Config {
     /// Size of one receive buffer (a multiple of 64, at most
     /// [`STAGING_SIZE`]).
     pub buf_size: usize,
-    /// What the model charges for a bank switch (a busy stall of the
-    /// switching host).
-    pub bank_switch_cost: Duration,
 }
 
 impl Config {
     /// `nodes` nodes with the defaults: 1 MiB banks, 4 buffers of 16 KiB per
-    /// peer, 2 µs per bank switch.
+    /// peer.
     pub fn new(nodes: u32) -> Self {
         Self {
             nodes,
             bank_size: 1 << 20,
             bufs_per_peer: 4,
             buf_size: 16 * 1024,
-            bank_switch_cost: Duration::from_micros(2),
         }
     }
 
@@ -219,6 +227,29 @@ impl Layout {
         self.node_base(node) + WINDOWS + BOTF_PACKET * w
     }
 
+    /// Region offset of `node`'s timing-model word at `off` of its model
+    /// page (the `vclock` module names them).
+    pub(crate) fn model_word(&self, node: u32, off: usize) -> usize {
+        self.node_base(node) + MODEL + off
+    }
+
+    /// Region offset of the arrival time of `node`'s ACK word `slot`.
+    pub(crate) fn ack_stamp(&self, node: u32, slot: usize) -> usize {
+        self.model_word(node, MODEL_ACK + 8 * slot)
+    }
+
+    /// Region offset of `node`'s receive-engine time for packets from
+    /// `src`.
+    pub(crate) fn rx_busy(&self, node: u32, src: u32) -> usize {
+        self.model_word(node, MODEL_RX + 8 * src as usize)
+    }
+
+    /// Region offset of the arrival stamp of the 8-byte LLCM word of
+    /// `node` that holds byte `off`.
+    pub(crate) fn stamp(&self, node: u32, off: usize) -> usize {
+        self.node_base(node) + STAMPS + (off & !7)
+    }
+
     /// Region offset of byte `off` of physical bank `bank` of `node`.
     pub(crate) fn bank(&self, node: u32, bank: u32, off: usize) -> usize {
         self.node_base(node) + BANKS + self.config.bank_size * bank as usize + off
@@ -267,8 +298,6 @@ impl Layout {
         region.u64_at(24)?.store(c.bank_size as u64, REL);
         region.u32_at(32)?.store(u32::from(c.bufs_per_peer), REL);
         region.u32_at(36)?.store(c.buf_size as u32, REL);
-        let ns = u64::try_from(c.bank_switch_cost.as_nanos()).unwrap_or(u64::MAX);
-        region.u64_at(40)?.store(ns, REL);
         region.u64_at(48)?.store(self.region_len() as u64, REL);
         // The magic goes last: a node that sees it sees the rest.
         region.u64_at(0)?.store(MAGIC, REL);
@@ -312,7 +341,6 @@ impl Layout {
             bufs_per_peer: u16::try_from(bufs)
                 .or_else(|_| bad(format!("{bufs} buffers per peer")))?,
             buf_size: region.u32_at(36)?.load(ACQ) as usize,
-            bank_switch_cost: Duration::from_nanos(region.u64_at(40)?.load(ACQ)),
         };
         let layout = Self::new(config).or_else(|e| bad(format!("header: {e}")))?;
         let recorded = region.u64_at(48)?.load(ACQ);

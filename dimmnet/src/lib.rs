@@ -12,8 +12,7 @@
 //!   AOTF and BOTF writes land here;
 //! - an **SO-DIMM** with **two banks** of configurable size
 //!   ([`Config::bank_size`]). At any time one bank faces the host and the
-//!   other faces the network; [`Nic::switch_banks`] swaps them and costs
-//!   [`Config::bank_switch_cost`] (a busy stall of the host);
+//!   other faces the network; [`Nic::switch_banks`] swaps them;
 //! - **header seeds** (the HTLB of the card): set up once per destination
 //!   with [`Nic::seed_header`]; AOTF and BOTF to an unseeded destination
 //!   fail with [`Error::NotSeeded`];
@@ -43,12 +42,20 @@
 //! hand out [`Ack`]s and completion words so that callers are written for
 //! a card that completes later.
 //!
-//! **What is abstracted away.** Timings are not the card's: copies run at
-//! host memory speed, and only the bank switch has a modelled cost. There
-//! is no link, no packet loss, no flow control below the protocols, no
-//! write-combining window, no protection stamps beyond the pgid check and
-//! bounds checks, and no interrupts (receivers poll). The HTLB is reduced
-//! to one seed word per destination.
+//! **Time.** Copies run at this host's speed, but every primitive also
+//! charges a **timing model** of the card: per node virtual clocks in the
+//! region, advanced by the costs of [`Costs`] (each value cites the paper
+//! it comes from, or says it is assumed), with arrival times carried from
+//! sender to receiver (the `vclock` module gives the rules). [`Nic::now`]
+//! reads a node's clock, so a program can print both the time the card
+//! would take and the time this host took. Nothing sleeps or spins to
+//! imitate a delay.
+//!
+//! **What is abstracted away.** There is no packet loss, no flow control
+//! below the protocols, no protection stamps beyond the pgid check and
+//! bounds checks; receivers poll, except for the interrupt AOTF that the
+//! core PU handles ([`Nic::aotf_interrupt`]). The HTLB is reduced to one
+//! seed word per destination.
 //!
 //! # Primitives
 //!
@@ -65,8 +72,10 @@
 //! - **PUSH / PULL** ([`Nic::push`], [`Nic::pull`]): RDMA copies between
 //!   NIC memories ([`NicAddr`]: LLCM or the network-facing bank) that
 //!   increment an ACK word of the issuer ([`Nic::wait_ack`]).
+//! - **Interrupt AOTF** ([`Nic::aotf_interrupt`]): an AOTF the
+//!   destination's core PU handles, appending to a list in its LLCM.
 //! - **Bank switch** ([`Nic::switch_banks`]): waits for DMA into the
-//!   network-facing bank to drain, stalls for the modelled cost, swaps.
+//!   network-facing bank to drain, swaps.
 //!   The bank-select word is an arbiter that transfers take a hold on.
 //!
 //! # DIMM_Send / DIMM_Recv
@@ -138,6 +147,8 @@ mod aotf;
 mod bank;
 mod barrier;
 mod botf;
+mod core_pu;
+pub mod costs;
 mod error;
 mod flags;
 mod gather;
@@ -146,9 +157,11 @@ mod liveness;
 mod nic;
 mod rdma;
 mod send_recv;
+mod vclock;
 mod wait;
 
 pub use barrier::Barrier;
+pub use costs::{Costs, Ps};
 pub use error::{Error, Result};
 pub use layout::{Config, Layout};
 pub use liveness::{Heartbeat, Liveness, PeerWatch, LEFT};

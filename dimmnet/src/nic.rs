@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use o2g_nicmem::Region;
 
+use crate::costs::Costs;
 use crate::error::{Error, Result};
 use crate::layout::{Config, Layout, ACK_WORDS, LLCM_SIZE};
 use crate::wait::WaitPolicy;
@@ -29,6 +30,9 @@ pub struct Nic {
     pub(crate) wait: WaitPolicy,
     /// The BOTF window the next packet uses (they alternate).
     pub(crate) next_window: AtomicUsize,
+    /// What the timing model charges for this handle's operations (see
+    /// the `vclock` module); `None` charges nothing.
+    pub(crate) costs: Option<Costs>,
 }
 
 /// A completed RDMA operation: the ACK word `slot` of the issuing node
@@ -52,6 +56,7 @@ impl Clone for Nic {
             layout: self.layout,
             wait: self.wait,
             next_window: AtomicUsize::new(self.next_window.load(Ordering::Relaxed)),
+            costs: self.costs,
         }
     }
 }
@@ -88,7 +93,7 @@ impl Nic {
     }
 
     /// Attaches to a formatted region as `node`, with the default
-    /// [`WaitPolicy`].
+    /// [`WaitPolicy`] and DIMMnet-1's [`Costs`].
     ///
     /// # Errors
     ///
@@ -108,6 +113,7 @@ impl Nic {
             layout,
             wait: WaitPolicy::default(),
             next_window: AtomicUsize::new(0),
+            costs: Some(Costs::DIMMNET1),
         })
     }
 
@@ -187,7 +193,10 @@ impl Nic {
     /// The range leaves the LLCM.
     pub fn llcm_read(&self, off: usize, out: &mut [u8]) -> Result<()> {
         let at = self.llcm_range(self.node, off, out.len())?;
-        Ok(self.region.read(at, out)?)
+        self.region.read(at, out)?;
+        // The model: uncached loads, after the bytes arrived.
+        self.observed(off, out.len())?;
+        Ok(())
     }
 
     /// Writes this node's LLCM (a local store, not a network operation).
@@ -197,6 +206,7 @@ impl Nic {
     /// The range leaves the LLCM.
     pub fn llcm_write(&self, off: usize, data: &[u8]) -> Result<()> {
         let at = self.llcm_range(self.node, off, data.len())?;
+        self.host(|c| c.wc_write(data.len()))?;
         Ok(self.region.write(at, data)?)
     }
 
@@ -228,6 +238,7 @@ impl Nic {
     pub fn dimm_read(&self, off: usize, out: &mut [u8]) -> Result<()> {
         let bank = self.host_bank()?;
         let at = self.bank_range(self.node, bank, off, out.len())?;
+        self.host(|c| c.dimm_read(out.len()))?;
         Ok(self.region.read(at, out)?)
     }
 
@@ -239,6 +250,7 @@ impl Nic {
     pub fn dimm_write(&self, off: usize, data: &[u8]) -> Result<()> {
         let bank = self.host_bank()?;
         let at = self.bank_range(self.node, bank, off, data.len())?;
+        self.host(|c| c.wc_write(data.len()))?;
         Ok(self.region.write(at, data)?)
     }
 
@@ -319,6 +331,8 @@ impl Nic {
                 )
             },
             || Ok((w.load(Ordering::Acquire) >= ack.seq).then_some(())),
-        )
+        )?;
+        self.observed_ack(ack.slot)?;
+        Ok(())
     }
 }

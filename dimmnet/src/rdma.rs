@@ -13,14 +13,23 @@
 //! sees the data. The operation has therefore completed when `push` or
 //! `pull` returns; [`crate::Nic::wait_ack`] exists so callers are written
 //! for a card that completes later.
+//!
+//! Time: the host writes the command (uncached stores); the source card's
+//! DMA engine starts after its set-up time (a PULL first sends a request
+//! packet to it), reads the data at memory speed and sends it in RDMA
+//! packets; a PUSH's ACK is a packet back from the destination card, a
+//! PULL's is local once the last packet landed. The ACK word's stamp is
+//! that time, and [`crate::Nic::wait_ack`] catches up with it.
 
 use std::sync::atomic::Ordering;
 
 use crate::bank::DmaHold;
+use crate::costs::Ps;
 use crate::error::Result;
 use crate::gather::Gather;
 use crate::layout::{LLCM_STAGING, STAGING_SIZE};
 use crate::nic::{Ack, Nic};
+use crate::vclock::Flight;
 
 /// An address in one node's NIC memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +90,7 @@ impl Nic {
         // Check both ranges before touching any arbiter.
         self.resolve(sn, src, 0, len)?;
         self.resolve(dn, dst, 0, len)?;
+        self.charge_transfer(sn, dn, dst, len, ack_slot)?;
         let (holds, dst_bank) = self.wait.wait(
             || format!("the SO-DIMM banks of nodes {sn} and {dn} to accept a transfer"),
             || self.take_holds((sn, src), (dn, dst)),
@@ -95,6 +105,86 @@ impl Nic {
             seq,
             dst_bank,
         })
+    }
+
+    /// The model of a PUSH (`sn` is this node) or PULL (`dn` is).
+    fn charge_transfer(
+        &self,
+        sn: u32,
+        dn: u32,
+        dst: NicAddr,
+        len: usize,
+        ack_slot: usize,
+    ) -> Result<()> {
+        let Some(c) = self.costs else {
+            return Ok(());
+        };
+        let ready = self.host(|c| c.command())?;
+        let start = if sn == self.node {
+            ready + c.dma_setup
+        } else {
+            let request = self.fly(self.node, sn, ready, 0)?;
+            request.map_or(ready, |f| f.at_card) + c.dma_setup
+        };
+        let Some(last) = self.stream(sn, dn, start, len)? else {
+            return Ok(());
+        };
+        self.stamp_addr(dn, dst, len, last.landed)?;
+        let acked = if sn == self.node {
+            self.fly(dn, sn, last.landed, 0)?
+                .map_or(last.landed, |f| f.landed)
+        } else {
+            last.landed
+        };
+        self.stamp_ack(ack_slot, acked)
+    }
+
+    /// `len` bytes from `sn`'s card to `dn`'s memory in RDMA packets, the
+    /// DMA engine starting at `start` and reading each packet's payload
+    /// before it leaves. The last packet's flight (`None` unmodelled).
+    fn stream(&self, sn: u32, dn: u32, start: Ps, len: usize) -> Result<Option<Flight>> {
+        let Some(c) = self.costs else {
+            return Ok(None);
+        };
+        let (mut t, mut sent) = (start, 0);
+        loop {
+            let piece = (len - sent).min(c.rdma_packet);
+            t += c.mem_per_byte * piece as Ps;
+            let flight = self.fly(sn, dn, t, piece)?;
+            sent += piece;
+            if sent >= len {
+                return Ok(flight);
+            }
+        }
+    }
+
+    /// The model of DIMM_Send's PUSH of `len` bytes from the host: per
+    /// staging piece the host writes the piece (write combining, once the
+    /// card has sent the previous one out of the staging area) and the
+    /// command; then, as the paper's DIMM_Send does (§2.8), the host waits
+    /// for the ACK before it reports the chunk.
+    fn charge_push_from_host(&self, dest: u32, len: usize) -> Result<()> {
+        let Some(c) = self.costs else {
+            return Ok(());
+        };
+        let mut last = None;
+        let mut done = 0;
+        while done < len {
+            let piece = (len - done).min(STAGING_SIZE);
+            let free = self.staging_free()?.load(Ordering::Acquire);
+            let ready = self.host_after(free, |c| c.wc_write(piece) + c.command())?;
+            last = self.stream(self.node, dest, ready + c.dma_setup, piece)?;
+            if let Some(f) = last {
+                self.staging_free()?.fetch_max(f.left, Ordering::AcqRel);
+            }
+            done += piece;
+        }
+        if let Some(f) = last {
+            self.stamp_bank(dest, f.landed)?;
+            let ack = self.fly(dest, self.node, f.landed, 0)?;
+            self.host_after(ack.map_or(f.landed, |a| a.landed), |c| c.uc_load)?;
+        }
+        Ok(())
     }
 
     /// Holds for both sides' network banks (when they are SO-DIMM), or
@@ -139,6 +229,7 @@ impl Nic {
         len: usize,
     ) -> Result<u32> {
         self.bank_range(dest, 0, dst_off, len)?;
+        self.charge_push_from_host(dest, len)?;
         let hold = self.wait.wait(
             || format!("node {dest}'s SO-DIMM bank switch to finish"),
             || self.try_dma_hold(dest),

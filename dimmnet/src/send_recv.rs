@@ -310,6 +310,7 @@ impl DimmEndpoint {
                 return Ok(false);
             }
             let grant = Grant::unpack(v, dest, cfg.bufs_per_peer, self.pgid)?;
+            self.nic.observed(flags::word(dest, GRANT), 8)?;
             self.peers[d].grants_used = gseq;
             let left = op.len - op.sent;
             let (chunk, used, mut fl) = if op.len <= BOTF_MAX_PAYLOAD {
@@ -494,6 +495,8 @@ impl DimmEndpoint {
         }
         let info = Info::unpack(self.my_word(src, INFO)?);
         op.limits.check(&done, &info, self.pgid)?;
+        // DONE and INFO are adjacent: one catch-up, two loads.
+        self.nic.observed(flags::word(src, DONE), 16)?;
         self.peers[s].outstanding = false;
         let size = info.chunk as usize;
         let got = op.limits.got;

@@ -87,18 +87,6 @@ impl WaitPolicy {
     }
 }
 
-/// Busy-waits `d`: the emulated hardware's stall (a bank switch), which
-/// the host cannot overlap with anything else.
-pub(crate) fn stall(d: Duration) {
-    if d.is_zero() {
-        return;
-    }
-    let start = Instant::now();
-    while start.elapsed() < d {
-        std::hint::spin_loop();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

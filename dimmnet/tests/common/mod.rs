@@ -45,7 +45,6 @@ pub(crate) fn small(nodes: u32) -> Config {
     Config {
         bufs_per_peer: 2,
         buf_size: 1024,
-        bank_switch_cost: Duration::ZERO,
         ..Config::new(nodes)
     }
 }
