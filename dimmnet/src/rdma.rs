@@ -148,7 +148,8 @@ impl Nic {
         };
         let (mut t, mut sent) = (start, 0);
         loop {
-            let piece = (len - sent).min(c.rdma_packet);
+            // At least a byte per packet: a zero limit must not loop.
+            let piece = (len - sent).min(c.rdma_packet.max(1));
             t += c.mem_per_byte * piece as Ps;
             let flight = self.fly(sn, dn, t, piece)?;
             sent += piece;
