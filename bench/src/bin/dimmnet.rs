@@ -264,15 +264,19 @@ fn botf_push(plan: &Plan, out: Option<&Path>) -> Res<()> {
         let t0 = align(&[a, b])?;
         a.botf(1, LLCM_USER, &data)?;
         let botf_ps = b.observed(LLCM_USER + size - 1, 1)? - t0;
+        // LLCM to LLCM, no bank switch, as in the paper.
+        let push_acked = || -> Res<()> {
+            let ack = a.push(
+                1,
+                NicAddr::Llcm(LLCM_USER),
+                NicAddr::Llcm(LLCM_USER),
+                size,
+                0,
+            )?;
+            Ok(a.wait_ack(ack)?)
+        };
         let t0 = align(&[a, b])?;
-        let ack = a.push(
-            1,
-            NicAddr::Llcm(LLCM_USER),
-            NicAddr::Llcm(LLCM_USER),
-            size,
-            0,
-        )?;
-        a.wait_ack(ack)?;
+        push_acked()?;
         let push_ps = a.now()? - t0;
         let (mb, mp) = (model_mbps(size, botf_ps), model_mbps(size, push_ps));
         report.push("BOTF, model", size as f64, mb);
@@ -290,14 +294,7 @@ fn botf_push(plan: &Plan, out: Option<&Path>) -> Res<()> {
         })?;
         let push = time_per_op(plan, iters, |n| {
             for _ in 0..n {
-                let ack = a.push(
-                    1,
-                    NicAddr::Llcm(LLCM_USER),
-                    NicAddr::Llcm(LLCM_USER),
-                    size,
-                    0,
-                )?;
-                a.wait_ack(ack)?;
+                push_acked()?;
             }
             Ok(())
         })?;
