@@ -141,11 +141,7 @@ impl Nic {
     ///
     /// Shared-memory access failed.
     pub fn spend(&self, d: Ps) -> Result<Ps> {
-        if self.costs.is_none() {
-            return self.now();
-        }
-        let w = self.model_word(self.node, HOST)?;
-        Ok(w.fetch_add(d, Ordering::AcqRel) + d)
+        self.host(|_| d)
     }
 
     /// Charges the host `cost(costs)`, after first catching up with `at`:
@@ -154,10 +150,7 @@ impl Nic {
         let Some(c) = self.costs else {
             return self.now();
         };
-        let d = cost(&c);
-        let w = self.model_word(self.node, HOST)?;
-        let old = fetch_update(w, |h| h.max(at) + d);
-        Ok(old.max(at) + d)
+        Ok(occupy(self.model_word(self.node, HOST)?, at, cost(&c)))
     }
 
     /// Charges the host `cost(costs)`; returns the new host clock.
@@ -178,18 +171,14 @@ impl Nic {
         let Some(c) = self.costs else {
             return Ok(None);
         };
-        let ser = c.serialise(payload);
         let engine = self.model_word(from, SEND_ENGINE)?;
-        let before = fetch_update(engine, |busy| busy.max(ready) + c.pkt_gen + ser);
-        let left = before.max(ready) + c.pkt_gen + ser;
+        let left = occupy(engine, ready, c.pkt_gen + c.serialise(payload));
         let at_card = left + c.wire + c.switch;
         let rx = self.region.u64_at(self.layout.rx_busy(to, from))?;
-        let d = c.deposit(payload);
-        let before = fetch_update(rx, |busy| busy.max(at_card) + d);
         Ok(Some(Flight {
             left,
             at_card,
-            landed: before.max(at_card) + d,
+            landed: occupy(rx, at_card, c.deposit(payload)),
         }))
     }
 
@@ -197,14 +186,23 @@ impl Nic {
     /// remotely at `t`. Call before the data is stored, so that a reader
     /// that sees the data sees the stamp.
     pub(crate) fn stamp_llcm(&self, node: u32, off: usize, len: usize, t: Ps) -> Result<()> {
-        let mut word = off & !7;
-        while word < off + len.max(1) {
-            self.region
-                .u64_at(self.layout.stamp(node, word))?
-                .fetch_max(t, Ordering::AcqRel);
-            word += 8;
+        for stamp in self.stamps(node, off, len) {
+            stamp?.fetch_max(t, Ordering::AcqRel);
         }
         Ok(())
+    }
+
+    /// The arrival stamps of the LLCM words `[off, off + len)` of `node`
+    /// touches (at least one).
+    fn stamps(
+        &self,
+        node: u32,
+        off: usize,
+        len: usize,
+    ) -> impl Iterator<Item = Result<&AtomicU64>> + '_ {
+        (off & !7..off + len.max(1))
+            .step_by(8)
+            .map(move |word| Ok(self.region.u64_at(self.layout.stamp(node, word))?))
     }
 
     /// Records a DMA write that reached `node`'s network-facing bank at `t`.
@@ -245,14 +243,8 @@ impl Nic {
             return self.now();
         }
         let mut arrival = 0;
-        let mut word = off & !7;
-        while word < off + len.max(1) {
-            let t = self
-                .region
-                .u64_at(self.layout.stamp(self.node, word))?
-                .load(Ordering::Acquire);
-            arrival = arrival.max(t);
-            word += 8;
+        for stamp in self.stamps(self.node, off, len) {
+            arrival = arrival.max(stamp?.load(Ordering::Acquire));
         }
         self.host_after(arrival, |c| c.uc_read(len))
     }
@@ -287,15 +279,17 @@ impl Nic {
     /// The core PU of `node` handles something that reached its card at
     /// `at` and takes `d`: returns when it is done.
     pub(crate) fn core_pu(&self, node: u32, at: Ps, d: Ps) -> Result<Ps> {
-        let w = self.model_word(node, CORE_PU)?;
-        let before = fetch_update(w, |busy| busy.max(at) + d);
-        Ok(before.max(at) + d)
+        Ok(occupy(self.model_word(node, CORE_PU)?, at, d))
     }
 }
 
-/// `w = f(w)` atomically; returns the old value.
-fn fetch_update(w: &AtomicU64, f: impl Fn(u64) -> u64) -> u64 {
-    match w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
-        Ok(v) | Err(v) => v,
+/// A resource whose clock is `busy` (a host, an engine, the core PU) takes
+/// work that can start at `at` and lasts `d`: it starts at the later of
+/// the two, and the clock becomes its end, which is returned. Atomic, as
+/// several threads may charge one resource.
+fn occupy(busy: &AtomicU64, at: Ps, d: Ps) -> Ps {
+    let step = |b: Ps| b.max(at) + d;
+    match busy.fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| Some(step(b))) {
+        Ok(b) | Err(b) => step(b),
     }
 }
