@@ -11,7 +11,10 @@
 # it signals the launcher, which then stops its ranks.
 #
 # Open MPI 4.1.4: pml ob1 with btl tcp,self only (no vader shared memory;
-# ob1 rather than the UCX pml), on the interface $O2G_PEERS_IF.
+# ob1 rather than the UCX pml), on the interface $O2G_PEERS_IF; one-sided
+# communication through osc pt2pt, which runs over that pml (osc sm would
+# map windows of ranks on one node in shared memory, and osc rdma needs
+# an RDMA-capable btl, which tcp is not).
 # MPICH 4.0.2: Debian builds it with device ch4:ucx (see `mpichversion`).
 # Two settings are needed, as either alone still leaves shared memory:
 #   MPIR_CVAR_NOLOCAL=1  ch4 treats every rank as remote (no POSIX shm path),
@@ -78,7 +81,7 @@ peers_run() {
         fi
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
             $_peers_exec /usr/bin/mpirun.openmpi --oversubscribe --bind-to none -n "$_n" \
-            --mca pml ob1 --mca btl tcp,self \
+            --mca pml ob1 --mca btl tcp,self --mca osc pt2pt \
             --mca btl_tcp_if_include "$O2G_PEERS_IF" \
             --mca oob_tcp_if_include "$O2G_PEERS_IF" "$@"
         ;;
