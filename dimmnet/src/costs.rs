@@ -92,6 +92,12 @@ pub struct Costs {
     /// (no CLFLUSH) can only do with WBINVD over its 256 KiB L2. Assumed
     /// 20 us.
     pub bank_switch: Ps,
+    /// Fagus's detection thread handing an arrival to the receiving
+    /// thread (Fagus §4.1, Fig. 2 (7): a signal to `dimmnet_recvfrom`): a
+    /// wake-up and a context switch under Linux on the Pentium III of its
+    /// evaluation. Assumed 5 us, a few times lmbench's context switch on
+    /// such a machine.
+    pub thread_handoff: Ps,
 }
 
 impl Costs {
@@ -113,6 +119,7 @@ impl Costs {
         rdma_packet: 2048,
         core_interrupt: 3 * US,
         bank_switch: 20 * US,
+        thread_handoff: 5 * US,
     };
 
     /// Host time to write `bytes` through a write-combining window.

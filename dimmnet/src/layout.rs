@@ -8,6 +8,7 @@
 //!             stamps 128 KiB | bank 0 | bank 1 ]
 //! LLCM:     0x00000 barrier words (SYNC_ENTRY per node, SYNC_PERMIT)
 //!           0x00100 byte flags (one per peer: "look at my flag area")
+//!           0x00120 all-to-all barrier words (one u32 per node)
 //!           0x00200 flag areas, 64 B per peer
 //!           0x01000 BOTF landing slots, 512 B per peer
 //!           0x05000 free for applications (76 KiB)
@@ -33,7 +34,7 @@ use crate::error::{Error, Result};
 /// "O2GDIMM1" as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"O2GDIMM1");
 /// Layout version; bumped on any change of the map above.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Size of the LLCM of each node.
 pub const LLCM_SIZE: usize = 128 * 1024;
 /// Most nodes one region can hold (bounded by the LLCM per-peer areas).
@@ -56,6 +57,8 @@ pub const LLCM_SYNC_ENTRY: usize = 0x0;
 pub const LLCM_SYNC_PERMIT: usize = 0x80;
 /// LLCM offset of the byte flags, one byte per peer.
 pub const LLCM_BYTE_FLAGS: usize = 0x100;
+/// LLCM offset of the all-to-all barrier's words, one u32 per node.
+pub const LLCM_ALL_ARRIVED: usize = 0x120;
 /// LLCM offset of the flag areas.
 pub const LLCM_FLAG_AREAS: usize = 0x200;
 /// Size of one flag area.
@@ -83,7 +86,8 @@ const BANKS: usize = STAMPS + LLCM_SIZE;
 
 // The fixed map must fit: per-peer areas within their ranges.
 const _: () = assert!(LLCM_SYNC_ENTRY + 4 * MAX_NODES as usize <= LLCM_SYNC_PERMIT);
-const _: () = assert!(LLCM_BYTE_FLAGS + MAX_NODES as usize <= LLCM_FLAG_AREAS);
+const _: () = assert!(LLCM_BYTE_FLAGS + MAX_NODES as usize <= LLCM_ALL_ARRIVED);
+const _: () = assert!(LLCM_ALL_ARRIVED + 4 * MAX_NODES as usize <= LLCM_FLAG_AREAS);
 const _: () = assert!(LLCM_FLAG_AREAS + FLAG_AREA * MAX_NODES as usize <= LLCM_BOTF_SLOTS);
 const _: () = assert!(LLCM_BOTF_SLOTS + BOTF_PACKET * MAX_NODES as usize <= LLCM_USER);
 const _: () = assert!(STATUS_SEEDS + 8 * MAX_NODES as usize <= PAGE);

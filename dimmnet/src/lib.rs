@@ -107,7 +107,17 @@
 //!
 //! [`Barrier`]: SYNC_ENTRY (AOTF from each node into node 0's LLCM) and
 //! SYNC_PERMIT (AOTF from node 0 to each node), with growing epochs so no
-//! word is ever reset.
+//! word is ever reset. [`AllToAllBarrier`] is the baseline we put in the
+//! place of the paper's `_expBarrier` (whose algorithm it does not
+//! describe): every node AOTFs its arrival to every other, one leg.
+//!
+//! # Fagus's datagrams
+//!
+//! [`Datagrams`] are `dimmnet_sendto`/`dimmnet_recvfrom` (Fagus §4.1): the
+//! data into the receiver's SO-DIMM, an AOTF notice into its LLCM, and a
+//! bank switch at the receiver before it reads. Arrival is detected inline
+//! ([`Datagrams::recvfrom`]) or by a spinning thread ([`Detector`]), the
+//! two methods of Fagus's Table 1.
 //!
 //! # Waiting and failures
 //!
@@ -143,12 +153,14 @@
 //! assert_eq!(&buf[..5], b"hello");
 //! ```
 
+mod all_to_all_barrier;
 mod aotf;
 mod bank;
 mod barrier;
 mod botf;
 mod core_pu;
 pub mod costs;
+pub mod datagram;
 mod error;
 mod flags;
 mod gather;
@@ -160,8 +172,10 @@ mod send_recv;
 mod vclock;
 mod wait;
 
+pub use all_to_all_barrier::AllToAllBarrier;
 pub use barrier::Barrier;
 pub use costs::{Costs, Ps};
+pub use datagram::{Datagrams, Detector};
 pub use error::{Error, Result};
 pub use layout::{Config, Layout};
 pub use liveness::{Heartbeat, Liveness, PeerWatch, LEFT};

@@ -13,7 +13,9 @@ use std::sync::atomic::Ordering;
 
 use o2g_dimmnet::costs::NS;
 use o2g_dimmnet::layout::LLCM_USER;
-use o2g_dimmnet::{Config, Costs, DimmEndpoint, Nic, NicAddr};
+use o2g_dimmnet::{
+    AllToAllBarrier, Barrier, Config, Costs, Datagrams, Detector, DimmEndpoint, Nic, NicAddr,
+};
 
 const ROUND: Costs = Costs {
     uc_store: 10 * NS,
@@ -32,6 +34,7 @@ const ROUND: Costs = Costs {
     rdma_packet: 100,
     core_interrupt: 1000 * NS,
     bank_switch: 7000 * NS,
+    thread_handoff: 2000 * NS,
 };
 
 /// Two (or more) seeded handles charging `ROUND`.
@@ -218,4 +221,56 @@ fn send_recv_times_do_not_depend_on_the_host() {
     for _ in 0..3 {
         assert_eq!(run(), first);
     }
+}
+
+#[test]
+fn the_all_to_all_barrier_takes_one_leg_and_fagus_two() {
+    let run = |all_to_all: bool| -> Vec<u64> {
+        let threads: Vec<_> = nodes(2)
+            .into_iter()
+            .map(|nic| {
+                std::thread::spawn(move || {
+                    if all_to_all {
+                        AllToAllBarrier::new(nic.clone()).unwrap().wait().unwrap();
+                    } else {
+                        Barrier::new(nic.clone()).unwrap().wait().unwrap();
+                    }
+                    ns(&nic)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    };
+    // Each node stores a 4-byte AOTF at 0 (10); it leaves at 10 + 100 +
+    // (8 + 4) = 122, reaches the other card at 372 and lands at 372 + 30 +
+    // 4 = 406; each node's poll finds the other's at 406 + 5.
+    assert_eq!(run(true), vec![411, 411]);
+    // Fagus: node 1's SYNC_ENTRY lands at node 0 at 406, node 0 sees it at
+    // 411 and stores the SYNC_PERMIT (421), which lands at node 1 at 421 +
+    // 112 + 250 + 34 = 817, seen at 822.
+    assert_eq!(run(false), vec![421, 822]);
+}
+
+#[test]
+fn a_detection_thread_costs_one_hand_off() {
+    let receive = |thread: bool| -> u64 {
+        let mut n = nodes(2).into_iter();
+        let (a, b) = (n.next().unwrap(), n.next().unwrap());
+        let mut a = Datagrams::new(a, LLCM_USER).unwrap();
+        let mut b = Datagrams::new(b, LLCM_USER).unwrap();
+        let mut buf = vec![0u8; 10_000];
+        a.sendto(1, &buf.clone()).unwrap();
+        if thread {
+            let d = Detector::start(&b).unwrap();
+            d.recvfrom(&mut b, &mut buf).unwrap();
+        } else {
+            b.recvfrom(&mut buf).unwrap();
+        }
+        ns(b.nic())
+    };
+    let (inline, threaded) = (receive(false), receive(true));
+    assert_eq!(threaded - inline, 2000);
+    // The receiver switched banks (7000) and read 16 + 10000 B of the bank
+    // (314 lines of 3), after the datagram had landed.
+    assert!(inline > 7000 + 314 * 3, "{inline}");
 }

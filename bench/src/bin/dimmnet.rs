@@ -34,8 +34,11 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 use o2g_bench::median;
 use o2g_bench::report::Report;
+use o2g_dimmnet::datagram::MAX_DATAGRAM;
 use o2g_dimmnet::layout::LLCM_USER;
-use o2g_dimmnet::{Barrier, Config, DimmEndpoint, Nic, NicAddr, Ps};
+use o2g_dimmnet::{
+    AllToAllBarrier, Barrier, Config, Datagrams, Detector, DimmEndpoint, Nic, NicAddr, Ps,
+};
 use o2g_nicmem::Region;
 
 use crate::emulated::{scratch_name, Args};
@@ -49,7 +52,8 @@ enum Cmd {
     BotfPush,
     /// DIMM_Send/DIMM_Recv streaming bandwidth vs message size.
     Sendrecv,
-    /// The Fagus AOTF barrier at 2..=8 ranks.
+    /// The Fagus AOTF barrier, and the all-to-all AOTF barrier in the place
+    /// of `_expBarrier`, at 2..=8 ranks.
     Barrier {
         /// Merge series from a long-form CSV (`series,ranks,us`), e.g. a
         /// socket-MPI barrier run; repeatable.
@@ -61,6 +65,9 @@ enum Cmd {
     },
     /// Bank switch per receive vs one switch per batch of receives.
     BankSwitch,
+    /// Fagus's dimmnet_sendto/recvfrom, inline detection vs a detection
+    /// thread (Fagus Table 1).
+    Datagram,
     /// Everything above.
     All,
 }
@@ -363,54 +370,67 @@ fn sendrecv(plan: &Plan, out: Option<&Path>) -> Res<()> {
     emit(&report, out, "sendrecv")
 }
 
+/// Host time and modelled time per barrier of one AOTF barrier kind at
+/// `ranks` ranks: `make` builds a node's side, `wait` passes one barrier.
+fn time_barrier<B>(
+    plan: &Plan,
+    ranks: u32,
+    make: fn(Nic) -> Result<B, o2g_dimmnet::Error>,
+    wait: fn(&mut B) -> Result<(), o2g_dimmnet::Error>,
+) -> Res<(Duration, f64)> {
+    let nics = fabric(Config::new(ranks))?;
+    let iters = if plan.quick { 300 } else { 5_000 };
+    let reps = plan.reps();
+    std::thread::scope(|s| -> Res<(Duration, f64)> {
+        let mut it = nics.into_iter();
+        let root = it.next().ok_or("node 0")?;
+        let others: Vec<_> = it
+            .map(|nic| {
+                s.spawn(move || -> Result<(), o2g_dimmnet::Error> {
+                    let mut b = make(nic)?;
+                    // One warm-up barrier, then the timed ones.
+                    for _ in 0..=iters * reps {
+                        wait(&mut b)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let clock = root.clone();
+        let mut b = make(root)?;
+        wait(&mut b)?;
+        let start = clock.now()?;
+        let t = time_per_op(plan, iters, |n| {
+            for _ in 0..n {
+                wait(&mut b)?;
+            }
+            Ok(())
+        })?;
+        let model = model_us(start, clock.now()?, iters * reps);
+        for h in others {
+            h.join().map_err(|_| "rank panicked")??;
+        }
+        Ok((t, model))
+    })
+}
+
 fn barrier(plan: &Plan, out: Option<&Path>, join: &[PathBuf], max_ranks: u32) -> Res<()> {
     let mut report = Report::new("Barrier", "ranks", "us", false);
     for ranks in 2..=max_ranks.max(2) {
-        let nics = fabric(Config::new(ranks))?;
+        let x = f64::from(ranks);
+        let (per_op, model) = time_barrier(plan, ranks, Barrier::new, Barrier::wait)?;
+        report.push("dimmnet-aotf, model", x, model);
+        report.push("dimmnet-aotf, here", x, per_op.as_secs_f64() * 1e6);
+        let (per_op, model) =
+            time_barrier(plan, ranks, AllToAllBarrier::new, AllToAllBarrier::wait)?;
+        report.push("all-to-all aotf, model", x, model);
+        report.push("all-to-all aotf, here", x, per_op.as_secs_f64() * 1e6);
+        // The Fagus algorithm over loopback sockets (its UDP baseline).
         let iters = if plan.quick { 300 } else { 5_000 };
-        let reps = plan.reps();
-        let (per_op, model) = std::thread::scope(|s| -> Res<(Duration, f64)> {
-            let mut it = nics.into_iter();
-            let root = it.next().ok_or("node 0")?;
-            let others: Vec<_> = it
-                .map(|nic| {
-                    s.spawn(move || -> Result<(), o2g_dimmnet::Error> {
-                        let mut b = Barrier::new(nic)?;
-                        // One warm-up barrier, then the timed ones.
-                        for _ in 0..=iters * reps {
-                            b.wait()?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            let clock = root.clone();
-            let mut b = Barrier::new(root)?;
-            b.wait()?;
-            let start = clock.now()?;
-            let t = time_per_op(plan, iters, |n| {
-                for _ in 0..n {
-                    b.wait()?;
-                }
-                Ok(())
-            })?;
-            let model = model_us(start, clock.now()?, iters * reps);
-            for h in others {
-                h.join().map_err(|_| "rank panicked")??;
-            }
-            Ok((t, model))
-        })?;
-        report.push("dimmnet-aotf, model", f64::from(ranks), model);
-        report.push(
-            "dimmnet-aotf, here",
-            f64::from(ranks),
-            per_op.as_secs_f64() * 1e6,
-        );
-        // The same algorithm over loopback sockets (Fagus's UDP baseline).
         for (name, carrier) in [("udp, here", Carrier::Udp), ("tcp, here", Carrier::Tcp)] {
-            let us = socket_barrier::time(carrier, ranks as usize, iters, reps)
+            let us = socket_barrier::time(carrier, ranks as usize, iters, plan.reps())
                 .map_err(|e| format!("{name} barrier at {ranks} ranks: {e}"))?;
-            report.push(name, f64::from(ranks), us);
+            report.push(name, x, us);
         }
     }
     for path in join {
@@ -418,7 +438,77 @@ fn barrier(plan: &Plan, out: Option<&Path>, join: &[PathBuf], max_ranks: u32) ->
     }
     emit(&report, out, "barrier")?;
     println!(
-        "paper (Fagus Table 2, 2 nodes): AOTF 29.80 us, UDP on Fast Ethernet 179.88 us, on Gigabit Ethernet 136.66 us\n"
+        "paper (Fagus Table 2, 2 nodes): _expBarrier 4.09 us, AOTF 29.80 us, UDP on Fast Ethernet 179.88 us, on Gigabit Ethernet 136.66 us"
+    );
+    println!(
+        "(all-to-all aotf stands in for _expBarrier, whose algorithm the paper does not give)\n"
+    );
+    Ok(())
+}
+
+/// Per datagram of `bytes`: host time and modelled receive-side time,
+/// with a detection thread or inline detection.
+fn time_datagrams(plan: &Plan, bytes: usize, thread: bool) -> Res<(Duration, f64)> {
+    let mut config = Config::new(2);
+    config.bank_size = 1 << 20;
+    let nics = fabric(config)?;
+    let mut rx = Datagrams::new(nics[0].clone(), LLCM_USER)?;
+    let mut tx = Datagrams::new(nics[1].clone(), LLCM_USER)?;
+    let iters = if plan.quick { 200 } else { 2_000 };
+    let reps = plan.reps();
+    let detector = if thread {
+        Some(Detector::start(&rx)?)
+    } else {
+        None
+    };
+    std::thread::scope(|s| -> Res<(Duration, f64)> {
+        let sender = s.spawn(move || -> Result<(), o2g_dimmnet::Error> {
+            let data = vec![0x5au8; bytes];
+            for _ in 0..=iters * reps {
+                tx.sendto(0, &data)?;
+            }
+            Ok(())
+        });
+        let mut buf = vec![0u8; bytes];
+        let mut recv = |rx: &mut Datagrams| -> Res<()> {
+            match &detector {
+                Some(d) => d.recvfrom(rx, &mut buf)?,
+                None => rx.recvfrom(&mut buf)?,
+            };
+            Ok(())
+        };
+        recv(&mut rx)?;
+        let start = rx.nic().now()?;
+        let t = time_per_op(plan, iters, |n| {
+            for _ in 0..n {
+                recv(&mut rx)?;
+            }
+            Ok(())
+        })?;
+        let model = model_us(start, rx.nic().now()?, iters * reps);
+        sender.join().map_err(|_| "sender panicked")??;
+        Ok((t, model))
+    })
+}
+
+fn datagram(plan: &Plan, out: Option<&Path>) -> Res<()> {
+    let mut report = Report::new(
+        "dimmnet_sendto/recvfrom, per datagram",
+        "bytes",
+        "us",
+        false,
+    );
+    for bytes in [16usize, 1000, 10_000, MAX_DATAGRAM] {
+        let x = bytes as f64;
+        for (thread, name) in [(false, "inline"), (true, "detection thread")] {
+            let (per_op, model) = time_datagrams(plan, bytes, thread)?;
+            report.push(&format!("{name}, model"), x, model);
+            report.push(&format!("{name}, here"), x, per_op.as_secs_f64() * 1e6);
+        }
+    }
+    emit(&report, out, "datagram")?;
+    println!(
+        "paper (Fagus Table 1, 10000 B): 23590 us with a detection thread, 20000 us inline (99.46% bank switching, Table 3)\n"
     );
     Ok(())
 }
@@ -492,11 +582,13 @@ fn main() {
         Cmd::Sendrecv => sendrecv(&plan, out),
         Cmd::Barrier { join, max_ranks } => barrier(&plan, out, join, *max_ranks),
         Cmd::BankSwitch => bank_switch(&plan, out),
+        Cmd::Datagram => datagram(&plan, out),
         Cmd::All => aotf_rtt(&plan, out)
             .and_then(|()| botf_push(&plan, out))
             .and_then(|()| sendrecv(&plan, out))
             .and_then(|()| barrier(&plan, out, &[], 8))
-            .and_then(|()| bank_switch(&plan, out)),
+            .and_then(|()| bank_switch(&plan, out))
+            .and_then(|()| datagram(&plan, out)),
     };
     if let Err(e) = result {
         eprintln!("o2g-dimmnet-bench: {e}");
