@@ -23,6 +23,7 @@
 //! | `O2G_HYPHEN_WAIT` | `block` (`shm`), `sleep` (`ivshmem`) | `hyphenlink`: how an idle rank sleeps after spinning and yielding: `block` in futex on its EXT FIFO (woken by a PB), `sleep` in short timed sleeps (futexes do not cross VMs) |
 //! | `O2G_HYPHEN_DEAD_AFTER` | `10` | `hyphenlink`: seconds without a heartbeat after which a peer counts as dead (a peer that exits is seen at once) |
 //! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
+//! | `O2G_IDLE_HOLDER` | (none) | benchmark knob: `ADDR:PORT` of an `o2g-idle-holder` (on a third node, as in the paper) that takes the idle connections' far ends; without it they are loopback pairs inside each process |
 //! | `O2G_JOB_SECRET` | set by `o2grun` | 32 lowercase hexadecimal digits every connection between ranks must present (see `transport/bootstrap.rs`); without it rank 0 makes one and publishes it through PMI |
 //! | `O2G_PMI_VERSION` | `2` under Slurm's `pmi2` plugin (`PMI_FD` with `PMI_JOBID`), else `1` | the PMI wire protocol spoken to the process manager: `1` (PMI-1 lines) or `2` (PMI-2 frames); read by `pmi.rs` when it connects, set for its ranks by `o2grun --pmi N` |
 
@@ -122,6 +123,8 @@ pub(crate) struct Config {
     pub(crate) addr: IpAddr,
     pub(crate) connect_timeout: Duration,
     pub(crate) idle_connections: usize,
+    /// `O2G_IDLE_HOLDER`: where the idle connections go, if not loopback.
+    pub(crate) idle_holder: Option<std::net::SocketAddr>,
     pub(crate) o2g: O2gConfig,
     pub(crate) dimmnet: DimmnetConfig,
     pub(crate) hyphen: HyphenConfig,
@@ -255,6 +258,14 @@ impl Config {
             addr: crate::listen_addr::from_env(&var)?,
             connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
             idle_connections: parse(&var, "O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
+            idle_holder: match var("O2G_IDLE_HOLDER") {
+                None => None,
+                Some(v) => Some(v.parse().map_err(|_| {
+                    Error::Config(format!(
+                        "O2G_IDLE_HOLDER={v:?}: expected ADDR:PORT of an o2g-idle-holder"
+                    ))
+                })?),
+            },
             o2g: O2gConfig {
                 dump_bytes: parse(&var, "O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
                 pin_budget: parse(&var, "O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
@@ -292,6 +303,14 @@ mod tests {
                 assert!(e.contains(valid), "{e}");
             }
         }
+    }
+
+    #[test]
+    fn an_idle_holder_is_an_address_and_port() {
+        let c = with(&[("O2G_IDLE_HOLDER", "10.0.0.3:7300")]).expect("holder");
+        assert_eq!(c.idle_holder, Some("10.0.0.3:7300".parse().unwrap()));
+        let e = with(&[("O2G_IDLE_HOLDER", "10.0.0.3")]).expect_err("no port").to_string();
+        assert!(e.contains("O2G_IDLE_HOLDER") && e.contains("ADDR:PORT"), "{e}");
     }
 
     #[test]

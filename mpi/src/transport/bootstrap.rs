@@ -414,21 +414,33 @@ struct Pending {
     since: Instant,
 }
 
-/// `n` idle loopback connections: (the end a transport watches, the other
-/// end, which only keeps it open). They stand for the idle connections of
-/// the o2g paper's figure 6, where a third process holds them; nothing is
-/// ever sent on them. The descriptor limit is raised as far as allowed.
-pub(crate) fn idle_pairs(n: usize, config: &Config) -> Result<Vec<(TcpStream, TcpStream)>> {
+/// `n` idle connections: (the end a transport watches, the other end if
+/// it is in this process). They stand for the idle connections of the o2g
+/// paper's figure 6; nothing is ever sent on them. With `O2G_IDLE_HOLDER`
+/// they go to that holder (a third node, as in the paper) and there is no
+/// other end here; without it they are loopback pairs. The descriptor
+/// limit is raised as far as allowed.
+pub(crate) fn idle_pairs(n: usize, config: &Config) -> Result<Vec<(TcpStream, Option<TcpStream>)>> {
     if n == 0 {
         return Ok(Vec::new());
     }
     raise_fd_limit(2 * n as u64 + 256)?;
+    let mut pairs = Vec::with_capacity(n);
+    if let Some(holder) = config.idle_holder {
+        for i in 0..n {
+            let near = TcpStream::connect_timeout(&holder, config.connect_timeout).map_err(|e| {
+                Error::io(format!("idle connection {i} to the holder at {holder}"), e)
+            })?;
+            tune(&near, config)?;
+            pairs.push((near, None));
+        }
+        return Ok(pairs);
+    }
     let listener = TcpListener::bind(SocketAddr::new([127, 0, 0, 1].into(), 0))
         .map_err(|e| Error::io("idle-connection listener", e))?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::io("idle-connection listener", e))?;
-    let mut pairs = Vec::with_capacity(n);
     for i in 0..n {
         let far =
             TcpStream::connect(addr).map_err(|e| Error::io(format!("idle connection {i}"), e))?;
@@ -436,7 +448,7 @@ pub(crate) fn idle_pairs(n: usize, config: &Config) -> Result<Vec<(TcpStream, Tc
             .accept()
             .map_err(|e| Error::io(format!("idle connection {i}"), e))?;
         tune(&near, config)?;
-        pairs.push((near, far));
+        pairs.push((near, Some(far)));
     }
     Ok(pairs)
 }

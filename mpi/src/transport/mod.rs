@@ -428,7 +428,7 @@ fn with_idle(
     let mut far_ends = Vec::with_capacity(pairs.len());
     for (near, far) in pairs {
         links.push(Some((near, None)));
-        far_ends.push(far);
+        far_ends.extend(far);
     }
     Ok(far_ends)
 }

@@ -129,7 +129,7 @@ pub(crate) struct O2g {
     /// Said once that receive buffers cannot be pinned.
     warned_no_pins: bool,
     /// Idle connections (O2G_IDLE_CONNECTIONS), registered, never used.
-    _idle: Vec<(TcpStream, TcpStream)>,
+    _idle: Vec<(TcpStream, Option<TcpStream>)>,
     /// Synchronous-mode messages matched, not yet acknowledged.
     sync_matched: Vec<Envelope>,
     /// Whether idle waits spin on the ring first ([`SPIN`]).
@@ -172,7 +172,7 @@ impl O2g {
         eager_limit: u64,
         links: Vec<Option<Link>>,
         controls: Vec<Option<Link>>,
-        idle: Vec<(TcpStream, TcpStream)>,
+        idle: Vec<(TcpStream, Option<TcpStream>)>,
         config: &Config,
     ) -> Result<Self> {
         let size = links.len();
