@@ -193,7 +193,7 @@ if [[ " ${tests[*]} " == *" slurm "* ]]; then
     head -c 1024 /dev/urandom >"$run/munge.key"
     guest_trees+=" $run/munge.key=/etc/o2g/munge.key"
 fi
-guest_bins="$c_bins $bash_bin $perf_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $rel/o2g-stat $(command -v strace || true) ${O2G_GUEST_BINS:-}"
+guest_bins="$c_bins $bash_bin $perf_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-idle-holder $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $rel/o2g-stat $(command -v strace || true) ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" O2G_GUEST_FILES="$guest_files ${O2G_GUEST_FILES:-}" \
     O2G_GUEST_TREES="$guest_trees ${O2G_GUEST_TREES:-}" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
