@@ -8,12 +8,13 @@
 //! with [`Board::attach_expecting`], the caller's configuration, so
 //! mismatched peers fail at once with [`Error::LayoutMismatch`].
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use o2g_nicmem::Region;
 
+use crate::costs::Costs;
 use crate::error::{Error, Result};
 use crate::fifo;
 use crate::layout::{self, BoardConfig, Layout, FIFO_DEPTH, MAX_NODES, PAGE};
@@ -34,11 +35,16 @@ pub struct Board {
 /// A node is meant to be driven by one process; several threads may share
 /// one `Node` (commands are serialised by the node's command-register
 /// lock), but only one may run its EXT loop.
+///
+/// A node charges the timing model ([`Costs::HYPHENLINK`] unless
+/// [`Node::with_costs`] or [`Node::unmodelled`] says otherwise; see
+/// [`Node::now`]).
 #[derive(Clone, Debug)]
 pub struct Node {
     pub(crate) board: Board,
     pub(crate) id: u32,
     pub(crate) policy: WaitPolicy,
+    pub(crate) costs: Option<Costs>,
 }
 
 impl Board {
@@ -228,6 +234,10 @@ impl Board {
         Ok(self.region.u32_at(off)?)
     }
 
+    pub(crate) fn u64_at(&self, off: usize) -> Result<&AtomicU64> {
+        Ok(self.region.u64_at(off)?)
+    }
+
     /// Points logical node `logical` at physical node `physical` (the PB
     /// translation table, shared by all nodes).
     ///
@@ -280,7 +290,8 @@ impl Board {
         })
     }
 
-    /// A handle acting as node `id`, waiting as `policy` says.
+    /// A handle acting as node `id`, waiting as `policy` says, charging
+    /// the timing model with [`Costs::HYPHENLINK`].
     ///
     /// # Errors
     ///
@@ -292,6 +303,7 @@ impl Board {
             board: self.clone(),
             id,
             policy,
+            costs: Some(Costs::HYPHENLINK),
         })
     }
 

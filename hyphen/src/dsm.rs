@@ -43,6 +43,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::board::Node;
+use crate::costs::Ps;
 use crate::diff::{self, DiffStats};
 use crate::error::{Error, Result};
 use crate::layout::{NODE_HOME_LOCK, PAGE, STAGING_BYTES};
@@ -282,8 +283,9 @@ fn home_lock<'a>(node: &'a Node, home: u32) -> Result<LockGuard<'a>> {
     })
 }
 
-/// The board's CACHE (runs under `node`'s command lock).
-pub(crate) fn board_cache(node: &Node, home: u32, page: u32) -> Result<u32> {
+/// The board's CACHE (runs under `node`'s command lock) of a command
+/// issued at `issued`: the entry, and when the board was done.
+pub(crate) fn board_cache(node: &Node, home: u32, page: u32, issued: Ps) -> Result<(u32, Ps)> {
     let wanted = GlobalPage { home, page };
     check_page(node, wanted)?;
     let cfg = *node.board.config();
@@ -291,7 +293,7 @@ pub(crate) fn board_cache(node: &Node, home: u32, page: u32) -> Result<u32> {
     let mut twin_used = vec![false; cfg.twin_pages as usize];
     for e in 0..cfg.cache_pages {
         match read_entry(node, e)? {
-            Some(t) if t.page == wanted => return Ok(e),
+            Some(t) if t.page == wanted => return Ok((e, node.command_decoded(issued)?)),
             Some(t) => {
                 if let Some(tw) = t.twin_page {
                     twin_used[tw as usize] = true;
@@ -310,10 +312,14 @@ pub(crate) fn board_cache(node: &Node, home: u32, page: u32) -> Result<u32> {
     let l = node.board.layout();
     let r = node.board.region();
     let cache_at = l.cache_page(node.id, e);
-    {
+    let stamp = node.page_stamp(wanted)?;
+    let ready = {
         let _home = home_lock(node, home)?;
         r.copy_within(l.home_page(home, page), cache_at, PAGE)?;
-    }
+        // When the copy just made was last written at home.
+        stamp.load(Ordering::Acquire)
+    };
+    let done = node.cache_timing(home, issued, ready)?;
     r.copy_within(cache_at, l.twin_page(node.id, twin), PAGE)?;
     let base = l.entry(node.id, e);
     for (off, v) in [(E_HOME, home), (E_PAGE, page), (E_CACHE, e), (E_TWIN, twin)] {
@@ -322,11 +328,12 @@ pub(crate) fn board_cache(node: &Node, home: u32, page: u32) -> Result<u32> {
     node.board
         .u32_at(base + E_FLAGS)?
         .store(F_VALID | F_TWIN, Ordering::Release);
-    Ok(e)
+    Ok((e, done))
 }
 
-/// The board's WB (runs under `node`'s command lock).
-pub(crate) fn board_write_back(node: &Node, e: u32) -> Result<DiffStats> {
+/// The board's WB (runs under `node`'s command lock) of a command issued
+/// at `issued`: what the diff held, and when the board was done.
+pub(crate) fn board_write_back(node: &Node, e: u32, issued: Ps) -> Result<(DiffStats, Ps)> {
     let t = read_entry(node, e)?.ok_or(Error::NotCached {
         node: node.id,
         entry: e,
@@ -343,20 +350,30 @@ pub(crate) fn board_write_back(node: &Node, e: u32) -> Result<DiffStats> {
     }
     let mut encoded = Vec::with_capacity(STAGING_BYTES);
     let stats = diff::encode(&page, &twin, &mut encoded);
+    let timing = node.wb_timing(t.page.home, issued, &stats)?;
     // "Send": the diff goes out of this node's board memory...
     let staging = l.staging(node.id);
     r.write(staging, &encoded)?;
     // ...and the home board applies it.
-    apply_at_home(node, t.page, staging, encoded.len())?;
+    let applied = node.costs().is_some().then_some(timing.applied);
+    apply_at_home(node, t.page, staging, encoded.len(), applied)?;
     node.board
         .u32_at(l.entry(node.id, e) + E_FLAGS)?
         .store(0, Ordering::Release);
-    Ok(stats)
+    Ok((stats, timing.done))
 }
 
 /// The home's side of a WB: reads the diff at `staging`, validates it and
-/// writes its runs into the home page, under the home lock.
-fn apply_at_home(node: &Node, page: GlobalPage, staging: usize, len: usize) -> Result<()> {
+/// writes its runs into the home page, under the home lock, and records
+/// in the page's stamp that the page changed at `applied` (modelled
+/// handles only).
+fn apply_at_home(
+    node: &Node,
+    page: GlobalPage,
+    staging: usize,
+    len: usize,
+    applied: Option<Ps>,
+) -> Result<()> {
     if len > STAGING_BYTES {
         return Err(Error::Corrupt(format!(
             "diff of {len} bytes exceeds {STAGING_BYTES}"
@@ -367,9 +384,13 @@ fn apply_at_home(node: &Node, page: GlobalPage, staging: usize, len: usize) -> R
     r.read(staging, &mut received)?;
     let runs = diff::runs(&received, PAGE)?;
     let at = node.board.layout().home_page(page.home, page.page);
+    let stamp = node.page_stamp(page)?;
     let _home = home_lock(node, page.home)?;
     for (off, bytes) in runs {
         r.write(at + off, bytes)?;
+    }
+    if let Some(t) = applied {
+        stamp.fetch_max(t, Ordering::AcqRel);
     }
     Ok(())
 }

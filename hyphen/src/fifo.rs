@@ -27,12 +27,19 @@
 //! [`Error::FifoFull`]. A producer that died between claiming and
 //! publishing a slot leaves EXT waiting on it, which ends in
 //! [`Error::Timeout`].
+//!
+//! The timing model (clock.rs) rides on the same steps: the producer that
+//! has claimed a slot charges the PB and writes the id's arrival time into
+//! the slot's stamp before it publishes the slot (release), and the
+//! consumer that sees the slot (acquire) and takes it reads the stamp and
+//! charges the EXT. A stamp has one writer at a time, the slot's owner.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use o2g_nicmem::Region;
 
 use crate::board::Node;
+use crate::clock::{ExtModel, PbModel};
 use crate::error::{Error, Result};
 use crate::layout::FIFO_DEPTH;
 use crate::wait::{self, Doorbell};
@@ -66,10 +73,11 @@ pub(crate) fn init(region: &Region, base: usize) -> Result<()> {
     Ok(())
 }
 
-/// One node's FIFO in the shared region.
+/// One node's FIFO in the shared region, and its slots' stamps.
 struct Fifo<'a> {
     region: &'a Region,
     base: usize,
+    stamps: usize,
 }
 
 /// Retries of a contended push or pop before the state is called corrupt.
@@ -88,6 +96,12 @@ impl<'a> Fifo<'a> {
         self.u64(SLOTS + 8 * (pos % FIFO_DEPTH as u64) as usize)
     }
 
+    fn stamp(&self, pos: u64) -> Result<&'a AtomicU64> {
+        Ok(self
+            .region
+            .u64_at(self.stamps + 8 * (pos % FIFO_DEPTH as u64) as usize)?)
+    }
+
     fn events(&self) -> Result<Doorbell<'a>> {
         Ok(Doorbell {
             bell: self.u32(EVENTS)?,
@@ -102,12 +116,14 @@ impl<'a> Fifo<'a> {
         })
     }
 
-    /// Pushes `id`; `false` if the FIFO is full.
-    fn try_push(&self, id: u32) -> Result<bool> {
+    /// Pushes `id`, charging `model` once it has a slot; `false` if the
+    /// FIFO is full.
+    fn try_push(&self, id: u32, model: Option<&PbModel<'_>>) -> Result<bool> {
         let tail = self.u64(TAIL)?;
         for _ in 0..MAX_RETRIES {
             let pos = tail.load(Ordering::Acquire);
             let slot = self.slot(pos)?;
+            let stamp = self.stamp(pos)?;
             let word = slot.load(Ordering::Acquire);
             let turn = ((word >> 32) as u32).wrapping_sub(pos as u32) as i32;
             if turn == 0 {
@@ -115,6 +131,9 @@ impl<'a> Fifo<'a> {
                     .compare_exchange(pos, pos + 1, Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
                 {
+                    // An unmodelled PB's id is there from the start.
+                    let arrival = model.map_or(0, PbModel::arrival);
+                    stamp.store(arrival, Ordering::Relaxed);
                     slot.store(
                         (u64::from((pos + 1) as u32) << 32) | u64::from(id),
                         Ordering::Release,
@@ -135,12 +154,13 @@ impl<'a> Fifo<'a> {
         )))
     }
 
-    /// Takes the oldest id, if any.
-    fn try_pop(&self) -> Result<Option<u32>> {
+    /// Takes the oldest id, if any, charging `model` for it.
+    fn try_pop(&self, model: Option<&ExtModel<'_>>) -> Result<Option<u32>> {
         let head = self.u64(HEAD)?;
         for _ in 0..MAX_RETRIES {
             let pos = head.load(Ordering::Acquire);
             let slot = self.slot(pos)?;
+            let stamp = self.stamp(pos)?;
             let word = slot.load(Ordering::Acquire);
             let turn = ((word >> 32) as u32).wrapping_sub((pos + 1) as u32) as i32;
             if turn < 0 {
@@ -151,6 +171,9 @@ impl<'a> Fifo<'a> {
                     .compare_exchange(pos, pos + 1, Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
             {
+                if let Some(m) = model {
+                    m.take(stamp.load(Ordering::Relaxed));
+                }
                 slot.store(
                     u64::from((pos + FIFO_DEPTH as u64) as u32) << 32,
                     Ordering::Release,
@@ -182,14 +205,19 @@ impl<'a> Fifo<'a> {
 
 impl Node {
     fn fifo_of(&self, physical: u32) -> Fifo<'_> {
+        let layout = self.board.layout();
         Fifo {
             region: self.board.region(),
-            base: self.board.layout().fifo(physical),
+            base: layout.fifo(physical),
+            stamps: layout.fifo_stamp(physical, 0),
         }
     }
 
     /// PB: puts task id `id` into the FIFO of logical node `logical`,
     /// translated through the board's logical→physical table.
+    ///
+    /// The model charges the PB once the id has a slot (see clock.rs); a
+    /// PB refused by a full FIFO charges nothing.
     ///
     /// # Errors
     ///
@@ -199,9 +227,11 @@ impl Node {
     pub fn pb(&self, logical: u32, id: u32, overflow: Overflow) -> Result<()> {
         let physical = self.board.physical(logical)?;
         let fifo = self.fifo_of(physical);
+        let model = self.pb_model(physical)?;
+        let model = model.as_ref();
         match overflow {
             Overflow::Error => {
-                if fifo.try_push(id)? {
+                if fifo.try_push(id, model)? {
                     Ok(())
                 } else {
                     Err(Error::FifoFull(physical))
@@ -211,33 +241,38 @@ impl Node {
                 &self.policy,
                 fifo.space()?,
                 || format!("a free slot in node {physical}'s EXT FIFO"),
-                || Ok(fifo.try_push(id)?.then_some(())),
+                || Ok(fifo.try_push(id, model)?.then_some(())),
             ),
         }
     }
 
     /// EXT without waiting: the next task id of this node's FIFO, if any.
+    /// The model charges one poll of the FIFO when it finds an id, nothing
+    /// when it does not.
     ///
     /// # Errors
     ///
     /// [`Error::Corrupt`].
     pub fn try_ext(&self) -> Result<Option<u32>> {
-        self.fifo_of(self.id).try_pop()
+        let model = self.ext_model(false)?;
+        self.fifo_of(self.id).try_pop(model.as_ref())
     }
 
     /// EXT: the next task id of this node's FIFO, polling or blocking as
-    /// the node's policy says.
+    /// the node's policy says. The model charges a polling EXT or, for a
+    /// blocking policy, an interrupt EXT (see clock.rs).
     ///
     /// # Errors
     ///
     /// [`Error::Timeout`] if none arrives in time; [`Error::Corrupt`].
     pub fn ext(&self) -> Result<u32> {
         let fifo = self.fifo_of(self.id);
+        let model = self.ext_model(true)?;
         wait::wait_for(
             &self.policy,
             fifo.events()?,
             || format!("a task in node {}'s EXT FIFO", self.id),
-            || fifo.try_pop(),
+            || fifo.try_pop(model.as_ref()),
         )
     }
 

@@ -22,6 +22,11 @@
 //!              flags u32 | home node u32 | DSM page u32 | cache page u32
 //!              | twin page u32 | pad
 //!   page-aligned after the table:
+//!              timing model (see clock.rs): host clock u64 | 8 board
+//!              engine u64 | 16..64 reserved | 64 FIFO slot stamps,
+//!              u64 x 255 (padded to 2048 bytes) | 2112 DSM page stamps,
+//!              u64 per DSM home page
+//!   page-aligned after the model:
 //!              diff staging area (what a WB "sends" to the home)
 //!              DSM home pages, cache pages, twin pages (4 KiB each)
 //!              AP1000 rings, one per sender s = 0..nodes (if configured)
@@ -37,7 +42,8 @@ pub const FIFO_DEPTH: usize = 255;
 /// Most nodes a board can have.
 pub const MAX_NODES: u32 = 64;
 /// Layout version; a board of another version is refused at attach.
-pub const VERSION: u32 = 1;
+/// Version 2 added the timing model's area per node.
+pub const VERSION: u32 = 2;
 
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"O2GHYPHN");
 pub(crate) const READY: u32 = 0x5245_4459; // "READY"
@@ -75,6 +81,11 @@ pub(crate) const NODE_FIFO: usize = 128;
 pub(crate) const NODE_TABLE: usize = 2304;
 /// Bytes of one DSM table entry.
 pub(crate) const ENTRY_BYTES: usize = 32;
+/// Offsets in a node's timing-model area.
+pub(crate) const MODEL_HOST: usize = 0;
+pub(crate) const MODEL_ENGINE: usize = 8;
+pub(crate) const MODEL_FIFO_STAMPS: usize = 64;
+pub(crate) const MODEL_PAGE_STAMPS: usize = MODEL_FIFO_STAMPS + 2048;
 
 /// Most pages of any one kind per node (keeps every offset far from
 /// overflow).
@@ -120,6 +131,7 @@ pub(crate) struct Layout {
     sync_base: usize,
     node_base: usize,
     node_stride: usize,
+    model: usize,
     staging: usize,
     homes: usize,
     caches: usize,
@@ -156,7 +168,8 @@ impl Layout {
         let page = |n: usize| n.next_multiple_of(PAGE);
         let sync_base = PAGE;
         let node_base = sync_base + page(cfg.sync_vars as usize * SYNC_VAR_BYTES);
-        let staging = page(NODE_TABLE + cfg.cache_pages as usize * ENTRY_BYTES);
+        let model = page(NODE_TABLE + cfg.cache_pages as usize * ENTRY_BYTES);
+        let staging = model + page(MODEL_PAGE_STAMPS + 8 * cfg.dsm_pages as usize);
         let homes = staging + page(STAGING_BYTES);
         let caches = homes + cfg.dsm_pages as usize * PAGE;
         let twins = caches + cfg.cache_pages as usize * PAGE;
@@ -172,6 +185,7 @@ impl Layout {
             sync_base,
             node_base,
             node_stride,
+            model,
             staging,
             homes,
             caches,
@@ -206,6 +220,22 @@ impl Layout {
 
     pub(crate) fn entry(&self, n: u32, e: u32) -> usize {
         self.node(n) + NODE_TABLE + e as usize * ENTRY_BYTES
+    }
+
+    /// Start of node `n`'s timing-model area.
+    pub(crate) fn model(&self, n: u32) -> usize {
+        self.node(n) + self.model
+    }
+
+    /// The arrival stamp of slot `slot` of node `n`'s FIFO.
+    pub(crate) fn fifo_stamp(&self, n: u32, slot: usize) -> usize {
+        self.model(n) + MODEL_FIFO_STAMPS + 8 * slot
+    }
+
+    /// The stamp of node `n`'s DSM home page `p`: when its last WB was
+    /// applied.
+    pub(crate) fn page_stamp(&self, n: u32, p: u32) -> usize {
+        self.model(n) + MODEL_PAGE_STAMPS + 8 * p as usize
     }
 
     pub(crate) fn staging(&self, n: u32) -> usize {
@@ -248,7 +278,10 @@ mod tests {
         let l = Layout::new(cfg).unwrap();
         for n in 0..3 {
             assert_eq!(l.node(n) % PAGE, 0);
-            assert!(l.entry(n, cfg.cache_pages - 1) + ENTRY_BYTES <= l.staging(n));
+            assert!(l.entry(n, cfg.cache_pages - 1) + ENTRY_BYTES <= l.model(n));
+            assert_eq!(l.model(n) % 8, 0);
+            assert!(l.fifo_stamp(n, FIFO_DEPTH - 1) + 8 <= l.page_stamp(n, 0));
+            assert!(l.page_stamp(n, cfg.dsm_pages - 1) + 8 <= l.staging(n));
             assert!(l.staging(n) + STAGING_BYTES <= l.home_page(n, 0));
             assert_eq!(l.home_page(n, cfg.dsm_pages), l.cache_page(n, 0));
             assert_eq!(l.cache_page(n, cfg.cache_pages), l.twin_page(n, 0));

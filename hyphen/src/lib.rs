@@ -20,7 +20,8 @@
 //! page 1..    synchronisation variables (lock word with owner, last
 //!             releaser, release count)
 //! per node    command registers (PCR) | home lock, allocation counter |
-//!             PB/EXT FIFO (255 x 32-bit ids) | DSM table | diff staging |
+//!             PB/EXT FIFO (255 x 32-bit ids) | DSM table | timing model
+//!             (clocks and stamps) | diff staging |
 //!             DSM home pages | cache pages | twin pages |
 //!             AP1000 rings, one per sender (optional)
 //! ```
@@ -51,10 +52,23 @@
 //! executes, the status word reports. **The board's work runs on the
 //! caller's thread** right after the command word is written, reading the
 //! registers back as the board would; the caller makes no system call.
-//! Abstracted away: the board engine's own parallelism, link latency and
-//! bandwidth, and remote boards (a remote home is reached by copying from
-//! its area of the shared region). PB and EXT, single register accesses on
-//! the board, are lock-free queue operations on the FIFO words.
+//! Abstracted away in real time: the board engine's own parallelism, link
+//! latency and bandwidth, and remote boards (a remote home is reached by
+//! copying from its area of the shared region); the timing model below
+//! accounts for them in virtual time. PB and EXT, single register accesses
+//! on the board, are lock-free queue operations on the FIFO words.
+//!
+//! ## Timing model
+//!
+//! Every [`Node`] also charges a deterministic model of what the board
+//! would take ([`Costs`], every value **assumed**: the paper has no
+//! figure): per node a host clock, a board engine, a stamp per FIFO slot
+//! and per DSM home page, all in the shared region, advanced by the code
+//! that moves the bytes. A PB's id carries its sender's time to the EXT
+//! that takes it; a WB's diff carries it to the next CACHE of the page.
+//! Nothing sleeps or spins to imitate a delay. [`Node::now`] reads a
+//! node's virtual time, [`Node::with_costs`] charges other costs and
+//! [`Node::unmodelled`] none; the rules are in `clock.rs`.
 //!
 //! ## Protocols built on them
 //!
@@ -131,7 +145,9 @@
 //! ```
 
 mod board;
+mod clock;
 mod consistency;
+pub mod costs;
 pub mod diff;
 mod dsm;
 mod error;
@@ -149,6 +165,7 @@ pub mod wait;
 
 pub use board::{Board, Node};
 pub use consistency::{Shared, SharedRange, SyncVar};
+pub use costs::{Costs, Ps};
 pub use dsm::{CacheEntry, GlobalPage, TableEntry};
 pub use error::{Error, Result};
 pub use fifo::Overflow;

@@ -25,6 +25,10 @@
 //! remote board — a remote home is "reached" by copying from its area of
 //! the same shared region.
 //!
+//! The timing model (clock.rs) charges the host its stores when the
+//! command is written, the board its work as each command describes it,
+//! and the host one read of STATUSFLAG once the board is done.
+//!
 //! The lock serialises the threads of one node; several nodes' commands
 //! run in parallel. Lock order: a node's command lock, then (inside the
 //! command) a home node's home lock (see dsm.rs); nothing takes them the
@@ -33,6 +37,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::board::Node;
+use crate::costs::Ps;
 use crate::dsm;
 use crate::error::{Error, Result};
 use crate::layout::{PCR_ARGS, PCR_CMD, PCR_ISSUED, PCR_LOCK, PCR_RESULTS, PCR_STATUS};
@@ -69,12 +74,20 @@ impl Node {
             r.u64_at(base + PCR_ARGS + 8 * i)?
                 .store(*a, Ordering::Relaxed);
         }
+        // The model charges the stores of the arguments and command word.
+        let issued = self.command_issued()?;
         r.u32_at(base + PCR_STATUS)?
             .store(STATUS_BUSY, Ordering::Relaxed);
         r.u32_at(base + PCR_ISSUED)?.fetch_add(1, Ordering::Relaxed);
         r.u32_at(base + PCR_CMD)?.store(cmd, Ordering::Release);
         // The board sees the command word and runs it, here.
-        let out = self.board_execute(base);
+        let out = self.board_execute(base, issued);
+        let done = match &out {
+            Ok((_, done)) => *done,
+            Err(_) => self.command_decoded(issued)?,
+        };
+        self.command_done(done)?;
+        let out = out.map(|(results, _)| results);
         if let Ok(results) = &out {
             for (i, v) in results.iter().enumerate() {
                 r.u64_at(base + PCR_RESULTS + 8 * i)?
@@ -92,8 +105,10 @@ impl Node {
         out
     }
 
-    /// The board's side: reads the registers at `base` and does the work.
-    fn board_execute(&self, base: usize) -> Result<[u64; 2]> {
+    /// The board's side: reads the registers at `base` and does the work
+    /// of a command the host issued at `issued`. Returns the results and
+    /// when the board was done.
+    fn board_execute(&self, base: usize, issued: Ps) -> Result<([u64; 2], Ps)> {
         let r = self.board.region();
         let cmd = r.u32_at(base + PCR_CMD)?.load(Ordering::Acquire);
         let mut args = [0u64; 4];
@@ -110,17 +125,20 @@ impl Node {
         };
         match cmd {
             CMD_CACHE => {
-                let entry = dsm::board_cache(self, arg32(0)?, arg32(1)?)?;
-                Ok([u64::from(entry), 0])
+                let (entry, done) = dsm::board_cache(self, arg32(0)?, arg32(1)?, issued)?;
+                Ok(([u64::from(entry), 0], done))
             }
             CMD_WB => {
-                let stats = dsm::board_write_back(self, arg32(0)?)?;
+                let (stats, done) = dsm::board_write_back(self, arg32(0)?, issued)?;
                 let runs = (stats.runs as u64) << 32;
-                Ok([stats.dirty_bytes as u64, stats.encoded_bytes as u64 | runs])
+                Ok((
+                    [stats.dirty_bytes as u64, stats.encoded_bytes as u64 | runs],
+                    done,
+                ))
             }
             CMD_DISCARD => {
                 dsm::board_discard(self, arg32(0)?)?;
-                Ok([0, 0])
+                Ok(([0, 0], self.command_decoded(issued)?))
             }
             other => Err(Error::Corrupt(format!("unknown board command {other}"))),
         }
