@@ -17,6 +17,7 @@
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
 //! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
+//! | `O2G_MODEL_TIME` | `0` | `dimmnet` transport: `1` makes `MPI_Wtime` read the DIMMnet-1 timing model's virtual clock of this rank's node; communication advances it by the model, computation between MPI calls by the calling thread's CPU time (`transport/model_time.rs`) |
 //! | `O2G_DIMMNET_PEER_TIMEOUT` | `5` | `dimmnet` transport: seconds without a heartbeat after which a peer counts as dead |
 //! | `O2G_HYPHEN_REGION` | `shm` | `hyphenlink` transport: where the emulated board lives: `shm` (rank 0 creates a `/dev/shm` file, published through PMI, unlinked once all attached), `ivshmem` (the BAR of the guest's first ivshmem-plain device, formatted by rank 0; for one rank per VM) or the absolute path of a pre-sized file every rank maps, used like the BAR |
 //! | `O2G_HYPHEN_RING_BYTES` | `O2G_RCVBUF`, else 64 MiB / size², clamped to 16 KiB..1 MiB | `hyphenlink`: bytes of each AP1000 receive ring (one per sender and receiver); frames carry up to a quarter of it. With `ivshmem` or a path it is halved until the board fits |
@@ -62,6 +63,8 @@ pub(crate) struct DimmnetConfig {
     pub(crate) region: DimmnetRegion,
     /// `O2G_DIMMNET_PEER_TIMEOUT`: silence after which a peer is dead.
     pub(crate) peer_timeout: Duration,
+    /// `O2G_MODEL_TIME`: `MPI_Wtime` from the timing model.
+    pub(crate) model_time: bool,
 }
 
 /// Which region the ranks of a `dimmnet` job share.
@@ -233,6 +236,21 @@ impl Config {
             Some("0") => false,
             Some(v) => return Err(Error::Config(format!("O2G_SELF={v:?}: expected 0 or 1"))),
         };
+        let model_time = match var("O2G_MODEL_TIME").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "O2G_MODEL_TIME={v:?}: expected 0 or 1"
+                )))
+            }
+        };
+        if model_time && transport != TransportKind::Dimmnet {
+            return Err(Error::Config(format!(
+                "O2G_MODEL_TIME=1: the {transport_name} transport has no timing model \
+                 (only dimmnet has one)"
+            )));
+        }
         let eager_credit = Window {
             bytes: parse(&var, "O2G_EAGER_CREDIT_BYTES")?.unwrap_or(4 << 20),
             msgs: parse(&var, "O2G_EAGER_CREDIT_MSGS")?.unwrap_or(256),
@@ -275,6 +293,7 @@ impl Config {
                 peer_timeout: Duration::from_secs(
                     parse(&var, "O2G_DIMMNET_PEER_TIMEOUT")?.unwrap_or(5),
                 ),
+                model_time,
             },
             hyphen,
             job_secret,
@@ -306,11 +325,28 @@ mod tests {
     }
 
     #[test]
+    fn model_time_is_for_dimmnet_only() {
+        let c = with(&[("O2G_TRANSPORT", "dimmnet"), ("O2G_MODEL_TIME", "1")]).expect("dimmnet");
+        assert!(c.dimmnet.model_time);
+        for (t, v) in [("sockets-epoll", "1"), ("dimmnet", "yes")] {
+            let e = with(&[("O2G_TRANSPORT", t), ("O2G_MODEL_TIME", v)])
+                .expect_err(t)
+                .to_string();
+            assert!(e.contains("O2G_MODEL_TIME"), "{e}");
+        }
+    }
+
+    #[test]
     fn an_idle_holder_is_an_address_and_port() {
         let c = with(&[("O2G_IDLE_HOLDER", "10.0.0.3:7300")]).expect("holder");
         assert_eq!(c.idle_holder, Some("10.0.0.3:7300".parse().unwrap()));
-        let e = with(&[("O2G_IDLE_HOLDER", "10.0.0.3")]).expect_err("no port").to_string();
-        assert!(e.contains("O2G_IDLE_HOLDER") && e.contains("ADDR:PORT"), "{e}");
+        let e = with(&[("O2G_IDLE_HOLDER", "10.0.0.3")])
+            .expect_err("no port")
+            .to_string();
+        assert!(
+            e.contains("O2G_IDLE_HOLDER") && e.contains("ADDR:PORT"),
+            "{e}"
+        );
     }
 
     #[test]

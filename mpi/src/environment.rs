@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::collective::schedule::Advance;
@@ -251,9 +251,34 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
+/// A clock in place of the host's: an emulated NIC's timing model
+/// (`O2G_MODEL_TIME=1`, `transport/model_time.rs`).
+type Clock = Arc<dyn Fn() -> f64 + Send + Sync>;
+static CLOCK: RwLock<Option<Clock>> = RwLock::new(None);
+/// Whether `CLOCK` is set: `time` takes no lock when it is not.
+static CLOCK_SET: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`time`] read `clock` (or the host's clock again, for `None`).
+pub(crate) fn use_clock(clock: Option<Clock>) {
+    let mut c = CLOCK
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    CLOCK_SET.store(clock.is_some(), Ordering::Release);
+    *c = clock;
+}
+
 /// `MPI_Wtime` (§9.6.1): seconds since an arbitrary point in the past,
 /// fixed for the life of the process. Not synchronised between processes.
+/// With `O2G_MODEL_TIME=1`, the virtual time of the emulated NIC's model.
 pub fn time() -> f64 {
+    if CLOCK_SET.load(Ordering::Acquire) {
+        let c = CLOCK
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = c.as_ref() {
+            return c();
+        }
+    }
     epoch().elapsed().as_secs_f64()
 }
 

@@ -94,6 +94,7 @@ use o2g_dimmnet::{
 use o2g_nicmem::Region;
 
 use super::matcher::{Matcher, Sink};
+use super::model_time::{InTransport, ModelClock};
 use super::outbox::Sends;
 use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::{Config, DimmnetRegion};
@@ -177,6 +178,9 @@ pub(crate) struct Dimmnet {
     /// ranks than it has CPUs (then a spinning rank only delays the peer it
     /// waits for).
     spins: u32,
+    /// `O2G_MODEL_TIME=1`: `MPI_Wtime` is the model's clock, and every
+    /// entry charges the computation before it.
+    model: Option<ModelClock>,
 }
 
 fn nic_err(e: o2g_dimmnet::Error) -> Error {
@@ -355,6 +359,11 @@ impl Dimmnet {
             )));
         }
         if size == 1 {
+            if config.dimmnet.model_time {
+                return Err(Error::Config(
+                    "O2G_MODEL_TIME=1 needs a DIMMnet node, and a world of one has none".into(),
+                ));
+            }
             return Self::new(me, size, None, config);
         }
         let (region, pgid) = match config.dimmnet.region {
@@ -363,6 +372,11 @@ impl Dimmnet {
         };
         let net = Self::net(region, me, pgid, config)?;
         let mut t = Self::new(me, size, Some(net), config)?;
+        if config.dimmnet.model_time {
+            if let Some(net) = &t.net {
+                t.model = Some(ModelClock::install(net.ep.nic().clone()));
+            }
+        }
         if config.dimmnet.region == DimmnetRegion::Shm {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             if size as usize > cpus {
@@ -468,6 +482,7 @@ impl Dimmnet {
             dimm_msg_max: DIMM_MSG_MAX,
             rounds: 0,
             spins: SPINS,
+            model: None,
         };
         if let Some(net) = t.net.as_mut() {
             for p in (0..size).filter(|&p| p != me) {
@@ -705,8 +720,16 @@ fn job_pgid(job: &str) -> Result<u16> {
         .map_err(|_| Error::Pmi(format!("bad {JOB_KEY} value {job:?}")))
 }
 
+impl Dimmnet {
+    /// Marks an entry into the transport for the model clock, if any.
+    fn enter(&self) -> Option<InTransport> {
+        self.model.as_ref().map(ModelClock::enter)
+    }
+}
+
 impl Transport for Dimmnet {
     fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
+        let _in = self.enter();
         if self.live_peers() == 0 {
             self.drain_overflow();
             return match timeout {
@@ -745,6 +768,7 @@ impl Transport for Dimmnet {
     }
 
     fn enter_world_barrier(&mut self) -> Result<bool> {
+        let _in = self.enter();
         let Some(net) = &mut self.net else {
             return Ok(false);
         };
@@ -753,6 +777,7 @@ impl Transport for Dimmnet {
     }
 
     fn test_world_barrier(&mut self) -> Result<bool> {
+        let _in = self.enter();
         match &mut self.net {
             Some(net) => net.barrier.test().map_err(nic_err),
             None => Ok(true),
@@ -762,6 +787,7 @@ impl Transport for Dimmnet {
 
 impl SendHalf for Dimmnet {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
+        let _in = self.enter();
         self.check_dest(dest)?;
         self.check_len(data.len())?;
         if dest == self.me {
@@ -793,6 +819,7 @@ impl SendHalf for Dimmnet {
     }
 
     fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
+        let _in = self.enter();
         if dest == self.me {
             self.send(dest, env, data)?;
             return Ok(SendToken(0));

@@ -71,6 +71,7 @@ pub(crate) mod dimmnet;
 mod epoll;
 mod hyphenlink;
 pub(crate) mod matcher;
+mod model_time;
 mod o2g;
 mod outbox;
 mod poll;
