@@ -8,7 +8,11 @@ use std::process::{Command, Stdio};
 
 fn o2grun() -> PathBuf {
     let path = PathBuf::from(env!("CARGO_BIN_EXE_o2g-pingpong")).with_file_name("o2grun");
-    assert!(path.exists(), "{} missing: cargo build -p mpi --bins", path.display());
+    assert!(
+        path.exists(),
+        "{} missing: cargo build -p mpi --bins",
+        path.display()
+    );
     path
 }
 
@@ -51,7 +55,10 @@ fn the_ranks_idle_connections_are_held_by_the_third_process() {
         assert!(holder.wait().unwrap().success());
         assert_eq!(
             last,
-            format!("o2g-idle-holder: held {0} connections at most, {0} in all", 2 * idle),
+            format!(
+                "o2g-idle-holder: held {0} connections at most, {0} in all",
+                2 * idle
+            ),
             "{transport}"
         );
     }
@@ -60,7 +67,10 @@ fn the_ranks_idle_connections_are_held_by_the_third_process() {
 #[test]
 fn a_holder_that_is_not_there_stops_the_job_with_its_address() {
     // A port nothing listens on: bind one, note it, close it.
-    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let out = pingpong("sockets-epoll", &addr.to_string(), 3);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());

@@ -68,7 +68,9 @@ fn main() {
             std::process::exit(1);
         }
     };
-    listener.set_nonblocking(true).expect("nonblocking listener");
+    listener
+        .set_nonblocking(true)
+        .expect("nonblocking listener");
     let at = listener.local_addr().expect("bound address");
     // The first line says where (a caller that asked for port 0 learns it).
     println!("o2g-idle-holder: listening on {at}");

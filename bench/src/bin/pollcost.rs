@@ -217,7 +217,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if args.min { "minimum" } else { "median" },
         args.reps,
         args.calls,
-        args.sockbuf.map_or(String::new(), |b| format!(", {b}-byte socket buffers"))
+        args.sockbuf
+            .map_or(String::new(), |b| format!(", {b}-byte socket buffers"))
     );
     let mut selects = Vec::new();
     println!(

@@ -428,9 +428,10 @@ pub(crate) fn idle_pairs(n: usize, config: &Config) -> Result<Vec<(TcpStream, Op
     let mut pairs = Vec::with_capacity(n);
     if let Some(holder) = config.idle_holder {
         for i in 0..n {
-            let near = TcpStream::connect_timeout(&holder, config.connect_timeout).map_err(|e| {
-                Error::io(format!("idle connection {i} to the holder at {holder}"), e)
-            })?;
+            let near =
+                TcpStream::connect_timeout(&holder, config.connect_timeout).map_err(|e| {
+                    Error::io(format!("idle connection {i} to the holder at {holder}"), e)
+                })?;
             tune(&near, config)?;
             pairs.push((near, None));
         }
