@@ -2,10 +2,11 @@
 # The emulated NICs' benchmarks, natively on this host (the emulations are
 # shared memory, so a VM adds nothing but noise): DIMMnet-1 (AOTF round
 # trip, BOTF vs PUSH, DIMM_Send/DIMM_Recv, the Fagus barrier, bank
-# switching), HyphenLink (PB->EXT, CACHE/WB, AP1000 ring ping-pong), and the
-# same MPI programs over the emulated transports beside the socket ones:
-# MPI_Barrier at 2-8 ranks and ping-pong bandwidth. Every table is also a
-# CSV and an SVG chart under results/<date>-emulated/.
+# switching), HyphenLink (PB->EXT, CACHE/WB, AP1000 ring ping-pong), AP1000
+# line sending and buffer receiving against DMA (the paper's Table 2 and
+# Fig. 7), and the same MPI programs over the emulated transports beside
+# the socket ones: MPI_Barrier at 2-8 ranks and ping-pong bandwidth. Every
+# table is also a CSV and an SVG chart under results/<date>-emulated/.
 #
 # usage: scripts/bench-emulated.sh [--quick]
 set -euo pipefail
@@ -21,6 +22,9 @@ transports="sockets-epoll sockets-select dimmnet hyphenlink"
 
 log "HyphenLink and AP1000"
 "$bin/o2g-hyphen-bench" $quick --out "$out" all
+
+log "AP1000: line sending and buffer receiving against DMA"
+"$bin/o2g-ap1000-bench" $quick --out "$out" all
 
 log "MPI_Barrier per transport, 2-8 ranks"
 iters=1000
