@@ -83,7 +83,7 @@ fn main() -> Res<()> {
 
 /// What the paper says of every HyphenLink table: nothing to compare.
 const NO_PAPER_FIGURE: &str =
-    "paper (HYPHEN, 2002): no figure; every model parameter is assumed (docs/emulated.md)\n";
+    "paper (HYPHEN): no figure; every model parameter is assumed (docs/emulated.md)\n";
 
 fn emit_pb_ext(quick: bool, out: &dyn Fn(&str) -> Option<PathBuf>) -> Res<()> {
     pb_ext(quick)?.emit(out("hyphen-pb-ext").as_deref())?;
