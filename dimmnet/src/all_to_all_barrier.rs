@@ -9,16 +9,19 @@
 //! nodes, one network leg instead of two, at the price of N-1 AOTFs per
 //! node instead of one.
 //!
-//! Node `r` entering barrier epoch `e` writes `e` into word `r` of every
-//! other node's all-to-all area (4-byte AOTFs), then waits until each of
-//! its own words reads `e`, or `e + 1`: a node that has left barrier `e`
-//! may already have entered `e + 1` and overwritten its word. It cannot
-//! be further ahead, because barrier `e + 1` needs this node's arrival.
+//! Node `r` entering barrier epoch `e` writes `e` into its word of `e`'s
+//! parity in every other node's all-to-all area (4-byte AOTFs), then waits
+//! until each of its own words of that parity reads `e`. A node that has
+//! left barrier `e` may already have entered `e + 1`, but that goes to the
+//! other word; it cannot be further ahead, because barrier `e + 1` needs
+//! this node's arrival. Two words per node also keep the timing model
+//! exact: the word a node observes was last written for this epoch, so it
+//! catches up with that arrival and not with a later one.
 
 use std::sync::atomic::Ordering;
 
 use crate::error::Result;
-use crate::layout::LLCM_ALL_ARRIVED;
+use crate::layout::{LLCM_ALL_ARRIVED, MAX_NODES};
 use crate::nic::Nic;
 
 /// One node's side of the all-to-all AOTF barrier.
@@ -56,12 +59,10 @@ impl AllToAllBarrier {
         let (me, n) = (nic.node(), nic.nodes());
         let e = self.epoch.wrapping_add(1);
         for r in (0..n).filter(|&r| r != me) {
-            nic.aotf_u32(r, word(me), e)?;
+            nic.aotf_u32(r, word(me, e), e)?;
         }
-        let arrived = |r: u32| -> Result<bool> {
-            let v = nic.llcm_u32(word(r))?.load(Ordering::Acquire);
-            Ok(v == e || v == e.wrapping_add(1))
-        };
+        let arrived =
+            |r: u32| -> Result<bool> { Ok(nic.llcm_u32(word(r, e))?.load(Ordering::Acquire) == e) };
         let mut next = 0;
         nic.wait.wait(
             || {
@@ -76,7 +77,7 @@ impl AllToAllBarrier {
                         if !arrived(next)? {
                             return Ok(None);
                         }
-                        nic.observed(word(next), 4)?;
+                        nic.observed(word(next, e), 4)?;
                     }
                     next += 1;
                 }
@@ -88,8 +89,10 @@ impl AllToAllBarrier {
     }
 }
 
-fn word(node: u32) -> usize {
-    LLCM_ALL_ARRIVED + 4 * node as usize
+/// The word `node` writes for epoch `e`: one 8-byte word per node and
+/// parity, so no other write shares its arrival stamp.
+fn word(node: u32, e: u32) -> usize {
+    LLCM_ALL_ARRIVED + 8 * (node + (e & 1) * MAX_NODES) as usize
 }
 
 #[cfg(test)]

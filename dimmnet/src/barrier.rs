@@ -74,7 +74,7 @@ impl Barrier {
                 let n = nic.nodes();
                 let missing: Vec<u32> = (1..n)
                     .filter(|&r| {
-                        nic.llcm_u32(LLCM_SYNC_ENTRY + 4 * r as usize)
+                        nic.llcm_u32(LLCM_SYNC_ENTRY + 8 * r as usize)
                             .map_or(true, |w| w.load(Ordering::Relaxed) != e)
                     })
                     .collect();
@@ -103,7 +103,7 @@ impl Barrier {
         let e = self.epoch.wrapping_add(1);
         if self.nic.node() != 0 {
             self.nic
-                .aotf_u32(0, LLCM_SYNC_ENTRY + 4 * self.nic.node() as usize, e)?;
+                .aotf_u32(0, LLCM_SYNC_ENTRY + 8 * self.nic.node() as usize, e)?;
         }
         self.next = 1;
         self.entered = true;
@@ -126,11 +126,11 @@ impl Barrier {
         let n = nic.nodes();
         if nic.node() == 0 {
             while self.next < n {
-                let w = nic.llcm_u32(LLCM_SYNC_ENTRY + 4 * self.next as usize)?;
+                let w = nic.llcm_u32(LLCM_SYNC_ENTRY + 8 * self.next as usize)?;
                 if w.load(Ordering::Acquire) != e {
                     return Ok(false);
                 }
-                nic.observed(LLCM_SYNC_ENTRY + 4 * self.next as usize, 4)?;
+                nic.observed(LLCM_SYNC_ENTRY + 8 * self.next as usize, 4)?;
                 self.next += 1;
             }
             for r in 1..n {

@@ -6,10 +6,13 @@
 //! region:   [ header 4 KiB | node 0 | node 1 | ... | node N-1 ]
 //! node:     [ LLCM 128 KiB | status 4 KiB | windows 4 KiB | model 4 KiB |
 //!             stamps 128 KiB | bank 0 | bank 1 ]
-//! LLCM:     0x00000 barrier words (SYNC_ENTRY per node, SYNC_PERMIT)
+//! LLCM:     0x00000 SYNC_ENTRY words, a u32 per node, 8 bytes apart (the
+//!                   model stamps 8-byte words: no two nodes share one)
 //!           0x00100 byte flags (one per peer: "look at my flag area")
-//!           0x00120 all-to-all barrier words (one u32 per node)
 //!           0x00200 flag areas, 64 B per peer
+//!           0x00a00 all-to-all barrier words (u32, one 8-byte word per node
+//!                   for even epochs, then one per node for odd ones)
+//!           0x00c00 SYNC_PERMIT word (u32)
 //!           0x01000 BOTF landing slots, 512 B per peer
 //!           0x05000 free for applications (76 KiB)
 //!           0x18000 PUSH staging used by DIMM_Send (32 KiB)
@@ -51,18 +54,20 @@ pub const ACK_WORDS: usize = 16;
 const PAGE: usize = 4096;
 const HEADER_LEN: usize = PAGE;
 
-/// LLCM offset of node 0's SYNC_ENTRY words (one u32 per node).
+/// LLCM offset of node 0's SYNC_ENTRY words (a u32 per node, 8 bytes apart).
 pub const LLCM_SYNC_ENTRY: usize = 0x0;
 /// LLCM offset of every node's SYNC_PERMIT word (u32).
-pub const LLCM_SYNC_PERMIT: usize = 0x80;
+pub const LLCM_SYNC_PERMIT: usize = 0xc00;
 /// LLCM offset of the byte flags, one byte per peer.
 pub const LLCM_BYTE_FLAGS: usize = 0x100;
-/// LLCM offset of the all-to-all barrier's words, one u32 per node.
-pub const LLCM_ALL_ARRIVED: usize = 0x120;
 /// LLCM offset of the flag areas.
 pub const LLCM_FLAG_AREAS: usize = 0x200;
 /// Size of one flag area.
 pub const FLAG_AREA: usize = 64;
+/// LLCM offset of the all-to-all barrier's words: per node a u32 in an
+/// 8-byte word of its own (the model stamps 8-byte words) for even epochs,
+/// then the same for odd ones.
+pub const LLCM_ALL_ARRIVED: usize = 0xa00;
 /// LLCM offset of the BOTF landing slots.
 pub const LLCM_BOTF_SLOTS: usize = 0x1000;
 /// First LLCM byte free for applications.
@@ -85,10 +90,11 @@ const STAMPS: usize = MODEL + PAGE;
 const BANKS: usize = STAMPS + LLCM_SIZE;
 
 // The fixed map must fit: per-peer areas within their ranges.
-const _: () = assert!(LLCM_SYNC_ENTRY + 4 * MAX_NODES as usize <= LLCM_SYNC_PERMIT);
-const _: () = assert!(LLCM_BYTE_FLAGS + MAX_NODES as usize <= LLCM_ALL_ARRIVED);
-const _: () = assert!(LLCM_ALL_ARRIVED + 4 * MAX_NODES as usize <= LLCM_FLAG_AREAS);
-const _: () = assert!(LLCM_FLAG_AREAS + FLAG_AREA * MAX_NODES as usize <= LLCM_BOTF_SLOTS);
+const _: () = assert!(LLCM_SYNC_ENTRY + 8 * MAX_NODES as usize <= LLCM_BYTE_FLAGS);
+const _: () = assert!(LLCM_ALL_ARRIVED + 16 * MAX_NODES as usize <= LLCM_SYNC_PERMIT);
+const _: () = assert!(LLCM_SYNC_PERMIT + 8 <= LLCM_BOTF_SLOTS);
+const _: () = assert!(LLCM_BYTE_FLAGS + MAX_NODES as usize <= LLCM_FLAG_AREAS);
+const _: () = assert!(LLCM_FLAG_AREAS + FLAG_AREA * MAX_NODES as usize <= LLCM_ALL_ARRIVED);
 const _: () = assert!(LLCM_BOTF_SLOTS + BOTF_PACKET * MAX_NODES as usize <= LLCM_USER);
 const _: () = assert!(STATUS_SEEDS + 8 * MAX_NODES as usize <= PAGE);
 const _: () = assert!(STATUS_ACK + 8 * ACK_WORDS <= STATUS_SEEDS);

@@ -252,6 +252,35 @@ fn the_all_to_all_barrier_takes_one_leg_and_fagus_two() {
 }
 
 #[test]
+fn barriers_of_four_nodes_take_the_same_modelled_time_however_threads_run() {
+    let run = |all_to_all: bool| -> Vec<u64> {
+        let threads: Vec<_> = nodes(4)
+            .into_iter()
+            .map(|nic| {
+                std::thread::spawn(move || {
+                    let clock = nic.clone();
+                    if all_to_all {
+                        let mut b = AllToAllBarrier::new(nic).unwrap();
+                        (0..50).for_each(|_| b.wait().unwrap());
+                    } else {
+                        let mut b = Barrier::new(nic).unwrap();
+                        (0..50).for_each(|_| b.wait().unwrap());
+                    }
+                    ns(&clock)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    };
+    for all_to_all in [false, true] {
+        let first = run(all_to_all);
+        for _ in 0..5 {
+            assert_eq!(run(all_to_all), first, "all-to-all: {all_to_all}");
+        }
+    }
+}
+
+#[test]
 fn a_detection_thread_costs_one_hand_off() {
     let receive = |thread: bool| -> u64 {
         let mut n = nodes(2).into_iter();
