@@ -49,7 +49,7 @@ case "$O2G_NODE" in
                   printf "# idle %4s %-14s %9s us %9s MB/s\n", n, t, l, b >"/dev/console"
                   print t "," n "," l >>lat; print t "," n "," b >>bw }' || { echo "$out"; exit 1; }
     done
-    [ "$O2G_NODE" = 0 ] && emit-csv "$lat" "$bw"
+    if [ "$O2G_NODE" = 0 ]; then emit-csv "$lat" "$bw"; fi
     ;;
 *) echo "node $O2G_NODE: not in this experiment" ;;
 esac
