@@ -105,6 +105,16 @@
 //! every [`wait::MAX_SLEEP`]). The futex calls are the crate's only system
 //! calls and live in `futex.rs`.
 //!
+//! ## Liveness
+//!
+//! A node whose process dies leaves its words as they were; [`liveness`]
+//! lets the processes that share a board tell at once a peer that left or
+//! exited, and after a silence of the watcher's choosing one that was
+//! killed or froze: a table of per-node state words and heartbeat counters
+//! beside the board, a [`liveness::Heartbeat`] thread per node (with an
+//! `atexit` hook, in `exit_hook.rs`, that marks the node exited) and a
+//! [`liveness::PeerWatch`] over the others.
+//!
 //! ## Trust
 //!
 //! Everything read from shared memory (indices, lengths, node and page
@@ -151,9 +161,11 @@ pub mod costs;
 pub mod diff;
 mod dsm;
 mod error;
+mod exit_hook;
 mod fifo;
 mod futex;
 mod layout;
+pub mod liveness;
 mod pcr;
 pub mod ring;
 mod runtime;
