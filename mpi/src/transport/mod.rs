@@ -11,8 +11,8 @@
 //! | `sockets-poll` | `poll.rs` | the `select` baseline with `poll` in its place: the same full rebuild and one call over every connection each round, without `FD_SETSIZE` (for the idle-connection figures past 1024 descriptors) |
 //! | `self` | `self_loop.rs` | no network: a world of one process sending to itself |
 //! | `o2g` | `o2g.rs` | the kernel module (`/dev/o2g`) matches and receives; sends are plain writes; no fallback when the module is missing |
-//! | `dimmnet` | `dimmnet.rs` | the emulated DIMMnet-1 NIC (`o2g-dimmnet`) over a `/dev/shm` file or a QEMU ivshmem region; user-space matching, polling receive |
-//! | `hyphenlink` | `hyphenlink.rs` | the emulated HyphenLink board (`o2g-hyphen`) over shared memory (`/dev/shm` or an ivshmem BAR across VMs): AP1000 receive rings per sender, PB/EXT wake-ups |
+//! | `dimmnet` | `dimmnet/` | the emulated DIMMnet-1 NIC (`o2g-dimmnet`) over a `/dev/shm` file or a QEMU ivshmem region; user-space matching, polling receive |
+//! | `hyphenlink` | `hyphenlink/` | the emulated HyphenLink board (`o2g-hyphen`) over shared memory (`/dev/shm` or an ivshmem BAR across VMs): AP1000 receive rings per sender, PB/EXT wake-ups |
 //!
 //! # The contract every transport provides
 //!
@@ -66,8 +66,10 @@ use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 
 mod announced;
+mod backoff;
 mod bootstrap;
 pub(crate) mod dimmnet;
+mod emulated_region;
 mod epoll;
 mod hyphenlink;
 pub(crate) mod matcher;
