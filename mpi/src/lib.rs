@@ -71,7 +71,6 @@
 //!   C ABI;
 //! - `datatype.rs`: byte views of [`Equivalence`] slices;
 //! - `pmi.rs`: adopting the inherited `PMI_FD`;
-//! - `transport/hyphenlink.rs`: registering an `atexit` hook;
 //! - the launcher `bin/o2grun/job.rs`: its `pre_exec` hook.
 
 pub mod collective;

@@ -9,9 +9,12 @@
 //! that an arrival would end: the back-off is what keeps a waiting rank
 //! both quick to answer and off the CPU.
 //!
-//! The phases are counted in rounds ([`Phases`]), so that a wait reads no
-//! clock while it spins. What a rank does in the sleeping phase is its
-//! transport's: `dimmnet` naps ([`Backoff::snooze`]).
+//! The two count the first two phases differently ([`Phases`]): `dimmnet`
+//! in rounds, so that it reads no clock while it spins, `hyphenlink` in
+//! time since the wait began. What a rank does in the sleeping phase is
+//! its transport's: `dimmnet` naps ([`Backoff::snooze`]); `hyphenlink`
+//! first tells its peers that it sleeps and may sleep in the board's
+//! interrupt EXT instead of a nap.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +28,14 @@ pub(crate) enum Phases {
         spins: u32,
         /// Rounds with `yield_now` after them.
         yields: u32,
+    },
+    /// Spinning until `spin` has passed since the wait began, yielding
+    /// until `yield_until` has.
+    Elapsed {
+        /// How long the wait spins.
+        spin: Duration,
+        /// When it stops yielding and starts sleeping.
+        yield_until: Duration,
     },
 }
 
@@ -43,8 +54,10 @@ pub(crate) enum Phase {
 #[derive(Debug)]
 pub(crate) struct Backoff {
     phases: Phases,
-    /// Rounds so far.
+    /// Rounds so far ([`Phases::Rounds`]).
     round: u32,
+    /// When the wait began ([`Phases::Elapsed`]).
+    began: Option<Instant>,
     /// The next nap.
     nap: Duration,
     /// The longest nap.
@@ -58,6 +71,7 @@ impl Backoff {
         Self {
             phases,
             round: 0,
+            began: matches!(phases, Phases::Elapsed { .. }).then(Instant::now),
             nap: first_nap,
             max_nap,
         }
@@ -68,6 +82,7 @@ impl Backoff {
     pub(crate) fn idle(&self) -> bool {
         match self.phases {
             Phases::Rounds { spins, .. } => self.round >= spins,
+            Phases::Elapsed { spin, .. } => self.elapsed() >= spin,
         }
     }
 
@@ -79,6 +94,16 @@ impl Backoff {
                 if self.round <= spins {
                     Phase::Spin
                 } else if self.round <= spins.saturating_add(yields) {
+                    Phase::Yield
+                } else {
+                    Phase::Sleep
+                }
+            }
+            Phases::Elapsed { spin, yield_until } => {
+                let idle = self.elapsed();
+                if idle < spin {
+                    Phase::Spin
+                } else if idle < yield_until {
                     Phase::Yield
                 } else {
                     Phase::Sleep
@@ -111,6 +136,10 @@ impl Backoff {
             Phase::Yield => std::thread::yield_now(),
             Phase::Sleep => self.nap(deadline),
         }
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.began.map_or(Duration::ZERO, |b| b.elapsed())
     }
 }
 
@@ -150,6 +179,39 @@ mod tests {
         );
         assert!(none.idle());
         assert_eq!(none.next(), Sleep);
+    }
+
+    #[test]
+    fn timed_phases_follow_the_clock() {
+        let mut b = Backoff::new(
+            Phases::Elapsed {
+                spin: Duration::from_secs(3600),
+                yield_until: Duration::from_secs(7200),
+            },
+            US,
+            US,
+        );
+        assert!(!b.idle());
+        assert_eq!(b.next(), Phase::Spin);
+        let mut b = Backoff::new(
+            Phases::Elapsed {
+                spin: Duration::ZERO,
+                yield_until: Duration::from_secs(3600),
+            },
+            US,
+            US,
+        );
+        assert!(b.idle());
+        assert_eq!(b.next(), Phase::Yield);
+        let mut b = Backoff::new(
+            Phases::Elapsed {
+                spin: Duration::ZERO,
+                yield_until: Duration::ZERO,
+            },
+            US,
+            US,
+        );
+        assert_eq!(b.next(), Phase::Sleep);
     }
 
     #[test]

@@ -10,14 +10,18 @@
 //! - [`Place::Ivshmem`]: every rank maps BAR 2 of the guest's first
 //!   ivshmem-plain device ([`Region::open_ivshmem`]); rank 0 lays the NIC
 //!   out in it, then the PMI barrier, then the others attach.
+//! - [`Place::File`]: the same with a pre-sized file every rank maps (how
+//!   the host tests the ivshmem path).
 //!
 //! With the region, rank 0 may hand the others a job id
 //! ([`Meeting::job_id`]): DIMMnet's process group id, which its words
 //! carry so that what an earlier job left in the same region is not taken
 //! for this one's. What rank 0 publishes under [`Meeting::key`] is
-//! `<where>:<id>` (`<where>` the `/dev/shm` name or `ivshmem`),
+//! `<where>:<id>` (`<where>` the `/dev/shm` name, `ivshmem` or the path),
 //! or the `/dev/shm` name alone when there is no id; in a shared mapping
 //! without an id there is nothing to tell, and nothing is published.
+
+use std::path::Path;
 
 use o2g_nicmem::Region;
 
@@ -26,18 +30,20 @@ use crate::pmi::Pmi;
 
 /// Where the region lives.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Place {
+pub(crate) enum Place<'a> {
     /// A fresh `/dev/shm` file of rank 0's.
     Shm,
     /// The BAR of the guest's first ivshmem-plain device.
     Ivshmem,
+    /// A pre-sized file every rank maps, used like the BAR.
+    File(&'a Path),
 }
 
 /// How the ranks of one transport meet.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Meeting<'a> {
     /// Where the region lives.
-    pub(crate) place: Place,
+    pub(crate) place: Place<'a>,
     /// The PMI key of what rank 0 publishes.
     pub(crate) key: &'a str,
     /// The first part of a `/dev/shm` name.
@@ -103,6 +109,7 @@ pub(crate) fn join<T>(
     let mapped = match meeting.place {
         Place::Shm => None,
         Place::Ivshmem => Some(Region::open_ivshmem(0)),
+        Place::File(path) => Some(Region::open_path(path)),
     }
     .transpose()
     .map_err(|e| map_err("mapping the shared region", e))?;
@@ -165,12 +172,13 @@ fn read_published(pmi: &mut Pmi, meeting: &Meeting<'_>) -> Result<(String, Optio
     Ok((place.to_owned(), Some(id)))
 }
 
-impl std::fmt::Display for Place {
+impl std::fmt::Display for Place<'_> {
     /// How rank 0 names a shared mapping to the others.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Place::Shm => f.write_str("shm"),
             Place::Ivshmem => f.write_str("ivshmem"),
+            Place::File(path) => write!(f, "{}", path.display()),
         }
     }
 }
