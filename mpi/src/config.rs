@@ -17,7 +17,7 @@
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
 //! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
-//! | `O2G_MODEL_TIME` | `0` | `dimmnet` transport: `1` makes `MPI_Wtime` read the DIMMnet-1 timing model's virtual clock of this rank's node; communication advances it by the model, computation between MPI calls by the calling thread's CPU time (`transport/model_time.rs`) |
+//! | `O2G_MODEL_TIME` | `0` | `dimmnet` and `hyphenlink` transports: `1` makes `MPI_Wtime` read the NIC timing model's virtual clock of this rank's node; communication advances it by the model, computation between MPI calls by the calling thread's CPU time (`transport/model_time.rs`). Every rank of a job must set the same value |
 //! | `O2G_DIMMNET_PEER_TIMEOUT` | `5` | `dimmnet` transport: seconds without a heartbeat after which a peer counts as dead |
 //! | `O2G_HYPHEN_REGION` | `shm` | `hyphenlink` transport: where the emulated board lives: `shm` (rank 0 creates a `/dev/shm` file, published through PMI, unlinked once all attached), `ivshmem` (the BAR of the guest's first ivshmem-plain device, formatted by rank 0; for one rank per VM) or the absolute path of a pre-sized file every rank maps, used like the BAR |
 //! | `O2G_HYPHEN_RING_BYTES` | `O2G_RCVBUF`, else 64 MiB / size², clamped to 16 KiB..1 MiB | `hyphenlink`: bytes of each AP1000 receive ring (one per sender and receiver); frames carry up to a quarter of it. With `ivshmem` or a path it is halved until the board fits |
@@ -63,8 +63,6 @@ pub(crate) struct DimmnetConfig {
     pub(crate) region: DimmnetRegion,
     /// `O2G_DIMMNET_PEER_TIMEOUT`: silence after which a peer is dead.
     pub(crate) peer_timeout: Duration,
-    /// `O2G_MODEL_TIME`: `MPI_Wtime` from the timing model.
-    pub(crate) model_time: bool,
 }
 
 /// Which region the ranks of a `dimmnet` job share.
@@ -126,6 +124,8 @@ pub(crate) struct Config {
     pub(crate) addr: IpAddr,
     pub(crate) connect_timeout: Duration,
     pub(crate) idle_connections: usize,
+    /// `O2G_MODEL_TIME`: `MPI_Wtime` from an emulated NIC's timing model.
+    pub(crate) model_time: bool,
     /// `O2G_IDLE_HOLDER`: where the idle connections go, if not loopback.
     pub(crate) idle_holder: Option<std::net::SocketAddr>,
     pub(crate) o2g: O2gConfig,
@@ -245,10 +245,15 @@ impl Config {
                 )))
             }
         };
-        if model_time && transport != TransportKind::Dimmnet {
+        if model_time
+            && !matches!(
+                transport,
+                TransportKind::Dimmnet | TransportKind::HyphenLink
+            )
+        {
             return Err(Error::Config(format!(
                 "O2G_MODEL_TIME=1: the {transport_name} transport has no timing model \
-                 (only dimmnet has one)"
+                 (dimmnet and hyphenlink have one)"
             )));
         }
         let eager_credit = Window {
@@ -276,6 +281,7 @@ impl Config {
             addr: crate::listen_addr::from_env(&var)?,
             connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
             idle_connections: parse(&var, "O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
+            model_time,
             idle_holder: match var("O2G_IDLE_HOLDER") {
                 None => None,
                 Some(v) => Some(v.parse().map_err(|_| {
@@ -293,7 +299,6 @@ impl Config {
                 peer_timeout: Duration::from_secs(
                     parse(&var, "O2G_DIMMNET_PEER_TIMEOUT")?.unwrap_or(5),
                 ),
-                model_time,
             },
             hyphen,
             job_secret,
@@ -325,9 +330,11 @@ mod tests {
     }
 
     #[test]
-    fn model_time_is_for_dimmnet_only() {
-        let c = with(&[("O2G_TRANSPORT", "dimmnet"), ("O2G_MODEL_TIME", "1")]).expect("dimmnet");
-        assert!(c.dimmnet.model_time);
+    fn model_time_is_for_the_emulated_nics_only() {
+        for t in ["dimmnet", "hyphenlink"] {
+            let c = with(&[("O2G_TRANSPORT", t), ("O2G_MODEL_TIME", "1")]).expect(t);
+            assert!(c.model_time);
+        }
         for (t, v) in [("sockets-epoll", "1"), ("dimmnet", "yes")] {
             let e = with(&[("O2G_TRANSPORT", t), ("O2G_MODEL_TIME", v)])
                 .expect_err(t)

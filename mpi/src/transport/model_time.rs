@@ -1,8 +1,9 @@
 //! `O2G_MODEL_TIME=1`: `MPI_Wtime` from an emulated NIC's timing model, so
-//! that an MPI program over `dimmnet` reports what it would take on the
-//! paper's hardware rather than on this host.
+//! that an MPI program over `dimmnet` or `hyphenlink` reports what it
+//! would take on the paper's hardware rather than on this host.
 //!
-//! A rank's time is its node's virtual clock (`o2g_dimmnet::Nic::now`).
+//! A rank's time is its node's virtual clock (`o2g_dimmnet::Nic::now`,
+//! `o2g_hyphen::Node::now`).
 //! Communication advances it by the model: every primitive the transport
 //! uses charges it, and an arrival carries the sender's clock.
 //! Computation advances it by the calling thread's CPU time
@@ -17,7 +18,33 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use o2g_dimmnet::Nic;
+/// A node's virtual clock in an emulated NIC's timing model.
+pub(crate) trait VirtualClock: Send + Sync + 'static {
+    /// The node's host clock, in picoseconds.
+    fn now_ps(&self) -> Option<u64>;
+    /// Charges `ps` of host time (computation).
+    fn spend_ps(&self, ps: u64);
+}
+
+impl VirtualClock for o2g_dimmnet::Nic {
+    fn now_ps(&self) -> Option<u64> {
+        self.now().ok()
+    }
+    fn spend_ps(&self, ps: u64) {
+        // A model clock that cannot be read or written (a corrupt region)
+        // shows in the transport's next operation; the clock stops here.
+        let _ = self.spend(ps);
+    }
+}
+
+impl VirtualClock for o2g_hyphen::Node {
+    fn now_ps(&self) -> Option<u64> {
+        self.now().ok()
+    }
+    fn spend_ps(&self, ps: u64) {
+        let _ = self.spend(ps);
+    }
+}
 
 thread_local! {
     /// This thread's CPU time when it last left the transport.
@@ -38,7 +65,7 @@ fn thread_cpu() -> Duration {
 
 /// One rank's model clock.
 struct ModelTime {
-    nic: Nic,
+    clock: Box<dyn VirtualClock>,
 }
 
 /// The model clock while it is `MPI_Wtime`; dropping it (with the
@@ -57,9 +84,11 @@ impl Drop for InTransport {
 }
 
 impl ModelClock {
-    /// The clock of `nic`'s node, installed as `MPI_Wtime`.
-    pub(crate) fn install(nic: Nic) -> Self {
-        let time = Arc::new(ModelTime { nic });
+    /// The clock of a node, installed as `MPI_Wtime`.
+    pub(crate) fn install(clock: impl VirtualClock) -> Self {
+        let time = Arc::new(ModelTime {
+            clock: Box::new(clock),
+        });
         let clock = Arc::clone(&time);
         crate::environment::use_clock(Some(Arc::new(move || clock.seconds())));
         Self(time)
@@ -84,16 +113,13 @@ impl ModelTime {
         let now = thread_cpu();
         if let Some(then) = LEFT_AT.with(|l| l.replace(Some(now))) {
             let ps = now.saturating_sub(then).as_nanos() as u64 * 1_000;
-            // A model clock that cannot be read or written (a corrupt
-            // region) shows in the transport's next operation; the clock
-            // just stops here.
-            let _ = self.nic.spend(ps);
+            self.clock.spend_ps(ps);
         }
     }
 
     /// The node's virtual time in seconds, the computation so far included.
     fn seconds(&self) -> f64 {
         self.computed();
-        self.nic.now().map_or(f64::NAN, |ps| ps as f64 * 1e-12)
+        self.clock.now_ps().map_or(f64::NAN, |ps| ps as f64 * 1e-12)
     }
 }

@@ -89,7 +89,7 @@ impl Dimmnet {
             )));
         }
         if size == 1 {
-            if config.dimmnet.model_time {
+            if config.model_time {
                 return Err(Error::Config(
                     "O2G_MODEL_TIME=1 needs a DIMMnet node, and a world of one has none".into(),
                 ));
@@ -99,7 +99,7 @@ impl Dimmnet {
         let (region, pgid, joined) = setup::join(config, pmi, size)?;
         let net = setup::attach(region, me, pgid, config)?;
         let mut t = Self::new(me, size, Some(net), config)?;
-        if config.dimmnet.model_time {
+        if config.model_time {
             if let Some(net) = &t.net {
                 t.model = Some(ModelClock::install(net.ep.nic().clone()));
             }

@@ -15,12 +15,19 @@
 //! When the matcher's unexpected queue is full, a message is copied to a
 //! per-sender overflow list (kept in order) instead ([`Held`]), as the
 //! socket transports do.
+//!
+//! Under the timing model (`O2G_MODEL_TIME=1`) every frame is **timed**:
+//! its kind carries [`TIMED`] and its data starts with the frame's
+//! modelled arrival (`frame_clock.rs`). Every rank of a job must agree:
+//! a timed frame at an untimed rank, or the reverse, is a protocol error
+//! naming the variable.
 
 use std::collections::VecDeque;
 
 use o2g_core::proto::envelope::Envelope;
 use o2g_hyphen::ring::{self, MsgInfo, RingWriter};
 
+use super::frame_clock::{FrameClock, STAMP};
 use crate::transport::matcher::{Matcher, Sink};
 
 /// Frame kinds, in the high half of the ring header's user word.
@@ -29,6 +36,8 @@ const KIND_FIRST: u32 = 2;
 const KIND_CONT: u32 = 3;
 /// Bytes of the total-length prefix of a `FIRST` frame.
 const LEN_PREFIX: usize = 8;
+/// Flag in the kind of a frame that starts with its modelled arrival.
+const TIMED: u32 = 1 << 31;
 
 /// Where the bytes of the message arriving from a peer go.
 pub(super) enum Rx {
@@ -66,13 +75,16 @@ impl Cursor {
 
 /// Writes frames of `cur` into `w` until the message is all in (`true`)
 /// or the ring is full (`false`). `rest` is the payload from `cur.done` on.
+/// With `clock`, every frame is timed (the module docs).
 pub(super) fn push(
     w: &RingWriter,
     cur: &mut Cursor,
     rest: &[u8],
     scratch: &mut Vec<u8>,
+    clock: Option<&FrameClock>,
 ) -> o2g_hyphen::Result<bool> {
-    let max = w.max_payload();
+    let stamp = if clock.is_some() { STAMP } else { 0 };
+    let max = w.max_payload() - stamp;
     let start = cur.done;
     loop {
         let rest = &rest[cur.done - start..];
@@ -89,20 +101,31 @@ pub(super) fn push(
         let env = ring::RingEnvelope {
             src: cur.env.source,
             tag: cur.env.tag,
-            user: u64::from(kind) << 32 | u64::from(cur.env.context),
+            user: u64::from(kind | if stamp > 0 { TIMED } else { 0 }) << 32
+                | u64::from(cur.env.context),
         };
-        let sent = if kind == KIND_FIRST {
+        let prefix = if kind == KIND_FIRST { LEN_PREFIX } else { 0 };
+        let frame = ring::message_bytes(stamp + prefix + n);
+        let sent = if stamp + prefix == 0 {
+            w.try_send(&env, &rest[..n])
+        } else {
             scratch.clear();
-            scratch.extend_from_slice(&(cur.total as u64).to_le_bytes());
+            if let Some(c) = clock {
+                scratch.extend_from_slice(&c.arrival(frame).to_le_bytes());
+            }
+            if prefix > 0 {
+                scratch.extend_from_slice(&(cur.total as u64).to_le_bytes());
+            }
             scratch.extend_from_slice(&rest[..n]);
             w.try_send(&env, scratch)
-        } else {
-            w.try_send(&env, &rest[..n])
         };
         match sent {
             Ok(()) => {
                 cur.started = true;
                 cur.done += n;
+                if let Some(c) = clock {
+                    c.sent(frame);
+                }
             }
             Err(o2g_hyphen::Error::RingFull { .. }) => return Ok(false),
             Err(e) => return Err(e),
@@ -144,7 +167,9 @@ fn start(
     Ok(())
 }
 
-/// Places one received frame from rank `from`.
+/// Places one received frame from rank `from`; with `clock`, frames are
+/// timed and the receiver catches up with each one's arrival.
+#[allow(clippy::too_many_arguments)] // the receiver's state, field by field
 pub(super) fn accept(
     matcher: &mut Matcher,
     rx: &mut Option<Rx>,
@@ -153,6 +178,7 @@ pub(super) fn accept(
     info: &MsgInfo,
     bytes: &[u8],
     max_message: u64,
+    clock: Option<&FrameClock>,
 ) -> Result<(), String> {
     let e = info.envelope;
     if e.src != from {
@@ -161,7 +187,25 @@ pub(super) fn accept(
             e.src
         ));
     }
-    let kind = (e.user >> 32) as u32;
+    let raw = (e.user >> 32) as u32;
+    let (kind, timed) = (raw & !TIMED, raw & TIMED != 0);
+    let bytes = match (timed, clock) {
+        (false, None) => bytes,
+        (true, Some(c)) => {
+            let Some((at, rest)) = bytes.split_first_chunk::<STAMP>() else {
+                return Err("a timed frame without its arrival".into());
+            };
+            c.received(u64::from_le_bytes(*at), ring::message_bytes(bytes.len()));
+            rest
+        }
+        (sender, _) => {
+            return Err(format!(
+                "rank {from} has O2G_MODEL_TIME={} and this rank {}: every rank must set the same",
+                u8::from(sender),
+                u8::from(!sender)
+            ))
+        }
+    };
     let env = Envelope {
         source: e.src,
         tag: e.tag,
@@ -261,7 +305,7 @@ mod tests {
     /// Places every frame waiting in `r` into `m`.
     fn drain(r: &RingReader, m: &mut Matcher, rx: &mut Option<Rx>, ov: &mut VecDeque<Held>) {
         while let Some(msg) = r.try_recvs(Filter::ANY).unwrap() {
-            accept(m, rx, ov, 0, msg.info(), msg.payload(), u64::MAX).unwrap();
+            accept(m, rx, ov, 0, msg.info(), msg.payload(), u64::MAX, None).unwrap();
             msg.done().unwrap();
         }
     }
@@ -298,7 +342,7 @@ mod tests {
             let mut cur = Cursor::new(env, data.len());
             loop {
                 let done = cur.done;
-                if push(&w, &mut cur, &data[done..], &mut scratch).unwrap() {
+                if push(&w, &mut cur, &data[done..], &mut scratch, None).unwrap() {
                     break;
                 }
                 fulls += 1;
@@ -325,6 +369,59 @@ mod tests {
     }
 
     #[test]
+    fn timed_frames_carry_their_arrival_and_need_a_timed_receiver() {
+        let b = board(RING_MIN);
+        let p = WaitPolicy::polling(Duration::from_secs(1));
+        let w = b.ring_writer(1, 0, p).unwrap();
+        let r = b.ring_reader(1, 0, p).unwrap();
+        let (sender, receiver) = (b.node(0, p).unwrap(), b.node(1, p).unwrap());
+        let (tx, rx_clock) = (
+            FrameClock::new(&sender).unwrap(),
+            FrameClock::new(&receiver).unwrap(),
+        );
+        let env = Envelope {
+            source: 0,
+            tag: 2,
+            context: 0,
+        };
+        let mut m = Matcher::new();
+        let (mut rx, mut ov, mut scratch) = (None, VecDeque::new(), Vec::new());
+        let mut cur = Cursor::new(env, 100);
+        let frame = ring::message_bytes(STAMP + 100);
+        let arrival = tx.arrival(frame);
+        assert!(push(&w, &mut cur, &[7; 100], &mut scratch, Some(&tx)).unwrap());
+        assert!(sender.now().unwrap() > 0, "the sender paid for the frame");
+        let msg = r.try_recvs(Filter::ANY).unwrap().unwrap();
+        // An untimed receiver refuses it, naming the variable.
+        let e = accept(
+            &mut m,
+            &mut rx,
+            &mut ov,
+            0,
+            msg.info(),
+            msg.payload(),
+            1 << 20,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("O2G_MODEL_TIME"), "{e}");
+        // A timed one catches up with the arrival and takes the 100 bytes.
+        accept(
+            &mut m,
+            &mut rx,
+            &mut ov,
+            0,
+            msg.info(),
+            msg.payload(),
+            1 << 20,
+            Some(&rx_clock),
+        )
+        .unwrap();
+        assert!(receiver.now().unwrap() > arrival);
+        assert_eq!(m.probe(Selector::exact(env)), Some((env, 100)));
+    }
+
+    #[test]
     fn frames_out_of_protocol_are_refused() {
         let b = board(RING_MIN);
         let p = WaitPolicy::polling(Duration::from_secs(1));
@@ -340,7 +437,16 @@ mod tests {
             };
             w.try_send(&e, body).unwrap();
             let msg = r.try_recvs(Filter::ANY).unwrap().unwrap();
-            accept(&mut m, &mut rx, &mut ov, 0, msg.info(), msg.payload(), 16)
+            accept(
+                &mut m,
+                &mut rx,
+                &mut ov,
+                0,
+                msg.info(),
+                msg.payload(),
+                16,
+                None,
+            )
         };
         assert!(frame(0, KIND_CONT, b"x").is_err(), "CONT with nothing open");
         assert!(frame(3, KIND_WHOLE, b"x").is_err(), "wrong source");

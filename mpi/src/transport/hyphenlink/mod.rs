@@ -21,6 +21,7 @@
 //! the receiving side, which is what MPI's eager protocol wants.
 
 mod dead_peers;
+mod frame_clock;
 mod framing;
 mod peer;
 mod setup;
@@ -34,12 +35,14 @@ use o2g_hyphen::wait::WaitPolicy;
 use o2g_hyphen::{Node, MAX_NODES};
 
 use super::matcher::Matcher;
+use super::model_time::{InTransport, ModelClock};
 use super::outbox::Sends;
 use super::{ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::{Config, HyphenWait};
 use crate::error::{Error, Result};
 use crate::pmi::Pmi;
 use dead_peers::HEARTBEAT_PERIOD;
+use frame_clock::FrameClock;
 use framing::Cursor;
 use peer::{Out, Peer};
 use setup::Setup;
@@ -68,6 +71,10 @@ pub(crate) struct HyphenLink {
     scratch: Vec<u8>,
     sleep: HyphenWait,
     polls: u32,
+    /// `O2G_MODEL_TIME=1`: frames are timed, and `MPI_Wtime` is the
+    /// node's model clock.
+    frame_clock: Option<FrameClock>,
+    model: Option<ModelClock>,
 }
 
 impl HyphenLink {
@@ -100,6 +107,14 @@ impl HyphenLink {
         // Everyone is attached and ALIVE past this barrier.
         joined.everyone_attached(pmi)?;
         let watch = PeerWatch::new(&table, config.hyphen.dead_after);
+        let (frame_clock, model) = if config.model_time {
+            let clock = FrameClock::new(&node).ok_or_else(|| {
+                Error::Config("O2G_MODEL_TIME=1, but the HyphenLink node is not modelled".into())
+            })?;
+            (Some(clock), Some(ModelClock::install(node.clone())))
+        } else {
+            (None, None)
+        };
         Ok(Self {
             _heartbeat: heartbeat,
             me,
@@ -114,7 +129,14 @@ impl HyphenLink {
             scratch: Vec::new(),
             sleep: sleep.unwrap_or(HyphenWait::Block),
             polls: 0,
+            frame_clock,
+            model,
         })
+    }
+
+    /// Marks an entry into the transport for the model clock, if any.
+    fn enter(&self) -> Option<InTransport> {
+        self.model.as_ref().map(ModelClock::enter)
     }
 
     /// Whether a message to `dest` stays inside this process.
@@ -165,6 +187,7 @@ impl HyphenLink {
 
 impl Transport for HyphenLink {
     fn progress(&mut self, timeout: Option<Duration>) -> Result<()> {
+        let _in = self.enter();
         if self.poll_once(false) {
             return Ok(());
         }
@@ -189,6 +212,7 @@ impl Transport for HyphenLink {
 
 impl SendHalf for HyphenLink {
     fn send(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<()> {
+        let _in = self.enter();
         if self.is_local(dest) {
             return self.matcher.deliver_local(env, data);
         }
@@ -218,6 +242,7 @@ impl SendHalf for HyphenLink {
     }
 
     fn isend(&mut self, dest: u32, env: Envelope, data: &[u8]) -> Result<SendToken> {
+        let _in = self.enter();
         if self.is_local(dest) {
             self.send(dest, env, data)?;
             return Ok(SendToken(0));

@@ -110,6 +110,7 @@ impl HyphenLink {
                 m.info(),
                 m.payload(),
                 self.max_message,
+                self.frame_clock.as_ref(),
             );
             let freed = m.done();
             if let Err(why) = placed {
@@ -163,6 +164,7 @@ impl HyphenLink {
             cur,
             &data[cur.done..],
             &mut self.scratch,
+            self.frame_clock.as_ref(),
         );
         let moved = (cur.started, cur.done) != before;
         if moved {
@@ -190,7 +192,13 @@ impl HyphenLink {
             };
             let before = (o.cur.started, o.cur.done);
             let rest = &o.data[o.cur.done - o.skip..];
-            let r = push(&peer.writer, &mut o.cur, rest, &mut self.scratch);
+            let r = push(
+                &peer.writer,
+                &mut o.cur,
+                rest,
+                &mut self.scratch,
+                self.frame_clock.as_ref(),
+            );
             moved |= (o.cur.started, o.cur.done) != before;
             match r {
                 Ok(true) => {
