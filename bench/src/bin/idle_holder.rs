@@ -58,6 +58,30 @@ fn closed(s: &mut TcpStream) -> bool {
     }
 }
 
+/// Drops the connections whose other ends have closed: one `poll` finds
+/// the few with something to read, and only those are read.
+fn drop_closed(held: &mut Vec<TcpStream>) {
+    let mut fds: Vec<libc::pollfd> = held
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(s),
+            events: libc::POLLIN | libc::POLLRDHUP,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `fds` is a valid array of `fds.len()` entries for the call.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+    if n <= 0 {
+        return;
+    }
+    let mut i = 0;
+    held.retain_mut(|s| {
+        let ready = fds[i].revents != 0;
+        i += 1;
+        !(ready && closed(s))
+    });
+}
+
 fn main() {
     let args = Args::parse();
     raise_fd_limit();
@@ -77,8 +101,8 @@ fn main() {
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let (mut held, mut total) = (Vec::<TcpStream>::new(), 0usize);
     let mut peak = 0;
-    // Checked once a second only: the holder must not take CPU from the
-    // ranks it serves (a read per connection is 2000 system calls here).
+    // Checked once a second, with one poll over all of them: the holder
+    // must not take CPU from the ranks it serves.
     let mut next_check = Instant::now();
     while Instant::now() < deadline {
         let mut busy = false;
@@ -99,7 +123,7 @@ fn main() {
         }
         peak = peak.max(held.len());
         if Instant::now() >= next_check {
-            held.retain_mut(|s| !closed(s));
+            drop_closed(&mut held);
             next_check = Instant::now() + Duration::from_secs(1);
         }
         if args.expect.is_some_and(|n| total >= n) && held.is_empty() {
