@@ -59,6 +59,9 @@ mod tests {
                 break spent;
             }
         };
-        assert!(spent.cpu >= Duration::from_millis(10), "{spent:?} after 20 s of spinning");
+        assert!(
+            spent.cpu >= Duration::from_millis(10),
+            "{spent:?} after 20 s of spinning"
+        );
     }
 }
