@@ -13,9 +13,10 @@
 //! into the user's memory.
 
 use o2g_mpi_abi_macros::export;
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use foldhash::{HashMap, HashMapExt};
 
 use mpi::typemap::{Prim, TypeError, TypeMap};
 

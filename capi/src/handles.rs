@@ -19,9 +19,10 @@
 //! may itself call MPI.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::rc::Rc;
+
+use foldhash::{HashMap, HashMapExt};
 
 use crate::error::{Code, Res, MPI_ERR_COMM, MPI_ERR_INTERN, MPI_ERR_OTHER, MPI_ERR_REQUEST};
 

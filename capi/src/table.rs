@@ -13,9 +13,10 @@
 //! `handles.rs` (communicators and requests, whose `mpi` crate objects
 //! are bound to their thread), so no two objects ever share a value.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use foldhash::{HashMap, HashMapExt};
 
 use crate::handles::{handle, value, Handle, FIRST_DYNAMIC};
 

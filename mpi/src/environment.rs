@@ -2,11 +2,12 @@
 //! clock (§9.6 "Timers and Synchronization").
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
+
+use foldhash::{HashMap, HashMapExt};
 
 use crate::collective::schedule::Advance;
 use crate::communicator::Communicator;

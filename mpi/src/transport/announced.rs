@@ -9,7 +9,9 @@
 //! each announcement's notice under the key the engine returns as its
 //! location, and each waiting receive by its handle, in posting order.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashMapExt};
 
 use o2g_core::proto::envelope::{Envelope, Rank, Selector};
 use o2g_core::proto::matching::{Arrival, Bucket, Engine, MsgId, Posted, QueueFull, RecvId, Slot};

@@ -23,8 +23,6 @@
 //! most doubling), so a peer that announces 4 GiB and sends nothing costs
 //! 64 KiB, not 4 GiB.
 
-use std::collections::HashMap;
-
 use o2g_core::proto::envelope::{Envelope, Rank, Selector};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, RecvId, Slot};
 use o2g_core::proto::receive::{
@@ -33,6 +31,8 @@ use o2g_core::proto::receive::{
 
 use super::pool;
 use crate::error::{Error, Result};
+
+use foldhash::{HashMap, HashMapExt};
 
 /// Capacity of each engine queue (posted receives, unexpected messages).
 pub(crate) const QUEUE_CAPACITY: usize = 1 << 14;

@@ -9,9 +9,11 @@
 //! pointer to the rest instead ([`Payload::Lent`]), copied only if the
 //! caller lets go of the request early.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{self, ErrorKind, IoSlice, Write};
 use std::net::TcpStream;
+
+use foldhash::{HashMap, HashMapExt};
 
 use o2g_core::proto::wire::{Encoder, HEADER_LEN};
 

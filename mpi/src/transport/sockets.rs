@@ -62,11 +62,12 @@
 //! (every live connection stalled, nothing to send) fails with
 //! [`Error::Deadlock`] instead of hanging.
 
-use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
+
+use foldhash::{HashMap, HashMapExt};
 
 use o2g_core::proto::credit::{Allowance, Credit, Window};
 use o2g_core::proto::envelope::Envelope;

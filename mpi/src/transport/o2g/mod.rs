@@ -63,10 +63,12 @@ mod receive;
 mod send;
 mod window;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::Read;
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
+
+use foldhash::{HashMap, HashMapExt};
 
 use libo2g::{abi, Endpoint};
 use o2g_core::proto::credit::Allowance;
