@@ -249,33 +249,50 @@ fn predefined_map(v: usize, prim: Option<Prim>) -> TypeMap {
     }
 }
 
-/// The predefined datatypes by handle value, built once.
-fn predefined_table() -> &'static HashMap<usize, (&'static str, Arc<Datatype>)> {
-    static T: OnceLock<HashMap<usize, (&'static str, Arc<Datatype>)>> = OnceLock::new();
+/// Every predefined handle value is below this (the standard ABI fixes
+/// them all under `0x400`): the predefined datatypes are found by index,
+/// without hashing, on every call that names one.
+const PREDEFINED_LIMIT: usize = 0x400;
+
+const _: () = {
+    let mut i = 0;
+    while i < PREDEFINED.len() {
+        assert!(PREDEFINED[i].0 < PREDEFINED_LIMIT);
+        i += 1;
+    }
+};
+
+/// The predefined datatypes, indexed by handle value, built once.
+fn predefined_table() -> &'static [Option<(&'static str, Arc<Datatype>)>] {
+    static T: OnceLock<Vec<Option<(&'static str, Arc<Datatype>)>>> = OnceLock::new();
     T.get_or_init(|| {
-        PREDEFINED
-            .iter()
-            .map(|&(v, name, prim, kind)| {
-                let d = Datatype {
-                    map: predefined_map(v, prim),
-                    kind,
-                    committed: true,
-                    contents: None,
-                };
-                (v, (name, Arc::new(d)))
-            })
-            .collect()
+        let mut t = vec![None; PREDEFINED_LIMIT];
+        for &(v, name, prim, kind) in PREDEFINED {
+            let d = Datatype {
+                map: predefined_map(v, prim),
+                kind,
+                committed: true,
+                contents: None,
+            };
+            t[v] = Some((name, Arc::new(d)));
+        }
+        t
     })
+}
+
+/// The predefined datatype with handle value `v`, and its name.
+fn predefined(v: usize) -> Option<&'static (&'static str, Arc<Datatype>)> {
+    predefined_table().get(v)?.as_ref()
 }
 
 /// Whether handle value `v` is a predefined datatype.
 pub(crate) fn is_predefined(v: usize) -> bool {
-    predefined_table().contains_key(&v)
+    predefined(v).is_some()
 }
 
 /// The datatype behind `h`, committed or not (`MPI_ERR_TYPE` if none).
 pub(crate) fn resolve(h: Handle) -> Res<Arc<Datatype>> {
-    if let Some((_, d)) = predefined_table().get(&handles::value(h)) {
+    if let Some((_, d)) = predefined(handles::value(h)) {
         return Ok(d.clone());
     }
     TYPES.get(h).ok_or(Code(MPI_ERR_TYPE))
@@ -661,11 +678,8 @@ pub(crate) unsafe extern "C" fn MPI_Type_get_name(
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .and_then(|n| n.get(&v).cloned());
-        let s = set.unwrap_or_else(|| {
-            predefined_table()
-                .get(&v)
-                .map_or(String::new(), |(n, _)| (*n).to_owned())
-        });
+        let s =
+            set.unwrap_or_else(|| predefined(v).map_or(String::new(), |(n, _)| (*n).to_owned()));
         // SAFETY: the caller passes MPI_MAX_OBJECT_NAME bytes and an int.
         unsafe { ffi::write_str(name, 128, &s, len) }
     })
