@@ -208,8 +208,12 @@ pub(crate) fn running() -> Res<()> {
 
 /// The communicator behind `h` (`MPI_ERR_COMM` if there is none).
 pub(crate) fn comm(h: Handle) -> Res<Rc<CommEntry>> {
-    running()?;
-    with(|s| s.comms.get(&value(h)).cloned())?.ok_or(Code(MPI_ERR_COMM))
+    // One visit to the state, as `running` then the lookup: this is on
+    // every call that names a communicator.
+    with(|s| match s.phase {
+        Phase::Running => s.comms.get(&value(h)).cloned().ok_or(Code(MPI_ERR_COMM)),
+        _ => Err(Code(MPI_ERR_OTHER)),
+    })?
 }
 
 /// The communicator behind `h` for a collective operation not provided
