@@ -410,6 +410,13 @@ impl Matcher {
         }
     }
 
+    /// Whether a clear-to-send or credit is due ([`Matcher::take_clears`],
+    /// [`Matcher::take_returned`]): the cheap test the progress loop makes
+    /// every round.
+    pub(crate) fn owes(&self) -> bool {
+        !self.clears.is_empty() || !self.returned.is_empty()
+    }
+
     /// The clear-to-send messages owed since the last call, for receives
     /// posted after their request to send arrived.
     pub(crate) fn take_clears(&mut self) -> Vec<Clear> {
@@ -419,6 +426,9 @@ impl Matcher {
     /// The eager bytes taken out of the store since the last call, by
     /// sender: credit due back to each.
     pub(crate) fn take_returned(&mut self) -> Vec<(u32, Returned)> {
+        if self.returned.is_empty() {
+            return Vec::new();
+        }
         self.returned.drain().collect()
     }
 
@@ -426,6 +436,11 @@ impl Matcher {
     /// call, oldest first.
     pub(crate) fn take_sync_matches(&mut self) -> Vec<Envelope> {
         std::mem::take(&mut self.sync_matched)
+    }
+
+    /// Whether [`Matcher::take_sync_matches`] would give any.
+    pub(crate) fn has_sync_matches(&self) -> bool {
+        !self.sync_matched.is_empty()
     }
 
     /// The outcome of a completed receive (`MPI_Test`); frees the token.

@@ -627,6 +627,9 @@ impl<P: Poller> Sockets<P> {
     /// Sends what receives owe: clear-to-send messages for requests that
     /// posts took, and credit for stored messages the program received.
     fn settle_owed(&mut self) {
+        if !self.matcher.owes() {
+            return;
+        }
         for clear in self.matcher.take_clears() {
             self.send_cts(clear);
         }
