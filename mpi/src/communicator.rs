@@ -110,7 +110,7 @@ impl Communicator {
         usize::try_from(rank)
             .ok()
             .and_then(|r| self.peers().get(r).copied())
-            .ok_or(Error::InvalidRank {
+            .ok_or_else(|| Error::InvalidRank {
                 rank,
                 size: self.target_size(),
             })

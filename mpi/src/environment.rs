@@ -57,11 +57,13 @@ impl Runtime {
     /// messages it matched meanwhile; fails after finalize.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut dyn Transport) -> Result<R>) -> Result<R> {
         let mut t = self.transport.borrow_mut();
-        let t = t.as_mut().ok_or(Error::Finalized)?;
+        let t = t.as_mut().ok_or_else(|| Error::Finalized)?;
         let r = f(t.as_mut());
         synchronous::acknowledge(t.as_mut(), self.rank);
         if let Ok(mut orphans) = self.orphans.try_borrow_mut() {
-            orphans.retain(|&token| t.test_recv(token).is_none());
+            if !orphans.is_empty() {
+                orphans.retain(|&token| t.test_recv(token).is_none());
+            }
         }
         r
     }

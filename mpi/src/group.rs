@@ -95,7 +95,7 @@ impl Group {
         usize::try_from(rank)
             .ok()
             .and_then(|r| self.members.get(r).copied())
-            .ok_or(Error::InvalidRank {
+            .ok_or_else(|| Error::InvalidRank {
                 rank,
                 size: self.size(),
             })

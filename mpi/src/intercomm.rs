@@ -545,7 +545,7 @@ impl Communicator {
         let leader_world = usize::try_from(remote_leader)
             .ok()
             .and_then(|r| remote.world_ranks().get(r).copied())
-            .ok_or(Error::InvalidRank {
+            .ok_or_else(|| Error::InvalidRank {
                 rank: remote_leader,
                 size: remote.size(),
             })?;

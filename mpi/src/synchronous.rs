@@ -69,6 +69,9 @@ pub(crate) fn ack_selector(dest: u32, context: u32, tag: u32) -> Selector {
 /// the last call. `me` is this process's world rank. A failed send means
 /// the sender is gone, and then nobody waits for the acknowledgement.
 pub(crate) fn acknowledge(t: &mut dyn Transport, me: u32) {
+    if !t.has_sync_matches() {
+        return;
+    }
     for env in t.take_sync_matches() {
         let ack = Envelope {
             source: me,

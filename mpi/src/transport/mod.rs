@@ -304,6 +304,10 @@ pub(crate) trait ReceiveHalf {
     /// acknowledge them (see `synchronous.rs`).
     fn take_sync_matches(&mut self) -> Vec<Envelope>;
 
+    /// Whether [`ReceiveHalf::take_sync_matches`] has any: the cheap test
+    /// made after every call into the transport.
+    fn has_sync_matches(&mut self) -> bool;
+
     /// Takes back the buffer of a completed receive's data once the MPI
     /// layer has copied it out, to reuse it; dropping it is fine too.
     fn recycle(&mut self, _buf: Vec<u8>) {}
@@ -353,6 +357,10 @@ impl<T: ReceivesThroughMatcher> ReceiveHalf for T {
 
     fn take_sync_matches(&mut self) -> Vec<Envelope> {
         self.matcher().take_sync_matches()
+    }
+
+    fn has_sync_matches(&mut self) -> bool {
+        self.matcher().has_sync_matches()
     }
 }
 

@@ -19,7 +19,7 @@ impl O2g {
         let p = self
             .peers
             .get_mut(dest as usize)
-            .ok_or(Error::InvalidRank {
+            .ok_or_else(|| Error::InvalidRank {
                 rank: dest as i32,
                 size,
             })?;

@@ -534,6 +534,10 @@ impl ReceiveHalf for O2g {
         std::mem::take(&mut self.sync_matched)
     }
 
+    fn has_sync_matches(&mut self) -> bool {
+        !self.sync_matched.is_empty()
+    }
+
     fn iprobe(&mut self, sel: Selector) -> Option<(Envelope, u64)> {
         // An error here shows up again in `progress`.
         let _ = self.reap();
