@@ -57,7 +57,10 @@ impl Runtime {
     /// messages it matched meanwhile; fails after finalize.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut dyn Transport) -> Result<R>) -> Result<R> {
         let mut t = self.transport.borrow_mut();
-        let t = t.as_mut().ok_or_else(|| Error::Finalized)?;
+        // Not `ok_or`: that builds and drops an `Error` on every call.
+        let Some(t) = t.as_mut() else {
+            return Err(Error::Finalized);
+        };
         let r = f(t.as_mut());
         synchronous::acknowledge(t.as_mut(), self.rank);
         if let Ok(mut orphans) = self.orphans.try_borrow_mut() {

@@ -303,7 +303,7 @@ impl Graph {
         let r = usize::try_from(rank)
             .ok()
             .filter(|&r| r < self.index.len())
-            .ok_or_else(|| Error::InvalidRank {
+            .ok_or(Error::InvalidRank {
                 rank,
                 size: self.index.len() as i32,
             })?;
@@ -481,7 +481,7 @@ impl crate::Communicator {
             usize::try_from(r)
                 .ok()
                 .filter(|&r| r < p)
-                .ok_or_else(|| Error::InvalidRank { rank: r, size })
+                .ok_or(Error::InvalidRank { rank: r, size })
         };
         // To each process, the edges it is an end of: [is_out, peer, weight].
         let mut out: Vec<Vec<[i32; 3]>> = vec![Vec::new(); p];

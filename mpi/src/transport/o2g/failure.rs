@@ -16,13 +16,13 @@ pub(super) const NO_LIVE_PEER: &str =
 impl O2g {
     pub(super) fn peer(&mut self, dest: u32) -> Result<&mut Peer> {
         let size = self.peers.len() as i32;
-        let p = self
-            .peers
-            .get_mut(dest as usize)
-            .ok_or_else(|| Error::InvalidRank {
+        // Not `ok_or`: that builds and drops an `Error` on every send.
+        let Some(p) = self.peers.get_mut(dest as usize) else {
+            return Err(Error::InvalidRank {
                 rank: dest as i32,
                 size,
-            })?;
+            });
+        };
         match &p.dead {
             Some(reason) => Err(Error::PeerGone {
                 rank: dest,
