@@ -171,28 +171,37 @@ pub(crate) struct Side {
 
 impl Side {
     fn new(base: *const c_void, pieces: Vec<Piece>, direct: bool) -> Res<Side> {
-        let (mut counts, mut displs) = (Vec::new(), Vec::new());
+        let mut counts = Vec::with_capacity(pieces.len());
+        let mut displs = Vec::with_capacity(pieces.len());
         let mut len = 0usize;
         let mut lo = 0isize;
         if direct {
             // Each piece's bytes as a range of offsets from `base`; an
-            // empty one has none, whatever its displacement.
-            let mut ranges = Vec::with_capacity(pieces.len());
-            for p in &pieces {
+            // empty one has none, whatever its displacement. Two passes
+            // over the pieces instead of a list of ranges: this runs on
+            // every collective call.
+            let range = |p: &Piece| -> Res<Option<(isize, isize)>> {
                 let extent = usize::try_from(p.d.map.extent()).unwrap_or(0);
                 let n = isize::try_from(mul(p.n, extent)?).map_err(|_| Code(MPI_ERR_COUNT))?;
                 let end = p.off.checked_add(n).ok_or(Code(MPI_ERR_ARG))?;
-                ranges.push((n > 0).then_some((p.off, end)));
+                Ok((n > 0).then_some((p.off, end)))
+            };
+            let mut hi = None::<isize>;
+            let mut low = None::<isize>;
+            for p in &pieces {
+                if let Some((a, b)) = range(p)? {
+                    low = Some(low.map_or(a, |l| l.min(a)));
+                    hi = Some(hi.map_or(b, |h| h.max(b)));
+                }
             }
-            let used = ranges.iter().flatten();
-            lo = used.clone().map(|r| r.0).min().unwrap_or(0);
-            let hi = used.map(|r| r.1).max().unwrap_or(0);
+            lo = low.unwrap_or(0);
+            let hi = hi.unwrap_or(0);
             len = hi
                 .checked_sub(lo)
                 .and_then(|l| usize::try_from(l).ok())
                 .ok_or(Code(MPI_ERR_ARG))?;
-            for r in ranges {
-                let (a, b) = r.unwrap_or((lo, lo));
+            for p in &pieces {
+                let (a, b) = range(p)?.unwrap_or((lo, lo));
                 // In `lo..=hi`, so both fit.
                 displs.push((a - lo) as usize);
                 counts.push((b - a) as usize);
