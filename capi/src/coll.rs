@@ -19,7 +19,7 @@ use crate::error::{boundary, Code, Res, MPI_ERR_BUFFER, MPI_ERR_ROOT};
 use crate::ffi::is_in_place;
 use crate::handles::{self, CommEntry, Handle};
 use crate::icoll::{iallgather, ialltoall, ibcast, igather, ireduce, iscatter};
-use crate::op::{self, Reducer};
+use crate::op;
 
 /// The root argument, checked against the communicator (`MPI_ERR_ROOT`).
 pub(crate) fn root_of(c: &CommEntry, root: c_int) -> Res<i32> {
@@ -176,11 +176,11 @@ pub(crate) unsafe fn reduction<'a, C: Int>(
     count: C,
     dt: Handle,
     opr: Handle,
-) -> Res<(Side, mpi::UserOperation<Reducer>, Cow<'a, [u8]>)> {
+) -> Res<(Side, op::Resolved, Cow<'a, [u8]>)> {
     let r = Reduction::new(sendbuf, recvbuf, count, dt, opr)?;
     // SAFETY: by the caller's contract.
     let send = unsafe { r.input.read() }?;
-    Ok((r.out, r.op.operation(), send))
+    Ok((r.out, r.op, send))
 }
 
 /// `MPI_Barrier` (§6.3).

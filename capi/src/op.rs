@@ -189,19 +189,24 @@ fn allowed(op: Builtin, kind: Kind) -> bool {
 }
 
 fn builtin_reducer(op: Builtin, kind: Kind) -> Reducer {
+    Box::new(move |a, b| apply_builtin(op, kind, a, b))
+}
+
+/// Predefined operation `op` on elements of `kind`.
+fn apply_builtin(op: Builtin, kind: Kind, a: &[u8], b: &mut [u8]) {
     use Kind::*;
     match kind {
-        I8 => Box::new(move |a, b| apply::<i8>(op, a, b)),
-        U8 | Bool | Byte => Box::new(move |a, b| apply::<u8>(op, a, b)),
-        I16 => Box::new(move |a, b| apply::<i16>(op, a, b)),
-        U16 => Box::new(move |a, b| apply::<u16>(op, a, b)),
-        I32 => Box::new(move |a, b| apply::<i32>(op, a, b)),
-        U32 => Box::new(move |a, b| apply::<u32>(op, a, b)),
-        I64 => Box::new(move |a, b| apply::<i64>(op, a, b)),
-        U64 => Box::new(move |a, b| apply::<u64>(op, a, b)),
-        F32 => Box::new(move |a, b| apply::<f32>(op, a, b)),
-        F64 => Box::new(move |a, b| apply::<f64>(op, a, b)),
-        Opaque => Box::new(|_, _| {}),
+        I8 => apply::<i8>(op, a, b),
+        U8 | Bool | Byte => apply::<u8>(op, a, b),
+        I16 => apply::<i16>(op, a, b),
+        U16 => apply::<u16>(op, a, b),
+        I32 => apply::<i32>(op, a, b),
+        U32 => apply::<u32>(op, a, b),
+        I64 => apply::<i64>(op, a, b),
+        U64 => apply::<u64>(op, a, b),
+        F32 => apply::<f32>(op, a, b),
+        F64 => apply::<f64>(op, a, b),
+        Opaque => {}
     }
 }
 
@@ -307,20 +312,37 @@ fn staged_user_reducer(f: UserFunc, d: Arc<Datatype>, dt: Handle) -> Reducer {
 /// (`MPI_REPLACE` and `MPI_NO_OP` are for one-sided accumulates only,
 /// §12.3.4).
 pub(crate) fn reducer(op: Handle, t: TypeInfo, dt: Handle) -> Res<Reducer> {
+    Ok(match func(op, t, dt)? {
+        Func::Builtin(b, kind) => builtin_reducer(b, kind),
+        Func::Other(f) => f,
+    })
+}
+
+/// An operation as [`reducer`] resolves it: a predefined one on a plain
+/// element type is applied directly, everything else through a closure.
+enum Func {
+    Builtin(Builtin, Kind),
+    Other(Reducer),
+}
+
+/// [`reducer`], without boxing a predefined operation.
+fn func(op: Handle, t: TypeInfo, dt: Handle) -> Res<Func> {
     let v = handles::value(op);
     if let Some(b) = builtin(v) {
         let v = handles::value(dt);
         let v = crate::datatype::f90_named(v).unwrap_or(v);
         if let Some(special) = op_types::special(v) {
-            return op_types::reducer(b, special).ok_or(Code(MPI_ERR_OP));
+            return op_types::reducer(b, special)
+                .map(Func::Other)
+                .ok_or(Code(MPI_ERR_OP));
         }
         if !allowed(b, t.kind) {
             return Err(Code(MPI_ERR_OP));
         }
-        return Ok(builtin_reducer(b, t.kind));
+        return Ok(Func::Builtin(b, t.kind));
     }
     let user = OPS.get(op).ok_or(Code(MPI_ERR_OP))?;
-    Ok(user_reducer(user.f, t, dt))
+    Ok(Func::Other(user_reducer(user.f, t, dt)))
 }
 
 /// Whether `op` commutes: every predefined operation of a reduction
@@ -340,15 +362,21 @@ pub(crate) fn commutes(op: Handle) -> Res<bool> {
 /// it needs one homogeneous type; a user function gets the elements in
 /// the type's layout.
 pub(crate) fn reducer_for(side: &Side, dt: Handle, opr: Handle) -> Res<(Reducer, usize)> {
+    let (f, grain) = func_for(side, dt, opr)?;
+    Ok((f.boxed(), grain))
+}
+
+/// [`reducer_for`], without boxing a predefined operation.
+fn func_for(side: &Side, dt: Handle, opr: Handle) -> Res<(Func, usize)> {
     let d = crate::datatype::resolve_committed(dt)?;
     let mut t = d.info();
     if !side.direct() {
         t.extent = t.size;
         if let Some(user) = OPS.get(opr) {
-            return Ok((staged_user_reducer(user.f, d, dt), t.size));
+            return Ok((Func::Other(staged_user_reducer(user.f, d, dt)), t.size));
         }
     }
-    let f = reducer(opr, t, dt).map_err(|e| match (&d.contents, t.kind) {
+    let f = func(opr, t, dt).map_err(|e| match (&d.contents, t.kind) {
         (Some(_), Kind::Opaque) => crate::error::explained(
             MPI_ERR_OP,
             "a predefined operation on a derived datatype needs one primitive type throughout",
@@ -358,38 +386,85 @@ pub(crate) fn reducer_for(side: &Side, dt: Handle, opr: Handle) -> Res<(Reducer,
     Ok((f, t.extent))
 }
 
+impl Func {
+    fn boxed(self) -> Reducer {
+        match self {
+            Func::Builtin(b, kind) => builtin_reducer(b, kind),
+            Func::Other(f) => f,
+        }
+    }
+}
+
+/// A resolved operation, as [`Resolved`] keeps it: shared, so that a
+/// persistent reduction and its copies use one closure.
+#[derive(Clone)]
+enum SharedFunc {
+    Builtin(Builtin, Kind),
+    Other(Rc<Reducer>),
+}
+
 /// A reduction's operation resolved once from its handles (a persistent
 /// one's at `MPI_*_init`, so that freeing the operation or the datatype
 /// afterwards changes nothing, §6.13): [`reducer_for`] with its
 /// commutativity and the element's bytes as its grain (a reduction that
-/// cuts long vectors into blocks cuts only between elements).
+/// cuts long vectors into blocks cuts only between elements). A
+/// predefined operation on a plain type is applied without a closure
+/// (no allocation per call); it is itself the `mpi` crate's operation
+/// for blocking collectives ([`mpi::Operation`]).
 #[derive(Clone)]
 pub(crate) struct Resolved {
-    f: Rc<Reducer>,
+    f: SharedFunc,
     grain: usize,
     commutes: bool,
 }
 
 impl Resolved {
     pub(crate) fn new(side: &Side, dt: Handle, opr: Handle) -> Res<Self> {
-        let (f, grain) = reducer_for(side, dt, opr)?;
+        let (f, grain) = func_for(side, dt, opr)?;
+        let f = match f {
+            Func::Builtin(b, kind) => SharedFunc::Builtin(b, kind),
+            Func::Other(f) => SharedFunc::Other(Rc::new(f)),
+        };
         Ok(Self {
-            f: Rc::new(f),
+            f,
             grain,
             commutes: commutes(opr)?,
         })
     }
 
-    /// The `mpi` crate's operation on bytes, for one collective.
+    /// The `mpi` crate's operation on bytes, owned, for one nonblocking
+    /// or persistent collective.
     pub(crate) fn operation(&self) -> mpi::UserOperation<Reducer> {
-        let f = self.f.clone();
-        let f: Reducer = Box::new(move |a, b| f(a, b));
+        let f: Reducer = match &self.f {
+            SharedFunc::Builtin(b, kind) => builtin_reducer(*b, *kind),
+            SharedFunc::Other(f) => {
+                let f = f.clone();
+                Box::new(move |a, b| f(a, b))
+            }
+        };
         let op = if self.commutes {
             mpi::UserOperation::commutative(f)
         } else {
             mpi::UserOperation::non_commutative(f)
         };
         op.with_grain(self.grain)
+    }
+}
+
+impl mpi::Operation<u8> for Resolved {
+    fn apply(&self, input: &[u8], inout: &mut [u8]) {
+        match &self.f {
+            SharedFunc::Builtin(b, kind) => apply_builtin(*b, *kind, input, inout),
+            SharedFunc::Other(f) => f(input, inout),
+        }
+    }
+
+    fn grain(&self) -> usize {
+        self.grain
+    }
+
+    fn commutes(&self) -> bool {
+        self.commutes
     }
 }
 
