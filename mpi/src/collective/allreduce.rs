@@ -141,17 +141,20 @@ impl Communicator {
         op: &O,
     ) -> Result<()> {
         let (p, r) = self.p_r();
-        let mut acc = send.to_vec();
+        // The running result lives in `recv` (one allocation fewer per
+        // call, which counts for the short vectors this serves).
+        recv.copy_from_slice(send);
+        let acc = recv;
         let mut tmp: Vec<T> = zeroed_vec(send.len());
         let pof2 = 1usize << p.ilog2();
         let rem = p - pof2;
         let newrank = if r < 2 * rem {
             if r % 2 == 0 {
-                self.csend(as_bytes(&acc), r + 1, TAG_ALLREDUCE)?;
+                self.csend(as_bytes(acc), r + 1, TAG_ALLREDUCE)?;
                 None
             } else {
                 self.crecv(as_bytes_mut(&mut tmp), r - 1, TAG_ALLREDUCE)?;
-                op.apply(&tmp, &mut acc);
+                op.apply(&tmp, acc);
                 Some(r / 2)
             }
         } else {
@@ -167,28 +170,27 @@ impl Communicator {
                     partner + rem
                 };
                 self.cexchange(
-                    as_bytes(&acc),
+                    as_bytes(acc),
                     dst,
                     as_bytes_mut(&mut tmp),
                     dst,
                     TAG_ALLREDUCE,
                 )?;
                 if nr < partner {
-                    op.apply(&acc, &mut tmp);
-                    std::mem::swap(&mut acc, &mut tmp);
+                    op.apply(acc, &mut tmp);
+                    acc.copy_from_slice(&tmp);
                 } else {
-                    op.apply(&tmp, &mut acc);
+                    op.apply(&tmp, acc);
                 }
                 mask <<= 1;
             }
         }
         if r < 2 * rem && r % 2 == 0 {
-            return self.crecv(as_bytes_mut(recv), r + 1, TAG_ALLREDUCE);
+            return self.crecv(as_bytes_mut(acc), r + 1, TAG_ALLREDUCE);
         }
         if r < 2 * rem {
-            self.csend(as_bytes(&acc), r - 1, TAG_ALLREDUCE)?;
+            self.csend(as_bytes(acc), r - 1, TAG_ALLREDUCE)?;
         }
-        recv.copy_from_slice(&acc);
         Ok(())
     }
 
