@@ -90,6 +90,7 @@ rel="$O2G_ROOT/target/release"
 cargo build --quiet --release -p o2g-mpi-abi "${manifest[@]}"
 cdir="$O2G_ROOT/target/bench-c"
 c_bins="$("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" is-o2g)"
+c_bins+=" $("$O2G_ROOT/bench/c/build.sh" "$O2G_ROOT/capi/mpicc" "$cdir" calls-o2g calls)"
 # The C ABI's own test programs, for tests that run them over o2g: the
 # first four, a slice of each family issue 23 added, one-sided
 # communication and MPI_THREAD_MULTIPLE.
@@ -153,6 +154,17 @@ if [[ " ${tests[*]} " == *" bench-profile "* ]]; then
         log "no $libc_debug (libc6-dbg): profiles will not name glibc's internal functions"
     fi
 fi
+# valgrind's callgrind for bench-instructions: Debian's /usr/bin/valgrind
+# is a shell wrapper around valgrind.bin, which finds its tool and
+# preload library in /usr/libexec/valgrind.
+vg_bin=""
+if [[ " ${tests[*]} " == *" bench-instructions "* ]]; then
+    vg_bin="$(command -v valgrind.bin || true)"
+    vg_lib=/usr/libexec/valgrind
+    [[ -x "$vg_bin" && -f "$vg_lib/callgrind-amd64-linux" ]] ||
+        die "bench-instructions needs valgrind (valgrind.bin and $vg_lib): scripts/setup.sh installs it"
+    guest_files+=" $vg_lib/callgrind-amd64-linux $vg_lib/vgpreload_core-amd64-linux.so $vg_lib/default.supp"
+fi
 # mpi4py's test suite for mpi4py-o2g: Debian's Python, mpi4py built against
 # our mpi.h (scripts/mpi4py-build.sh, cached) and its tests, at /opt/mpi4py.
 guest_trees=""
@@ -193,7 +205,7 @@ if [[ " ${tests[*]} " == *" slurm "* ]]; then
     head -c 1024 /dev/urandom >"$run/munge.key"
     guest_trees+=" $run/munge.key=/etc/o2g/munge.key"
 fi
-guest_bins="$c_bins $bash_bin $perf_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-idle-holder $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $rel/o2g-stat $(command -v strace || true) ${O2G_GUEST_BINS:-}"
+guest_bins="$c_bins $bash_bin $perf_bin $vg_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-idle-holder $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $rel/o2g-stat $(command -v strace || true) ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" O2G_GUEST_FILES="$guest_files ${O2G_GUEST_FILES:-}" \
     O2G_GUEST_TREES="$guest_trees ${O2G_GUEST_TREES:-}" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 

@@ -27,6 +27,9 @@ DEB_PACKAGES=(
     gfortran
     # system calls per received message, counted in the guest (bench suite)
     strace
+    # user-space instructions per call (scripts/bench-instructions.sh, and
+    # bench-instructions in the guest)
+    valgrind
     # perf profiles in the guest (bench-profile; qemu/vm.sh copies perf in,
     # and glibc's symbols so that memcpy and the like have names)
     linux-perf libc6-dbg
