@@ -551,6 +551,12 @@ impl Endpoint {
             != 0
     }
 
+    /// Whether the ring holds nothing to reap: [`Endpoint::reap`] would
+    /// return `None` (a cheap test for callers that poll).
+    pub fn ring_is_empty(&self) -> bool {
+        self.ring.is_empty(&self.mapping)
+    }
+
     /// Completions in the ring not yet reaped.
     pub fn pending_completions(&self) -> Result<u32> {
         self.ring.pending(&self.mapping)

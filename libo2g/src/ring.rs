@@ -54,6 +54,13 @@ impl RingConsumer {
         Ok(pending)
     }
 
+    /// Whether the module has published nothing past what was taken: the
+    /// cheap test for a consumer that polls (an overrun reads as not
+    /// empty, and [`RingConsumer::pop`] then reports it).
+    pub(crate) fn is_empty(&self, map: &Mapping) -> bool {
+        map.atomic_u32(abi::O2G_RING_PROD).load(Ordering::Acquire) == self.head
+    }
+
     /// Takes the next record, if one was published.
     ///
     /// # Errors
@@ -154,6 +161,23 @@ mod tests {
         assert_eq!(c.pop(&sim.map).unwrap(), Some(record(42)));
         assert_eq!(sim.published_consumer(), 1);
         assert_eq!(c.pop(&sim.map).unwrap(), None);
+    }
+
+    #[test]
+    fn emptiness_follows_the_indices_and_an_overrun_is_not_empty() {
+        let mut sim = Sim::new(4, u32::MAX);
+        let mut c = sim.consumer();
+        assert!(c.is_empty(&sim.map));
+        sim.produce(1);
+        assert!(!c.is_empty(&sim.map));
+        assert_eq!(c.pop(&sim.map).unwrap(), Some(record(1)));
+        assert!(c.is_empty(&sim.map));
+        // More records than the ring holds: not empty, and pop says why.
+        for i in 0..5 {
+            sim.produce(i);
+        }
+        assert!(!c.is_empty(&sim.map));
+        assert!(matches!(c.pop(&sim.map), Err(Error::RingOverrun { .. })));
     }
 
     #[test]

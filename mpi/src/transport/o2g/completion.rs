@@ -53,6 +53,11 @@ impl O2g {
 
     /// Takes every completion from the shared ring; whether there was one.
     pub(super) fn reap(&mut self) -> Result<bool> {
+        // The common case of a wait: nothing new, nothing to post.
+        if self.ep.ring_is_empty() && self.requested.is_empty() {
+            self.check_notices()?;
+            return Ok(false);
+        }
         let mut any = false;
         while let Some(r) = self.ep.reap().map_err(|e| lib_err("reaping", e))? {
             any = true;
@@ -112,6 +117,13 @@ impl O2g {
             });
             self.settle(token, outcome);
         }
+        self.check_notices()?;
+        self.post_requested()?;
+        Ok(any)
+    }
+
+    /// Fails if receives wait for announcements the module stopped making.
+    fn check_notices(&self) -> Result<()> {
         if self.held.has_waiting() && self.ep.notices_stopped() {
             // Cannot happen: every post reads the ring first, so it never
             // holds more than a record per posted receive and stored message.
@@ -119,8 +131,7 @@ impl O2g {
                 "o2g ring (the module stopped announcing stored messages)",
             ));
         }
-        self.post_requested()?;
-        Ok(any)
+        Ok(())
     }
 
     /// Waiting receive `w` took announcement `n`: a stored message is

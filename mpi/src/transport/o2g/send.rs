@@ -263,7 +263,7 @@ impl O2g {
         let mut any = false;
         for rank in 0..self.peers.len() {
             let p = &mut self.peers[rank];
-            if p.dead.is_some() {
+            if p.dead.is_some() || p.outbox.is_empty() {
                 continue;
             }
             let w = p.writer.as_mut().unwrap_or(&mut p.registered);
