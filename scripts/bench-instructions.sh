@@ -15,6 +15,10 @@
 # receive), sendrecv, allreduce, barrier; and pingpong of 64 KiB (a
 # rendezvous). The o2g transport runs in the guest (qemu/tests/
 # bench-instructions.sh), since the host has no o2g.ko.
+#
+# Environment: O2G_INSTR_LIB=DIR runs the C program on the libmpi_abi.so.1
+# in DIR instead (another build, for an A/B; the Rust rows then still
+# show this tree).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -44,7 +48,7 @@ total() {
     local t="$1"
     shift
     rm -f "$work"/cg.*
-    LD_LIBRARY_PATH="$rel" O2G_TRANSPORT="$t" taskset -c 0 "$rel/o2grun" -n 2 --timeout 900 \
+    LD_LIBRARY_PATH="${O2G_INSTR_LIB:-$rel}" O2G_TRANSPORT="$t" taskset -c 0 "$rel/o2grun" -n 2 --timeout 900 \
         valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" "$@" >"$work/out" 2>"$work/err" ||
         { cat "$work/out" "$work/err" >&2; die "$t: $* failed under callgrind"; }
     grep -q ' ok$\|half-rtt' "$work/out" || { cat "$work/out" >&2; die "$t: $* gave no result"; }
