@@ -6,15 +6,22 @@
 # share one vCPU (taskset), so the library never spins and every
 # instruction counted is work. The module's own work is kernel time and
 # not counted. Figures only; CSV instructions-o2g (series,operation,
-# bytes,instructions).
+# bytes,instructions). O2G_INSTR_LIB=DIR (through O2G_GUEST_ENV, with the
+# library copied in by O2G_GUEST_TREES=HOSTDIR=DIR, outside /tmp, which is
+# a tmpfs in the guest) runs the C rows on the libmpi_abi.so.1 in DIR,
+# another build, for an A/B.
 set -e
+if [ -n "${O2G_INSTR_LIB:-}" ] && [ ! -f "$O2G_INSTR_LIB/libmpi_abi.so.1" ]; then
+    echo "bench-instructions: no libmpi_abi.so.1 in O2G_INSTR_LIB=$O2G_INSTR_LIB"
+    exit 1
+fi
 lo="${O2G_INSTR_LO:-300}" hi="${O2G_INSTR_HI:-900}"
 csv=/tmp/instructions-o2g.csv
 echo "series,operation,bytes,instructions" >"$csv"
 # total COMMAND...: rank 0's instructions (the larger of the two ranks').
 total() {
     rm -f /tmp/cg.*
-    O2G_TRANSPORT=o2g taskset -c 0 o2grun -n 2 --timeout 900 \
+    LD_LIBRARY_PATH="${O2G_INSTR_LIB:-$LD_LIBRARY_PATH}" O2G_TRANSPORT=o2g taskset -c 0 o2grun -n 2 --timeout 900 \
         valgrind.bin --tool=callgrind --callgrind-out-file=/tmp/cg.%p "$@" >/tmp/instr.out 2>/tmp/instr.err ||
         { cat /tmp/instr.out /tmp/instr.err; echo "bench-instructions: $* failed"; exit 1; }
     grep -q ' ok$\|half-rtt' /tmp/instr.out || { cat /tmp/instr.out; echo "bench-instructions: $*: no result"; exit 1; }
