@@ -262,9 +262,12 @@ const _: () = {
     }
 };
 
+/// A predefined datatype and its name.
+type Predefined = (&'static str, Arc<Datatype>);
+
 /// The predefined datatypes, indexed by handle value, built once.
-fn predefined_table() -> &'static [Option<(&'static str, Arc<Datatype>)>] {
-    static T: OnceLock<Vec<Option<(&'static str, Arc<Datatype>)>>> = OnceLock::new();
+fn predefined_table() -> &'static [Option<Predefined>] {
+    static T: OnceLock<Vec<Option<Predefined>>> = OnceLock::new();
     T.get_or_init(|| {
         let mut t = vec![None; PREDEFINED_LIMIT];
         for &(v, name, prim, kind) in PREDEFINED {
@@ -281,7 +284,7 @@ fn predefined_table() -> &'static [Option<(&'static str, Arc<Datatype>)>] {
 }
 
 /// The predefined datatype with handle value `v`, and its name.
-fn predefined(v: usize) -> Option<&'static (&'static str, Arc<Datatype>)> {
+fn predefined(v: usize) -> Option<&'static Predefined> {
     predefined_table().get(v)?.as_ref()
 }
 
