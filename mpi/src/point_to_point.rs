@@ -564,8 +564,28 @@ impl Communicator {
         source: i32,
         recv_tag: i32,
     ) -> Result<Status> {
-        let r = self.irecv(recv, source, recv_tag)?;
-        let s = self.isend(send, dest, send_tag)?;
+        // Both requests end in this function, so the transport may read
+        // the message straight into `recv` and send straight from `send`
+        // (no copy into an outbox, none out of a scratch buffer).
+        let recv = as_bytes_mut(recv);
+        // SAFETY: `recv` is borrowed exclusively for this whole function
+        // and not used in it after this point; the request is waited for
+        // below, or dropped on every other path out (errors, unwinding),
+        // and its drop releases the receive, waiting until the transport
+        // has let go of the memory.
+        let r = unsafe {
+            self.irecv_bytes_direct(
+                recv.as_mut_ptr(),
+                recv.len(),
+                source,
+                recv_tag,
+                self.context,
+            )
+        }?;
+        let send_tag = check_tag(send_tag)?;
+        // SAFETY: `send` is borrowed for this whole function; the request
+        // is waited for below or dropped, never leaked.
+        let s = unsafe { self.isend_bytes_lent(as_bytes(send), dest, send_tag, self.context) }?;
         let status = r.wait();
         s.wait()?;
         status
