@@ -113,6 +113,8 @@ CHARTS
     [[ -n "$profiles" ]] || die "no profiles came back; see $results/bench.log"
     # shellcheck disable=SC2086 # one name per word
     collect "$results/bench.log" "" $profiles
+    # bench-instructions: user-space instructions per call over o2g, CSV only.
+    collect "$results/bench.log" "" instructions-o2g
     log "ping-pong on every MPI in one boot: raw TCP, o2g (Rust and C), Open MPI, MPICH"
     peers_boot peers
     chart "$results/peers.log" "" <<'CHARTS'
