@@ -312,10 +312,7 @@ fn staged_user_reducer(f: UserFunc, d: Arc<Datatype>, dt: Handle) -> Reducer {
 /// (`MPI_REPLACE` and `MPI_NO_OP` are for one-sided accumulates only,
 /// §12.3.4).
 pub(crate) fn reducer(op: Handle, t: TypeInfo, dt: Handle) -> Res<Reducer> {
-    Ok(match func(op, t, dt)? {
-        Func::Builtin(b, kind) => builtin_reducer(b, kind),
-        Func::Other(f) => f,
-    })
+    func(op, t, dt).map(Func::boxed)
 }
 
 /// An operation as [`reducer`] resolves it: a predefined one on a plain
