@@ -23,6 +23,8 @@
 //! most doubling), so a peer that announces 4 GiB and sends nothing costs
 //! 64 KiB, not 4 GiB.
 
+use foldhash::{HashMap, HashMapExt};
+
 use o2g_core::proto::envelope::{Envelope, Rank, Selector};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, RecvId, Slot};
 use o2g_core::proto::receive::{
@@ -31,8 +33,6 @@ use o2g_core::proto::receive::{
 
 use super::pool;
 use crate::error::{Error, Result};
-
-use foldhash::{HashMap, HashMapExt};
 
 /// Capacity of each engine queue (posted receives, unexpected messages).
 pub(crate) const QUEUE_CAPACITY: usize = 1 << 14;
@@ -426,9 +426,6 @@ impl Matcher {
     /// The eager bytes taken out of the store since the last call, by
     /// sender: credit due back to each.
     pub(crate) fn take_returned(&mut self) -> Vec<(u32, Returned)> {
-        if self.returned.is_empty() {
-            return Vec::new();
-        }
         self.returned.drain().collect()
     }
 
