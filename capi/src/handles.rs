@@ -200,7 +200,12 @@ impl State {
 
 /// Fails unless MPI is initialised and not finalised.
 pub(crate) fn running() -> Res<()> {
-    match with(|s| s.phase)? {
+    with(require_running)?
+}
+
+/// `running`'s check, on a state already entered.
+fn require_running(s: &mut State) -> Res<()> {
+    match s.phase {
         Phase::Running => Ok(()),
         _ => Err(Code(MPI_ERR_OTHER)),
     }
@@ -210,9 +215,9 @@ pub(crate) fn running() -> Res<()> {
 pub(crate) fn comm(h: Handle) -> Res<Rc<CommEntry>> {
     // One visit to the state, as `running` then the lookup: this is on
     // every call that names a communicator.
-    with(|s| match s.phase {
-        Phase::Running => s.comms.get(&value(h)).cloned().ok_or(Code(MPI_ERR_COMM)),
-        _ => Err(Code(MPI_ERR_OTHER)),
+    with(|s| {
+        require_running(s)?;
+        s.comms.get(&value(h)).cloned().ok_or(Code(MPI_ERR_COMM))
     })?
 }
 
