@@ -246,11 +246,16 @@ qemu_cmd() {
     # updates of the ivshmem memory that the VMs share would be lost (the
     # `ivshmem` test lost half of them). The second vCPU is never plugged.
     local smp="$O2G_VM_SMP,maxcpus=$((O2G_VM_SMP > 2 ? O2G_VM_SMP : 2))"
+    # tsc=reliable: under TCG on a busy host the clocksource watchdog
+    # sometimes finds the TSC "skewed" (0.05%) mid-run and switches the
+    # guest to the HPET, after which every clock read is a trap into QEMU
+    # and a benchmark's later figures are not comparable with its earlier.
+    # TCG reads the host's own TSC for the guest's, so it is monotonic.
     printf '%s\0' qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp "$smp" \
         -m "$O2G_VM_MEM" -nodefaults -display none -no-reboot \
         -serial "file:$console" -device virtio-rng-pci \
         -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$run/initramfs.cpio" \
-        -append "console=ttyS0 loglevel=5 panic=-1 o2g.node=$node o2g.nodes=$nodes o2g.timeout=$timeout o2g.verbose=$verbose $extra"
+        -append "console=ttyS0 loglevel=5 panic=-1 tsc=reliable o2g.node=$node o2g.nodes=$nodes o2g.timeout=$timeout o2g.verbose=$verbose $extra"
     if [[ -n "$ivshmem" ]]; then
         printf '%s\0' -object "memory-backend-file,id=nicmem,share=on,mem-path=$ivshmem,size=$O2G_VM_IVSHMEM" \
             -device ivshmem-plain,memdev=nicmem
