@@ -23,6 +23,7 @@
 //! | `O2G_HYPHEN_RING_BYTES` | `O2G_RCVBUF`, else 64 MiB / size², clamped to 16 KiB..1 MiB | `hyphenlink`: bytes of each AP1000 receive ring (one per sender and receiver); frames carry up to a quarter of it. With `ivshmem` or a path it is halved until the board fits |
 //! | `O2G_HYPHEN_WAIT` | `block` (`shm`), `sleep` (`ivshmem`) | `hyphenlink`: how an idle rank sleeps after spinning and yielding: `block` in futex on its EXT FIFO (woken by a PB), `sleep` in short timed sleeps (futexes do not cross VMs) |
 //! | `O2G_HYPHEN_DEAD_AFTER` | `10` | `hyphenlink`: seconds without a heartbeat after which a peer counts as dead (a peer that exits is seen at once) |
+//! | `O2G_SPIN` | `auto` | socket transports and `o2g`: whether an idle rank spins for up to 100 us before it sleeps. `auto`: when this host has a CPU for each of the job's ranks on it (peers at the address of this end of a connection, or on loopback, count as on it); `1`: always; `0`: never |
 //! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
 //! | `O2G_IDLE_HOLDER` | (none) | benchmark knob: `ADDR:PORT` of an `o2g-idle-holder` (on a third node, as in the paper) that takes the idle connections' far ends; without it they are loopback pairs inside each process |
 //! | `O2G_JOB_SECRET` | set by `o2grun` | 32 lowercase hexadecimal digits every connection between ranks must present (see `transport/bootstrap.rs`); without it rank 0 makes one and publishes it through PMI |
@@ -45,6 +46,15 @@ pub(crate) enum TransportKind {
     O2g,
     Dimmnet,
     HyphenLink,
+}
+
+/// `O2G_SPIN`: whether idle ranks spin before they sleep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Spin {
+    /// When this host has a CPU for each of the job's ranks on it.
+    Auto,
+    Always,
+    Never,
 }
 
 /// `o2g`: the module endpoint's sizes.
@@ -124,6 +134,7 @@ pub(crate) struct Config {
     pub(crate) addr: IpAddr,
     pub(crate) connect_timeout: Duration,
     pub(crate) idle_connections: usize,
+    pub(crate) spin: Spin,
     /// `O2G_MODEL_TIME`: `MPI_Wtime` from an emulated NIC's timing model.
     pub(crate) model_time: bool,
     /// `O2G_IDLE_HOLDER`: where the idle connections go, if not loopback.
@@ -281,6 +292,16 @@ impl Config {
             addr: crate::listen_addr::from_env(&var)?,
             connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
             idle_connections: parse(&var, "O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
+            spin: match var("O2G_SPIN").as_deref() {
+                None | Some("auto") => Spin::Auto,
+                Some("1") => Spin::Always,
+                Some("0") => Spin::Never,
+                Some(v) => {
+                    return Err(Error::Config(format!(
+                        "O2G_SPIN={v:?}: expected auto, 1 or 0"
+                    )))
+                }
+            },
             model_time,
             idle_holder: match var("O2G_IDLE_HOLDER") {
                 None => None,
@@ -374,6 +395,7 @@ mod tests {
         assert_eq!(c.sndbuf, None);
         assert_eq!(c.max_message, 4 << 30);
         assert_eq!(c.rndv_threshold, 64 << 10);
+        assert_eq!(c.spin, Spin::Auto);
     }
 
     #[test]
@@ -385,6 +407,7 @@ mod tests {
             ("O2G_HYPHEN_WAIT", "sleep"),
             ("O2G_HYPHEN_DEAD_AFTER", "0.5"),
             ("O2G_HYPHEN_RING_BYTES", "65536"),
+            ("O2G_SPIN", "0"),
         ])
         .expect("valid");
         assert_eq!(c.o2g.dump_bytes, 8192);
@@ -393,6 +416,7 @@ mod tests {
         assert_eq!(c.hyphen.wait, Some(HyphenWait::Timed));
         assert_eq!(c.hyphen.dead_after, Duration::from_millis(500));
         assert_eq!(c.hyphen.ring_bytes, Some(65536));
+        assert_eq!(c.spin, Spin::Never);
         for (var, bad) in [
             ("O2G_DIMMNET_REGION", "nvme"),
             ("O2G_HYPHEN_REGION", "relative/path"),
@@ -400,6 +424,7 @@ mod tests {
             ("O2G_HYPHEN_DEAD_AFTER", "-1"),
             ("O2G_HYPHEN_RING_BYTES", "lots"),
             ("O2G_PIN_BUDGET", "2G"),
+            ("O2G_SPIN", "yes"),
         ] {
             let e = with(&[(var, bad)]).expect_err(var).to_string();
             assert!(e.contains(&format!("{var}={bad:?}")), "{e}");

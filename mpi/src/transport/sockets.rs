@@ -334,6 +334,12 @@ impl<P: Poller> Sockets<P> {
                 }
             });
         }
+        let spin = spin::decide(
+            config.spin,
+            (conns.iter().enumerate().take(size as usize))
+                .filter(|&(rank, _)| rank as u32 != me)
+                .flat_map(|(_, c)| c.as_ref().map(|c| &c.stream)),
+        );
         Ok(Self {
             me,
             conns,
@@ -344,7 +350,7 @@ impl<P: Poller> Sockets<P> {
             threshold: config.rndv_threshold,
             sends: Sends::new(),
             ready: Vec::new(),
-            spin: spin::may_spin(size as usize),
+            spin,
             _idle_far_ends: idle_far_ends,
         })
     }

@@ -219,6 +219,12 @@ impl O2g {
             ep.register_socket(near, rank)
                 .map_err(|e| lib_err(&format!("registering idle connection {i}"), e))?;
         }
+        let spin = spin::decide(
+            config.spin,
+            (peers.iter().enumerate())
+                .filter(|&(rank, _)| rank as u32 != me)
+                .map(|(_, p)| &p.registered),
+        );
         Ok(Self {
             ep,
             peers,
@@ -236,7 +242,7 @@ impl O2g {
             offers: HashMap::new(),
             next_offer: 1,
             credit: vec![Allowance::new(); size],
-            spin: spin::may_spin(size),
+            spin,
             windows: ep_serves_windows,
         })
     }
