@@ -387,12 +387,10 @@ unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         let owned = unsafe { shim::o2g_sock_owned_by_user(sk) };
         // SAFETY: `o2g_in_task` reads only the preempt count.
         let defer = owned && !unsafe { shim::o2g_in_task() };
-        conn.rx.with(|rx| {
-            rx.counters.data_ready_events += 1;
-            if owned {
-                rx.counters.deferred_reads += 1;
-            }
-        });
+        conn.rx.data_ready_events.fetch_add(1, Ordering::Relaxed);
+        if owned {
+            conn.rx.deferred_reads.fetch_add(1, Ordering::Relaxed);
+        }
         if defer {
             Arc::<Conn>::from(conn).kick();
         } else {

@@ -378,14 +378,15 @@ impl Endpoint {
 
     /// This endpoint's counters.
     pub(crate) fn stats(&self) -> abi::EndpointStats {
+        use core::sync::atomic::Ordering::Relaxed;
         // At most `MAX_SOCKETS`, which fits.
         let sockets = self.inner.lock().conns.len() as u32;
         self.rx.with(|st| {
             let c = &st.counters;
             let mut s = abi::EndpointStats {
                 sockets,
-                data_ready_events: c.data_ready_events,
-                deferred_reads: c.deferred_reads,
+                data_ready_events: self.rx.data_ready_events.load(Relaxed),
+                deferred_reads: self.rx.deferred_reads.load(Relaxed),
                 notices: c.notices,
                 deferred_copies: c.deferred_copies,
                 ..Default::default()

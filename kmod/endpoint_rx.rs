@@ -10,13 +10,14 @@
 //! Waiters in POLL sleep on [`EndpointRx::wake`]'s condition variable; buffers that
 //! finish in softirq are unpinned by the reclaim work.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::{
     alloc::KVVec,
     impl_has_work, new_condvar, new_mutex, new_work,
     prelude::*,
     sync::{Arc, CondVar, Mutex, SetOnce},
+    types::ScopeGuard,
     workqueue::{Work, WorkItem},
 };
 
@@ -31,8 +32,6 @@ use crate::work_queue;
 /// the receive decisions' counters are the machine's (`data_path::Machine`).
 #[derive(Default)]
 pub(crate) struct Counters {
-    pub(crate) data_ready_events: u64,
-    pub(crate) deferred_reads: u64,
     /// Stored messages announced in the ring.
     pub(crate) notices: u64,
     /// Copies of stored messages left to the reclaim work.
@@ -69,6 +68,14 @@ pub(crate) struct EndpointRx {
     /// is stored.
     #[pin]
     wake: CondVar,
+    /// Processes in [`EndpointRx::wait`] that may be asleep on `wake`: a
+    /// notification with none skips the wait queue's lock (one per message
+    /// otherwise, while the process spins on the ring instead of waiting).
+    sleepers: AtomicUsize,
+    /// Counted by the hook on every call, outside the rx lock: calls of
+    /// `sk_data_ready`, and those that found the socket owned.
+    pub(crate) data_ready_events: AtomicU64,
+    pub(crate) deferred_reads: AtomicU64,
     /// The shared pages, set once by INIT (before `EndpointRxLocked::recv`).
     shared: SetOnce<SharedArea>,
     #[pin]
@@ -103,6 +110,9 @@ impl EndpointRx {
             pin_init!(EndpointRx {
                 state <- new_spinlock_bh!(EndpointRxLocked::default(), c"o2g_endpoint_rx"),
                 wake <- new_condvar!("o2g_endpoint_wake"),
+                sleepers: AtomicUsize::new(0),
+                data_ready_events: AtomicU64::new(0),
+                deferred_reads: AtomicU64::new(0),
                 shared: SetOnce::new(),
                 reclaim <- new_work!("o2g_reclaim"),
                 controls <- new_mutex!(KVVec::new(), "o2g_endpoint_controls"),
@@ -161,7 +171,12 @@ impl EndpointRx {
     ///
     /// Context: any.
     pub(crate) fn notify(&self) {
-        self.wake.notify_all();
+        // Pairs with the fence in `wait`: either the waiter sees what the
+        // caller published before this call, or this sees the waiter.
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) != 0 {
+            self.wake.notify_all();
+        }
     }
 
     /// Waits until `ready` holds, `timeout` jiffies pass (`None`: no limit),
@@ -177,7 +192,13 @@ impl EndpointRx {
         use kernel::sync::CondVarTimeoutResult as R;
         let mut guard = self.state.lock();
         let mut left = timeout;
+        // Counted before `ready` looks (see `notify`) and until the loop ends.
+        self.sleepers.fetch_add(1, Ordering::Relaxed);
+        let _counted = ScopeGuard::new(|| {
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+        });
         loop {
+            fence(Ordering::SeqCst);
             let events = ready(&mut guard);
             if events != 0 || left == Some(0) {
                 return Ok(events);

@@ -91,6 +91,9 @@ pub(crate) struct ConnReader {
     filling: Option<(u64, PostedRecv)>,
     /// The put being read: where it goes, and its length.
     placing: Option<(Target, u64)>,
+    /// Whether a decision or a message end of the current `read` gave
+    /// back credit already (each takes the rx lock and does).
+    settled: bool,
 }
 
 /// Copies `n` bytes from the current socket buffer, `at` bytes past the
@@ -117,6 +120,7 @@ impl ConnReader {
             credited,
             filling: None,
             placing: None,
+            settled: false,
         }
     }
 
@@ -146,9 +150,10 @@ impl ConnReader {
         // Retry a stalled decision and finish an empty message first: the
         // actor only runs when bytes are queued.
         let none: Source<'_> = &|_, _, _| Err(EINVAL);
-        self.settle_credit(conn);
+        self.settled = false;
         self.consume(conn, none, 0);
         if self.inbound.is_stalled() {
+            self.settle_credit(conn);
             return;
         }
         let mut ctx = ReadCtx {
@@ -179,13 +184,15 @@ impl ConnReader {
             let idle = self.inbound.at_boundary();
             self.fail(conn, if idle { Failure::Closed } else { Failure::Truncated });
         }
+        self.settle_credit(conn);
     }
 
     /// Gives back the credit of what the process took from the store
     /// since the last decision (which would otherwise wait for this
-    /// connection's next message), and sends the first window.
+    /// connection's next message), and sends the first window; unless a
+    /// decision of this read did so already.
     fn settle_credit(&mut self, conn: &Conn) {
-        if !self.credited {
+        if !self.credited || self.settled {
             return;
         }
         let inbound = &mut self.inbound;
@@ -301,6 +308,7 @@ impl ConnReader {
             inbound,
             filling,
             credited,
+            settled,
             ..
         } = self;
         let waits = |d: &core::result::Result<Decision, Failure>| matches!(d, Ok(Decision::Wait));
@@ -309,6 +317,7 @@ impl ConnReader {
             let mut d = inbound.decide(&mut st.rx);
             if *credited {
                 send |= st.settle_credit(inbound, rank, c);
+                *settled = true;
             }
             if waits(&d) && st.apply_releases(shared) > 0 {
                 d = inbound.decide(&mut st.rx);
@@ -433,6 +442,7 @@ impl ConnReader {
         // must not cost a work item.
         let inbound = &mut self.inbound;
         let credited = self.credited;
+        self.settled |= credited;
         let mut send = false;
         let retired = conn.rx().with_recv(|shared, st, c| {
             let end = inbound.finish(&mut st.rx);
