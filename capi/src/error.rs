@@ -11,6 +11,7 @@ use o2g_mpi_abi_macros::export;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::ffi;
 use crate::handles::{self, ErrMode, Handle};
@@ -116,6 +117,36 @@ thread_local! {
     static LAST: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+/// Threads whose [`LAST`] holds a message: while none does, a call need
+/// not reach its thread-local (`__tls_get_addr` in this shared library)
+/// to clear it. A thread always sees its own updates of the count.
+static DETAILED: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets this thread's error message (empty: none).
+fn set_detail(why: String) {
+    LAST.with(|l| {
+        let mut l = l.borrow_mut();
+        match (l.is_empty(), why.is_empty()) {
+            (true, false) => _ = DETAILED.fetch_add(1, Ordering::Relaxed),
+            (false, true) => _ = DETAILED.fetch_sub(1, Ordering::Relaxed),
+            _ => {}
+        }
+        *l = why;
+    });
+}
+
+/// Takes this thread's error message, leaving none.
+fn take_detail() -> String {
+    if DETAILED.load(Ordering::Relaxed) == 0 {
+        return String::new();
+    }
+    let why = LAST.with(|l| std::mem::take(&mut *l.borrow_mut()));
+    if !why.is_empty() {
+        DETAILED.fetch_sub(1, Ordering::Relaxed);
+    }
+    why
+}
+
 impl From<mpi::Error> for Code {
     fn from(e: mpi::Error) -> Self {
         use mpi::Error as E;
@@ -129,7 +160,7 @@ impl From<mpi::Error> for Code {
             E::ResourceExhausted(_) => MPI_ERR_NO_MEM,
             _ => MPI_ERR_OTHER,
         };
-        LAST.with(|l| *l.borrow_mut() = e.to_string());
+        set_detail(e.to_string());
         Code(class)
     }
 }
@@ -137,7 +168,7 @@ impl From<mpi::Error> for Code {
 /// Error class `class` with a message saying why, printed if the error
 /// is fatal.
 pub(crate) fn explained(class: c_int, why: &str) -> Code {
-    LAST.with(|l| *l.borrow_mut() = why.to_owned());
+    set_detail(why.to_owned());
     Code(class)
 }
 
@@ -146,7 +177,7 @@ pub(crate) fn explained(class: c_int, why: &str) -> Code {
 fn run(f: impl FnOnce() -> Res<()>) -> Option<c_int> {
     // A reason left by an earlier call (one whose error was returned)
     // must not be reported with this call's.
-    LAST.with(|l| l.borrow_mut().clear());
+    take_detail();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => None,
         Ok(Err(Code(c))) => Some(c),
@@ -162,13 +193,13 @@ fn run(f: impl FnOnce() -> Res<()>) -> Option<c_int> {
 #[must_use]
 fn single_thread(name: &str) -> thread::Entered {
     if thread::is_foreign() {
-        LAST.with(|l| *l.borrow_mut() = thread::OTHER_THREAD.to_owned());
+        set_detail(thread::OTHER_THREAD.to_owned());
         raise(name, ErrMode::Fatal, MPI_ERR_OTHER);
     }
     match thread::enter() {
         Ok(e) => e,
         Err(()) => {
-            LAST.with(|l| *l.borrow_mut() = thread::CONCURRENT.to_owned());
+            set_detail(thread::CONCURRENT.to_owned());
             raise(name, ErrMode::Fatal, MPI_ERR_OTHER);
             // A fatal error does not return.
             unreachable!("a fatal error returned")
@@ -244,11 +275,11 @@ pub(crate) fn raise(name: &str, mode: ErrMode, code: c_int) -> c_int {
         return code;
     }
     if let ErrMode::User { errh, comm } = mode {
-        LAST.with(|l| l.borrow_mut().clear());
+        take_detail();
         crate::errhandler::invoke(errh, comm, code);
         return code;
     }
-    let detail = LAST.with(|l| std::mem::take(&mut *l.borrow_mut()));
+    let detail = take_detail();
     let text = class_text(code).unwrap_or("unknown error");
     let handler = if mode == ErrMode::Abort {
         "MPI_ERRORS_ABORT"
