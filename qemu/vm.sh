@@ -166,6 +166,12 @@ if [[ " ${tests[*]} " == *" bench-instructions "* ]]; then
         die "bench-instructions needs valgrind (valgrind.bin and $vg_lib): scripts/setup.sh installs it"
     guest_files+=" $vg_lib/callgrind-amd64-linux $vg_lib/vgpreload_core-amd64-linux.so $vg_lib/default.supp"
 fi
+# The writev timeline for bench-timeline: a preload library, in /bin.
+if [[ " ${tests[*]} " == *" bench-timeline "* ]]; then
+    cc -O2 -Wall -Werror -shared -fPIC -o "$run/libo2g-timeline.so" \
+        "$O2G_ROOT/bench/c/writev_timeline.c" -ldl || die "building bench/c/writev_timeline.c failed"
+    c_bins+=" $run/libo2g-timeline.so"
+fi
 # mpi4py's test suite for mpi4py-o2g: Debian's Python, mpi4py built against
 # our mpi.h (scripts/mpi4py-build.sh, cached) and its tests, at /opt/mpi4py.
 guest_trees=""

@@ -115,6 +115,8 @@ CHARTS
     collect "$results/bench.log" "" $profiles
     # bench-instructions: user-space instructions per call over o2g, CSV only.
     collect "$results/bench.log" "" instructions-o2g
+    # bench-timeline: median writev and reaction per 8 B message, CSV only.
+    collect "$results/bench.log" "" timeline
     log "ping-pong on every MPI in one boot: raw TCP, o2g (Rust and C), Open MPI, MPICH"
     peers_boot peers
     chart "$results/peers.log" "" <<'CHARTS'
