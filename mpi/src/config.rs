@@ -23,7 +23,7 @@
 //! | `O2G_HYPHEN_RING_BYTES` | `O2G_RCVBUF`, else 64 MiB / size², clamped to 16 KiB..1 MiB | `hyphenlink`: bytes of each AP1000 receive ring (one per sender and receiver); frames carry up to a quarter of it. With `ivshmem` or a path it is halved until the board fits |
 //! | `O2G_HYPHEN_WAIT` | `block` (`shm`), `sleep` (`ivshmem`) | `hyphenlink`: how an idle rank sleeps after spinning and yielding: `block` in futex on its EXT FIFO (woken by a PB), `sleep` in short timed sleeps (futexes do not cross VMs) |
 //! | `O2G_HYPHEN_DEAD_AFTER` | `10` | `hyphenlink`: seconds without a heartbeat after which a peer counts as dead (a peer that exits is seen at once) |
-//! | `O2G_SPIN` | `auto` | socket transports and `o2g`: whether an idle rank spins for up to 100 us before it sleeps. `auto`: when this host has a CPU for each of the job's ranks on it (peers at the address of this end of a connection, or on loopback, count as on it); `1`: always; `0`: never |
+//! | `O2G_SPIN` | `auto` | socket transports and `o2g`: whether an idle rank spins for up to 100 us before it sleeps. `auto`: when this host has a CPU for each of the job's ranks on it (peers at the address of this end of a connection, or on loopback, count as on it), and only while spinning finds messages (after 4 fruitless spins in a row, the next 64 waits sleep at once); `1`: always; `0`: never |
 //! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
 //! | `O2G_IDLE_HOLDER` | (none) | benchmark knob: `ADDR:PORT` of an `o2g-idle-holder` (on a third node, as in the paper) that takes the idle connections' far ends; without it they are loopback pairs inside each process |
 //! | `O2G_JOB_SECRET` | set by `o2grun` | 32 lowercase hexadecimal digits every connection between ranks must present (see `transport/bootstrap.rs`); without it rank 0 makes one and publishes it through PMI |
@@ -51,7 +51,8 @@ pub(crate) enum TransportKind {
 /// `O2G_SPIN`: whether idle ranks spin before they sleep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Spin {
-    /// When this host has a CPU for each of the job's ranks on it.
+    /// When this host has a CPU for each of the job's ranks on it, and
+    /// while spinning pays.
     Auto,
     Always,
     Never,

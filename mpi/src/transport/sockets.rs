@@ -202,7 +202,7 @@ pub(crate) struct Sockets<P: Poller> {
     ready: Vec<Ready>,
     /// Whether idle waits ask the poller without waiting for up to
     /// [`SPIN`] before they sleep in it.
-    spin: bool,
+    spin: spin::Spinner,
     /// The other ends of the idle connections, kept open.
     _idle_far_ends: Vec<TcpStream>,
 }
@@ -799,13 +799,16 @@ impl<P: Poller> Sockets<P> {
             }
         }
         let mut res = Ok(false);
-        if self.spin && timeout != Some(Duration::ZERO) {
+        if timeout != Some(Duration::ZERO) && self.spin.begin() {
             let limit = timeout.map_or(SPIN, |t| t.min(SPIN));
             res = spin::spin_until(limit, || {
                 self.poller
                     .wait(&interest, Some(Duration::ZERO), &mut ready)
                     .map(|()| !ready.is_empty())
             });
+            if let Ok(found) = res {
+                self.spin.ended(found, limit);
+            }
         }
         if matches!(res, Ok(false)) {
             res = self

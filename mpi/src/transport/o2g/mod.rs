@@ -135,7 +135,7 @@ pub(crate) struct O2g {
     /// Synchronous-mode messages matched, not yet acknowledged.
     sync_matched: Vec<Envelope>,
     /// Whether idle waits spin on the ring first ([`SPIN`]).
-    spin: bool,
+    spin: spin::Spinner,
     /// Messages the module stored and announced that no receive has
     /// taken yet, and the receives waiting for an announcement, matched
     /// by o2g-core's engine.
@@ -303,8 +303,13 @@ impl Transport for O2g {
             return Ok(());
         }
         let queued = self.queued();
-        if queued.is_empty() && self.spin && self.spin_on_ring(slice.min(SPIN))? {
-            return Ok(());
+        if queued.is_empty() && self.spin.begin() {
+            let limit = slice.min(SPIN);
+            let found = self.spin_on_ring(limit)?;
+            self.spin.ended(found, limit);
+            if found {
+                return Ok(());
+            }
         }
         if queued.is_empty() {
             match self.ep.poll(Some(slice)) {
