@@ -36,7 +36,9 @@
 # ("NAME=value ..." exported to the guest's tests; no spaces inside values),
 # O2G_VM_IVSHMEM (a size such as 64M, the default for clusters; empty:
 # none): every VM gets one ivshmem-plain PCI device backed by one shared
-# file in /dev/shm, the emulated NICs' memory, removed after the run.
+# file in /dev/shm, the emulated NICs' memory, removed after the run;
+# O2G_VM_TLB_KEEPER=50 (release kernel only; 0: off): the period in ms of
+# the guest's TLB keepers, one per vCPU (qemu/guest-tests/src/tlb_keeper.rs).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
 source "$O2G_ROOT/qemu/ktap.sh"
@@ -323,6 +325,11 @@ for ((i = 0; i < nodes; i++)); do
     # One secret for the whole cluster run, so that the o2grun of every node
     # (qemu/guest/o2grun-cluster) authenticates the same job's ranks.
     if ((nodes > 1)); then guest_env+=" o2g.env=O2G_JOB_SECRET=$cluster_secret"; fi
+    # Benchmarks (release kernel): a process on each vCPU that wakes every
+    # O2G_VM_TLB_KEEPER ms, so that TCG's software TLB gets the flushes it
+    # resizes at (qemu/guest-tests/src/tlb_keeper.rs); 0 switches it off.
+    keeper="${O2G_VM_TLB_KEEPER:-50}"
+    if [[ "$flavour" == release && "$keeper" != 0 ]]; then guest_env+=" o2g.tlbkeeper=$keeper"; fi
     mapfile -d '' args < <(qemu_cmd "$i" "$accel" "$run/console-$i.log" "$guest_env")
     if [[ -n "$netns" ]]; then
         ip netns exec "$netns" "${args[@]}" >"$run/qemu-$i.log" 2>&1 &

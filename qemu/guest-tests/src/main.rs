@@ -22,6 +22,7 @@ mod scale;
 mod sockets;
 mod stat;
 mod storm;
+mod tlb_keeper;
 mod trust;
 mod unprivileged;
 mod window;
@@ -78,7 +79,7 @@ const CHECKS: &[Check] = &[
 
 fn usage() -> String {
     let mut u = String::from(
-        "usage: o2g-vmtest CHECK [ARGS...] | --list | hold-open SECONDS | as-user MEMLOCK_KIB CMD... | ioctl-storm-child SEED CALLS\nchecks:",
+        "usage: o2g-vmtest CHECK [ARGS...] | --list | hold-open SECONDS | tlb-keeper CPU MS | as-user MEMLOCK_KIB CMD... | ioctl-storm-child SEED CALLS\nchecks:",
     );
     for (name, args, _) in CHECKS {
         u.push_str(format!("\n  {name} {args}").trim_end());
@@ -99,6 +100,7 @@ fn main() -> ExitCode {
         }
         // Helpers that checks and test scripts run, not checks themselves.
         "hold-open" => hold_open(&args[1..]),
+        "tlb-keeper" => tlb_keeper::run(&args[1..]),
         "ioctl-storm-child" => storm::storm_child(&args[1..]),
         "as-user" => {
             return match unprivileged::as_user(&args[1..]) {
