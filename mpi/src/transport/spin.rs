@@ -50,7 +50,7 @@ const PAUSED_WAITS: u32 = 64;
 /// Where a round trip takes longer (between virtual machines on a busy
 /// host, or while the partner computes), a spin only burns the CPU that
 /// the host needs to move the message: an 8 B ping-pong between two
-/// one-vCPU VMs took 255-263 us per half round trip spinning, 231-239 not.
+/// one-vCPU VMs took 261-277 us per half round trip spinning, 230-237 not.
 /// So after [`MISSES_BEFORE_PAUSE`] full spins in a row find nothing, the
 /// next [`PAUSED_WAITS`] waits sleep at once; then one spins again, and a
 /// spin that finds its message resumes spinning.
