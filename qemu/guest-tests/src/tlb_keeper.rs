@@ -20,7 +20,9 @@ use std::time::Duration;
 /// Pins this process to `cpu` and sleeps `ms` at a time, forever.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let usage = "tlb-keeper needs CPU MS";
-    let cpu: usize = args.first().and_then(|s| s.parse().ok()).ok_or(usage)?;
+    let cpu: usize = (args.first().and_then(|s| s.parse().ok()))
+        .filter(|&c| c < libc::CPU_SETSIZE as usize)
+        .ok_or(usage)?;
     let ms: u64 = args
         .get(1)
         .and_then(|s| s.parse().ok())
