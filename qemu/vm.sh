@@ -318,6 +318,13 @@ fi
 
 cluster_secret="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 log "booting $nodes VM(s): $flavour kernel, $accel, ${#tests[@]} test(s), ${timeout}s each; logs in $run"
+# Benchmarks (release kernel): a process on each vCPU that wakes every
+# O2G_VM_TLB_KEEPER ms, so that TCG's software TLB gets the flushes it
+# resizes at (qemu/guest-tests/src/tlb_keeper.rs); 0 switches it off.
+keeper_arg=""
+if [[ "$flavour" == release && "${O2G_VM_TLB_KEEPER:-50}" != 0 ]]; then
+    keeper_arg="o2g.tlbkeeper=${O2G_VM_TLB_KEEPER:-50}"
+fi
 for ((i = 0; i < nodes; i++)); do
     args=()
     guest_env=""
@@ -325,11 +332,7 @@ for ((i = 0; i < nodes; i++)); do
     # One secret for the whole cluster run, so that the o2grun of every node
     # (qemu/guest/o2grun-cluster) authenticates the same job's ranks.
     if ((nodes > 1)); then guest_env+=" o2g.env=O2G_JOB_SECRET=$cluster_secret"; fi
-    # Benchmarks (release kernel): a process on each vCPU that wakes every
-    # O2G_VM_TLB_KEEPER ms, so that TCG's software TLB gets the flushes it
-    # resizes at (qemu/guest-tests/src/tlb_keeper.rs); 0 switches it off.
-    keeper="${O2G_VM_TLB_KEEPER:-50}"
-    if [[ "$flavour" == release && "$keeper" != 0 ]]; then guest_env+=" o2g.tlbkeeper=$keeper"; fi
+    if [[ -n "$keeper_arg" ]]; then guest_env+=" $keeper_arg"; fi
     mapfile -d '' args < <(qemu_cmd "$i" "$accel" "$run/console-$i.log" "$guest_env")
     if [[ -n "$netns" ]]; then
         ip netns exec "$netns" "${args[@]}" >"$run/qemu-$i.log" 2>&1 &

@@ -56,42 +56,47 @@ const PAUSED_WAITS: u32 = 64;
 /// spin that finds its message resumes spinning.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Spinner {
-    allowed: bool,
-    adaptive: bool,
+    mode: Mode,
     /// Full spins in a row that found nothing.
     misses: u32,
     /// Waits left that sleep without spinning.
     paused: u32,
 }
 
+/// Which waits spin: by `O2G_SPIN` and the host's CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Never,
+    Always,
+    /// While spinning pays (`auto` with a CPU per local rank).
+    Adaptive,
+}
+
 impl Spinner {
-    fn always() -> Self {
+    fn with(mode: Mode) -> Self {
         Self {
-            allowed: true,
-            adaptive: false,
+            mode,
             misses: 0,
             paused: 0,
         }
     }
 
+    fn always() -> Self {
+        Self::with(Mode::Always)
+    }
+
     fn never() -> Self {
-        Self {
-            allowed: false,
-            ..Self::always()
-        }
+        Self::with(Mode::Never)
     }
 
     fn adaptive() -> Self {
-        Self {
-            adaptive: true,
-            ..Self::always()
-        }
+        Self::with(Mode::Adaptive)
     }
 
     /// Whether the wait starting now spins first; if so, the caller
     /// spins for at most [`SPIN`] and reports with [`Spinner::ended`].
     pub(crate) fn begin(&mut self) -> bool {
-        if !self.allowed {
+        if self.mode == Mode::Never {
             return false;
         }
         if self.paused > 0 {
@@ -104,7 +109,7 @@ impl Spinner {
     /// A spin for `limit` ended, having `found` something to do. Spins cut
     /// short by the caller's own deadline say nothing about the partner.
     pub(crate) fn ended(&mut self, found: bool, limit: Duration) {
-        if !self.adaptive {
+        if self.mode != Mode::Adaptive {
             return;
         }
         if found {
