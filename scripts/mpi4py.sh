@@ -61,13 +61,18 @@ venv="$(sed -n 's/^venv=//p' <<<"$built")"
 src="$(sed -n 's/^src=//p' <<<"$built")"
 
 passed=0 failed=0 skipped=0
+# Each rank's unittest output goes to its own file: two ranks writing one
+# stream interleave their summaries mid-line ("OKRan 490 tests"), and the
+# counts below read whole lines.
+per_rank=(bash -c 'exec "$@" >"$O2G_MPI4PY_LOGS/rank.${PMI_RANK:-0}" 2>&1' per-rank)
 # run NAME CMD...: one run of the tests; adds its counts.
 run() {
     local name="$1"; shift
-    local log
-    log="$(mktemp)"
+    local logs
+    logs="$(mktemp -d)"
     echo "# mpi4py on 2 ranks: $name"
-    (cd "$src" && LD_LIBRARY_PATH="$target" timeout 900 "$@") >"$log" 2>&1
+    (cd "$src" && LD_LIBRARY_PATH="$target" O2G_MPI4PY_LOGS="$logs" timeout 900 "$@") \
+        >"$logs/launcher" 2>&1
     local rc=$?
     # Each rank prints its own summary: the test count once, the worst
     # rank's failures and errors.
@@ -81,16 +86,20 @@ run() {
             if (f > fmax) fmax = f
             if (s > smax) smax = s
         }
-        END { print n + 0, fmax + 0, smax + 0 }' "$log")
+        END { print n + 0, fmax + 0, smax + 0 }' "$logs"/*)
     echo "    $n tests: $((n - f - s)) passed, $f failed, $s skipped"
-    grep -E '^(ERROR|FAIL):' "$log" | sort -u | sed 's/^/    /'
+    cat "$logs"/* | grep -E '^(ERROR|FAIL):' | sort -u | sed 's/^/    /'
     if ((n == 0 || (rc != 0 && f == 0))); then
         echo "    $name did not finish (exit $rc):"
-        tail -n 20 "$log" | sed 's/^/    | /'
+        local log
+        for log in "$logs"/*; do
+            echo "    | ${log##*/}:"
+            tail -n 20 "$log" | sed 's/^/    | /'
+        done
         f=$((f + 1))
     fi
     passed=$((passed + n - f - s)); failed=$((failed + f)); skipped=$((skipped + s))
-    rm -f "$log"
+    rm -rf "$logs"
 }
 
 # --no-builddir: test the virtualenv's mpi4py, never a build directory
@@ -98,15 +107,15 @@ run() {
 tests=(test/main.py -q --no-builddir "${SUBSET[@]}")
 if [[ -n "${O2G_MPI4PY_ALL:-}" ]]; then
     run "the whole suite, sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
-        "$target/o2grun" --timeout 850 -n 2 "$venv/bin/python" test/main.py -q --no-builddir
+        "$target/o2grun" --timeout 850 -n 2 "${per_rank[@]}" "$venv/bin/python" test/main.py -q --no-builddir
 else
     run "o2grun, sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
-        "$target/o2grun" --timeout 600 -n 2 "$venv/bin/python" "${tests[@]}"
+        "$target/o2grun" --timeout 600 -n 2 "${per_rank[@]}" "$venv/bin/python" "${tests[@]}"
     run "MPICH's mpiexec (hydra), sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
-        mpiexec.mpich -n 2 "$venv/bin/python" "${tests[@]}"
+        mpiexec.mpich -n 2 "${per_rank[@]}" "$venv/bin/python" "${tests[@]}"
     for t in sockets-select sockets-poll dimmnet hyphenlink; do
         run "o2grun, $t, core slice" env O2G_TRANSPORT=$t \
-            "$target/o2grun" --timeout 600 -n 2 "$venv/bin/python" test/main.py -q --no-builddir "${CORE[@]}"
+            "$target/o2grun" --timeout 600 -n 2 "${per_rank[@]}" "$venv/bin/python" test/main.py -q --no-builddir "${CORE[@]}"
     done
 fi
 echo "mpi4py: $passed passed, $failed failed, $skipped skipped"
