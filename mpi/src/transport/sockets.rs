@@ -10,10 +10,13 @@
 //! writable". A hint is set by the poller and cleared only when a read or
 //! write returns `WouldBlock`, so the same loop is right for level-triggered
 //! `select` and for edge-triggered epoll: a socket is always drained until
-//! the kernel says it is empty. Reading goes through one scratch buffer;
-//! each connection's [`Inbound`] (the reader the kernel module and the
-//! simulation run too) says what every byte is, and the [`Matcher`] keeps
-//! the payloads where the machine puts them.
+//! the kernel says it is empty. Reading goes through one scratch buffer,
+//! except a large payload bound for a receive in place, which is read
+//! straight into it (after a clear-to-send, the next header is read alone
+//! so that all of the data's payload can be); each connection's
+//! [`Inbound`] (the reader the kernel module and the simulation run too)
+//! says what every byte is, and the [`Matcher`] keeps the payloads where
+//! the machine puts them.
 //!
 //! # The protocol (`docs/protocol.md`)
 //!
@@ -177,6 +180,12 @@ struct Conn {
     allowance: Allowance,
     /// Rendezvous sends to the peer that wait for its clear-to-send.
     offers: HashMap<u32, Offer>,
+    /// Clear-to-sends this end sent whose data has not begun to arrive:
+    /// while there are some, a read at a message boundary takes one header
+    /// alone, so a rendezvous payload bound for a receive in place is read
+    /// into place from its first byte rather than partly through the
+    /// scratch buffer (up to 256 KiB copied once more).
+    data_due: u32,
     next_offer: u32,
     outbox: Outbox,
     /// A blocking send is writing a message straight from its caller's
@@ -205,6 +214,9 @@ pub(crate) struct Sockets<P: Poller> {
     spin: spin::Spinner,
     /// The other ends of the idle connections, kept open.
     _idle_far_ends: Vec<TcpStream>,
+    /// Payload bytes read straight into receives in place (for tests).
+    #[cfg(test)]
+    read_in_place_bytes: u64,
 }
 
 impl Conn {
@@ -319,6 +331,7 @@ impl<P: Poller> Sockets<P> {
                         unread: Vec::new(),
                         allowance: Allowance::new(),
                         offers: HashMap::new(),
+                        data_due: 0,
                         next_offer: 0,
                         outbox: Outbox::new(),
                         inline: false,
@@ -352,6 +365,8 @@ impl<P: Poller> Sockets<P> {
             ready: Vec::new(),
             spin,
             _idle_far_ends: idle_far_ends,
+            #[cfg(test)]
+            read_in_place_bytes: 0,
         })
     }
 
@@ -455,6 +470,10 @@ impl<P: Poller> Sockets<P> {
             if let Some(dest) = c.inbound.dest() {
                 self.matcher.wrote(dest, n);
             }
+            #[cfg(test)]
+            {
+                self.read_in_place_bytes += n as u64;
+            }
         }
         Some(got)
     }
@@ -471,7 +490,14 @@ impl<P: Poller> Sockets<P> {
             let (read, direct) = match self.read_in_place(rank) {
                 Some(got) => (got, true),
                 None => match self.conns.get_mut(rank) {
-                    Some(Some(c)) => (c.stream.read(&mut scratch), false),
+                    Some(Some(c)) => {
+                        // Rendezvous data may come next: its header alone,
+                        // so that its payload can go into place.
+                        let header_only =
+                            c.data_due > 0 && c.unread.is_empty() && c.inbound.at_boundary();
+                        let room = if header_only { HEADER_LEN } else { SCRATCH };
+                        (c.stream.read(&mut scratch[..room]), false)
+                    }
                     _ => break,
                 },
             };
@@ -572,8 +598,13 @@ impl<P: Poller> Sockets<P> {
         };
         match c.inbound.decide(self.matcher.machine())? {
             Decision::Go => {
-                if let (Some(dest), Some((h, _))) = (c.inbound.dest(), c.inbound.current()) {
-                    self.matcher.placed(dest, h.envelope, h.len);
+                if let Some((h, _)) = c.inbound.current() {
+                    if h.kind == Kind::Data {
+                        c.data_due = c.data_due.saturating_sub(1);
+                    }
+                    if let Some(dest) = c.inbound.dest() {
+                        self.matcher.placed(dest, h.envelope, h.len);
+                    }
                 }
             }
             Decision::Wait => {
@@ -661,6 +692,7 @@ impl<P: Poller> Sockets<P> {
                 let env = Header::token_envelope(me, clear.token);
                 let header = c.outbox.tx.encode_ref(Kind::Cts, env, want, clear.offer);
                 c.queue(header, Payload::Owned(Vec::new()), 0);
+                c.data_due = c.data_due.saturating_add(1);
             }
             // The sender died after its request arrived.
             _ => {
@@ -1604,6 +1636,58 @@ mod tests {
         assert!(datas[1].1[..] == data[..LEN / 2]);
         assert!(t.test_send(token).expect("done"));
         assert!(!t.has_queued_sends());
+    }
+
+    /// Rendezvous data for a receive in place is read into place from its
+    /// first payload byte: after the clear-to-send the next read takes the
+    /// data's header alone, though the socket already holds much of the
+    /// payload behind it (none of it passes through the scratch buffer).
+    #[test]
+    fn rendezvous_data_goes_into_place_from_its_first_byte() {
+        const LEN: usize = 1 << 20;
+        let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &config(&[]));
+        let mut dst = vec![0u8; LEN];
+        // SAFETY: `dst` outlives the receive, which completes (asserted)
+        // before `dst` is read; nothing touches it meanwhile.
+        let r = unsafe { t.post_recv_in_place(from(1, 5), dst.as_mut_ptr(), LEN) }
+            .expect("post")
+            .expect("sockets receive in place");
+        let peer = &mut peers[0];
+        let h = rts(&mut peer.enc, env(1, 5), LEN as u64, 7);
+        peer.say(&h);
+        peer.push();
+        let mut cts = None;
+        progress_until(&mut t, "the clear-to-send", |_| {
+            cts = peer.heard().into_iter().find(|h| h.kind == Kind::Cts);
+            cts.is_some()
+        });
+        let cts = cts.expect("cts");
+        assert_eq!((cts.len, cts.reference), (LEN as u64, 7));
+        let data = peer.enc.encode_ref(
+            Kind::Data,
+            Header::token_envelope(1, cts.token()),
+            LEN as u64,
+            7,
+        );
+        peer.say(&data);
+        let payload: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8).collect();
+        peer.say(&payload);
+        // The socket takes far more than a header before rank 0 reads.
+        peer.push();
+        assert!(peer.at > HEADER_LEN + SCRATCH / 4, "{} bytes out", peer.at);
+        let mut got = None;
+        progress_until(&mut t, "the data", |t| {
+            peer.push();
+            got = t.test_recv(r);
+            got.is_some()
+        });
+        assert!(
+            matches!(got, Some(RecvOutcome::InPlace { len, written, .. })
+                if len == LEN as u64 && written == LEN),
+            "{got:?}"
+        );
+        assert!(dst == payload);
+        assert_eq!(t.read_in_place_bytes, LEN as u64);
     }
 
     /// Clear-to-send and data messages that name nothing this end made,
