@@ -9,6 +9,7 @@ use std::time::Duration;
 pub mod is;
 pub mod report;
 pub mod stats;
+pub mod tcp;
 pub mod usage;
 
 /// Sizes `0, 1, 2, 4, ..., max` (powers of two up to `max`, with 0 first).

@@ -8,10 +8,11 @@
 //! sweep options.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use o2g_bench::tcp::{accept_one, connect_retrying};
 use o2g_bench::{median, print_pingpong_header, print_pingpong_row, PingPongRow, SweepArgs};
 
 #[derive(Parser)]
@@ -128,66 +129,6 @@ fn measure(mut s: TcpStream, sweep: &SweepArgs) -> io::Result<Vec<PingPongRow>> 
     Ok(rows)
 }
 
-/// Accepts one connection on `addr`, waiting at most `wait`.
-fn accept_one(addr: &str, wait: Duration) -> io::Result<TcpStream> {
-    let listener = TcpListener::bind(addr)?;
-    // The port actually bound (ADDR may name port 0), for whoever started
-    // this end: a port picked beforehand may be taken by then.
-    eprintln!("o2g-tcp-pingpong: listening on {}", listener.local_addr()?);
-    listener.set_nonblocking(true)?;
-    let deadline = Instant::now() + wait;
-    loop {
-        match listener.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false)?;
-                return Ok(s);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("no peer connected to {addr} within {wait:?}"),
-                ));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Connects to `addr`, retrying while the peer is not listening yet, for
-/// at most `wait`.
-fn connect_retrying(addr: &str, wait: Duration) -> io::Result<TcpStream> {
-    let deadline = Instant::now() + wait;
-    loop {
-        let last = match addr.to_socket_addrs()?.next() {
-            Some(a) => match TcpStream::connect_timeout(&a, wait) {
-                // Before the peer listens, a loopback connect can land on
-                // its own ephemeral port (TCP simultaneous open): retry.
-                Ok(s) if s.local_addr()? == s.peer_addr()? => {
-                    io::Error::new(io::ErrorKind::ConnectionRefused, "connected to itself")
-                }
-                Ok(s) => return Ok(s),
-                Err(e) => e,
-            },
-            None => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{addr} names no address"),
-                ))
-            }
-        };
-        if Instant::now() >= deadline {
-            return Err(io::Error::new(
-                last.kind(),
-                format!("cannot connect to {addr} within {wait:?}: {last}"),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Sets what both ends of a measured connection need.
 fn prepare(s: &TcpStream, wait: Duration) -> io::Result<()> {
     s.set_nodelay(true)?;
@@ -207,7 +148,7 @@ fn main() -> std::process::ExitCode {
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let wait = Duration::from_secs(args.wait);
     if let Some(addr) = &args.listen {
-        let s = accept_one(addr, wait)?;
+        let s = accept_one("o2g-tcp-pingpong", addr, wait)?;
         prepare(&s, wait)?;
         return Ok(echo(s)?);
     }
