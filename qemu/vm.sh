@@ -38,7 +38,8 @@
 # none): every VM gets one ivshmem-plain PCI device backed by one shared
 # file in /dev/shm, the emulated NICs' memory, removed after the run;
 # O2G_VM_TLB_KEEPER=50 (release kernel only; 0: off): the period in ms of
-# the guest's TLB keepers, one per vCPU (qemu/guest-tests/src/tlb_keeper.rs).
+# the guest's TLB keepers, one per vCPU (qemu/guest-tests/src/tlb_keeper.rs);
+# O2G_VM_REP_MOVSB=0 (1: the TCG guest CPU keeps ERMS and FSRM, see qemu_cmd).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
 source "$O2G_ROOT/qemu/ktap.sh"
@@ -214,7 +215,7 @@ if [[ " ${tests[*]} " == *" slurm "* ]]; then
     head -c 1024 /dev/urandom >"$run/munge.key"
     guest_trees+=" $run/munge.key=/etc/o2g/munge.key"
 fi
-guest_bins="$c_bins $bash_bin $perf_bin $vg_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-idle-holder $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $rel/o2g-stat $(command -v strace || true) ${O2G_GUEST_BINS:-}"
+guest_bins="$c_bins $bash_bin $perf_bin $vg_bin $rel/o2g-vmtest $rel/o2g-rsh $rel/o2g-demangle $rel/o2grun $run/mpi-conformance $rel/o2g-pingpong $rel/o2g-bandwidth $rel/o2g-overlap $rel/o2g-tcp-pingpong $rel/o2g-tcp-stream $rel/o2g-idle-holder $rel/o2g-is $rel/o2g-compare $rel/o2g-judge $rel/o2g-stream $rel/o2g-pollcost $rel/o2g-stat $(command -v strace || true) ${O2G_GUEST_BINS:-}"
 O2G_GUEST_BINS="$guest_bins" O2G_GUEST_FILES="$guest_files ${O2G_GUEST_FILES:-}" \
     O2G_GUEST_TREES="$guest_trees ${O2G_GUEST_TREES:-}" "$O2G_ROOT/qemu/make-initramfs.sh" "$run/initramfs.cpio" "$module" "${tests[@]}"
 
@@ -248,6 +249,13 @@ qemu_cmd() {
     # KASAN reports a wild access in an interrupt during early boot, which
     # also switches lockdep off for the rest of the run.
     local cpu=max,la57=off
+    # No ERMS or FSRM under TCG: with them the kernel's copies between user
+    # and kernel memory, and glibc's large memcpy, use `rep movsb`, which
+    # TCG runs one byte per iteration. A one-way TCP stream between two
+    # VMs moved 144-180 MB/s with them and 453-545 without, its sender
+    # spending 4.5-6.6 ms of CPU per MiB against 1.1-1.5 (o2g-tcp-stream);
+    # on real CPUs that have them `rep movsb` is the fast copy.
+    [[ "${O2G_VM_REP_MOVSB:-0}" == 1 ]] || cpu+=,erms=off,fsrm=off
     [[ "$accel" == kvm ]] && cpu=host,la57=off
     # maxcpus of at least 2: QEMU 7.2's TCG translates a guest that can
     # never have a second vCPU without host atomics or barriers, so atomic
@@ -333,6 +341,8 @@ for ((i = 0; i < nodes; i++)); do
     # (qemu/guest/o2grun-cluster) authenticates the same job's ranks.
     if ((nodes > 1)); then guest_env+=" o2g.env=O2G_JOB_SECRET=$cluster_secret"; fi
     if [[ -n "$keeper_arg" ]]; then guest_env+=" $keeper_arg"; fi
+    # For the tcg-cpu test: what CPU the guest should see.
+    guest_env+=" o2g.env=O2G_VM_ACCEL=$accel o2g.env=O2G_VM_REP_MOVSB=${O2G_VM_REP_MOVSB:-0}"
     mapfile -d '' args < <(qemu_cmd "$i" "$accel" "$run/console-$i.log" "$guest_env")
     if [[ -n "$netns" ]]; then
         ip netns exec "$netns" "${args[@]}" >"$run/qemu-$i.log" 2>&1 &

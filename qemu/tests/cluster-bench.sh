@@ -1,7 +1,8 @@
 # Cluster benchmarks (run with --nodes 4 --flavour release): one rank per
 # VM over the harness's virtual network. The NAS-IS-style sort on every
 # node over each transport, then a ping-pong between nodes 0 and 1 (the
-# other ranks only join its barriers) and raw TCP's between the same two. With O2G_GUEST_PEERS=1, also the
+# other ranks only join its barriers), raw TCP's between the same two, and
+# one-way TCP streams there with and without MSG_ZEROCOPY. With O2G_GUEST_PEERS=1, also the
 # same C IS (in every round, after our transports) and ping-pong on Open
 # MPI and MPICH across the VMs, forced onto TCP over eth0 and launched
 # through o2g-rsh (peers_across_nodes). Figures,
@@ -55,6 +56,14 @@ done
 case "$O2G_NODE" in
 0) o2g-tcp-pingpong --connect 198.18.0.2:7300 --wait 300 --sizes "$sizes" --csv-dir "$csv" ;;
 1) o2g-tcp-pingpong --listen 0.0.0.0:7300 --wait 300 ;;
+esac
+# One-way TCP streams between the same two nodes, copying sends against
+# MSG_ZEROCOPY ones, interleaved: where zero-copy sends pay between VMs.
+case "$O2G_NODE" in
+0) o2g-tcp-stream --connect 198.18.0.2:7301 --wait 300 --reps "$reps" \
+    --volume $((32 << 20)) --csv "$csv/tcp-stream.csv" >/tmp/tcp-stream.txt
+   sed 's/^/# /' /tmp/tcp-stream.txt >/dev/console ;;
+1) o2g-tcp-stream --listen 0.0.0.0:7301 --wait 300 ;;
 esac
 # bytes SIZE: 8, 1K, 64K, 1M in bytes.
 bytes() { echo "$1" | sed 's/M$/*1048576/; s/K$/*1024/' | awk -F'*' '{ print $1 * ($2 ? $2 : 1) }'; }
