@@ -65,3 +65,12 @@ pub fn connect_retrying(addr: &str, wait: Duration) -> io::Result<TcpStream> {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Both ends of one connection over loopback, for a benchmark that runs
+/// both in this process.
+pub fn loopback_pair() -> io::Result<(TcpStream, TcpStream)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let near = TcpStream::connect(listener.local_addr()?)?;
+    let (far, _) = listener.accept()?;
+    Ok((near, far))
+}

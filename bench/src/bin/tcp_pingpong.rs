@@ -8,11 +8,11 @@
 //! sweep options.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use o2g_bench::tcp::{accept_one, connect_retrying};
+use o2g_bench::tcp::{accept_one, connect_retrying, loopback_pair};
 use o2g_bench::{median, print_pingpong_header, print_pingpong_row, PingPongRow, SweepArgs};
 
 #[derive(Parser)]
@@ -158,9 +158,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         print_pingpong_header(&format!("raw TCP ping-pong to {addr}"), args.sweep.reps);
         measure(s, &args.sweep)?
     } else {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let s = TcpStream::connect(listener.local_addr()?)?;
-        let (peer, _) = listener.accept()?;
+        let (s, peer) = loopback_pair()?;
         prepare(&s, wait)?;
         prepare(&peer, wait)?;
         let echoer = std::thread::spawn(move || echo(peer));

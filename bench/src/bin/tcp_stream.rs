@@ -16,14 +16,14 @@
 //! the CPU time is then both ends'.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use o2g_bench::stats::median;
-use o2g_bench::tcp::{accept_one, connect_retrying};
+use o2g_bench::tcp::{accept_one, connect_retrying, loopback_pair};
 
 #[derive(Parser)]
 #[command(about = "One-way TCP stream, copying sends against MSG_ZEROCOPY")]
@@ -217,19 +217,20 @@ fn send_all(
     Ok(())
 }
 
-/// One repetition: `volume` bytes as messages of `size`; returns the
-/// seconds and the sender's CPU seconds.
+/// One repetition: `volume` bytes as whole messages of `buf` (at least
+/// one); returns the bytes sent, the seconds and the sender's CPU seconds.
 fn stream(
     s: &mut TcpStream,
     buf: &[u8],
     volume: u64,
     mut zc: Option<&mut ZeroCopy>,
     wait: Duration,
-) -> io::Result<(f64, f64)> {
+) -> io::Result<(u64, f64, f64)> {
     let msgs = (volume / buf.len() as u64).max(1);
+    let bytes = msgs * buf.len() as u64;
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
-    s.write_all(&(msgs * buf.len() as u64).to_le_bytes())?;
+    s.write_all(&bytes.to_le_bytes())?;
     for _ in 0..msgs {
         send_all(s, buf, zc.as_deref_mut(), wait)?;
     }
@@ -238,7 +239,7 @@ fn stream(
     if let Some(zc) = zc {
         zc.reap(s.as_raw_fd(), true, wait)?;
     }
-    Ok((t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0))
+    Ok((bytes, t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0))
 }
 
 /// This process's user and system CPU time so far.
@@ -281,15 +282,13 @@ fn measure(mut s: TcpStream, args: &Args, csv: &mut Option<std::fs::File>) -> io
         for rep in 0..=args.reps {
             for mode in 0..2 {
                 let z = (mode == 1).then_some(&mut zc);
-                let (secs, cpu_secs) = stream(&mut s, &buf, args.volume, z, wait)?;
-                let mib =
-                    (args.volume / size as u64).max(1) as f64 * size as f64 / f64::from(1 << 20);
+                let (bytes, secs, cpu_secs) = stream(&mut s, &buf, args.volume, z, wait)?;
                 if rep == 0 {
                     continue;
                 }
-                let mbs = mib * 1.048576 / secs;
+                let mbs = bytes as f64 / 1e6 / secs;
                 bw[mode].push(mbs);
-                cpu[mode].push(cpu_secs * 1e6 / mib);
+                cpu[mode].push(cpu_secs * 1e6 / (bytes as f64 / f64::from(1 << 20)));
                 if let Some(f) = csv {
                     let series = ["copy", "zerocopy"][mode];
                     writeln!(f, "{series},{size},{rep},{mbs:.1}")?;
@@ -324,6 +323,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.sizes.iter().any(|&s| s == 0 || s > 1 << 30) {
         return Err("sizes must be 1 byte to 1 GiB".into());
     }
+    if let Some(addr) = &args.listen {
+        let s = accept_one("o2g-tcp-stream", addr, wait)?;
+        s.set_read_timeout(Some(wait))?;
+        return Ok(drain(s)?);
+    }
+    // Only the sending end measures.
     let mut csv = match &args.csv {
         Some(path) => {
             let mut f = std::fs::File::create(path)?;
@@ -332,11 +337,6 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => None,
     };
-    if let Some(addr) = &args.listen {
-        let s = accept_one("o2g-tcp-stream", addr, wait)?;
-        s.set_read_timeout(Some(wait))?;
-        return Ok(drain(s)?);
-    }
     if let Some(addr) = &args.connect {
         let s = connect_retrying(addr, wait)?;
         s.set_read_timeout(Some(wait))?;
@@ -346,9 +346,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         );
         return Ok(measure(s, &args, &mut csv)?);
     }
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let s = TcpStream::connect(listener.local_addr()?)?;
-    let (peer, _) = listener.accept()?;
+    let (s, peer) = loopback_pair()?;
     peer.set_read_timeout(Some(wait))?;
     s.set_read_timeout(Some(wait))?;
     let drainer = std::thread::spawn(move || drain(peer));
