@@ -61,10 +61,10 @@ venv="$(sed -n 's/^venv=//p' <<<"$built")"
 src="$(sed -n 's/^src=//p' <<<"$built")"
 
 passed=0 failed=0 skipped=0
-# Each rank's unittest output goes to its own file: two ranks writing one
-# stream interleave their summaries mid-line ("OKRan 490 tests"), and the
-# counts below read whole lines.
-per_rank=(bash -c 'exec "$@" >"$O2G_MPI4PY_LOGS/rank.${PMI_RANK:-0}" 2>&1' per-rank)
+# The ranks' Python, each writing its unittest output to a file of its
+# own: two ranks writing one stream interleave their summaries mid-line
+# ("OKRan 490 tests"), and the counts below read whole lines.
+python=(bash -c 'exec "$@" >"$O2G_MPI4PY_LOGS/rank.${PMI_RANK:-0}" 2>&1' per-rank "$venv/bin/python")
 # run NAME CMD...: one run of the tests; adds its counts.
 run() {
     local name="$1"; shift
@@ -107,15 +107,15 @@ run() {
 tests=(test/main.py -q --no-builddir "${SUBSET[@]}")
 if [[ -n "${O2G_MPI4PY_ALL:-}" ]]; then
     run "the whole suite, sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
-        "$target/o2grun" --timeout 850 -n 2 "${per_rank[@]}" "$venv/bin/python" test/main.py -q --no-builddir
+        "$target/o2grun" --timeout 850 -n 2 "${python[@]}" test/main.py -q --no-builddir
 else
     run "o2grun, sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
-        "$target/o2grun" --timeout 600 -n 2 "${per_rank[@]}" "$venv/bin/python" "${tests[@]}"
+        "$target/o2grun" --timeout 600 -n 2 "${python[@]}" "${tests[@]}"
     run "MPICH's mpiexec (hydra), sockets-epoll" env O2G_TRANSPORT=sockets-epoll \
-        mpiexec.mpich -n 2 "${per_rank[@]}" "$venv/bin/python" "${tests[@]}"
+        mpiexec.mpich -n 2 "${python[@]}" "${tests[@]}"
     for t in sockets-select sockets-poll dimmnet hyphenlink; do
         run "o2grun, $t, core slice" env O2G_TRANSPORT=$t \
-            "$target/o2grun" --timeout 600 -n 2 "${per_rank[@]}" "$venv/bin/python" test/main.py -q --no-builddir "${CORE[@]}"
+            "$target/o2grun" --timeout 600 -n 2 "${python[@]}" test/main.py -q --no-builddir "${CORE[@]}"
     done
 fi
 echo "mpi4py: $passed passed, $failed failed, $skipped skipped"
