@@ -96,10 +96,12 @@ impl CreditBook {
 
     /// The credit to write to `rank` now; its queued send is done.
     pub(crate) fn take_owed(&mut self, rank: u32) -> Credit {
-        self.owed.get_mut(rank as usize).map_or_else(Credit::default, |o| {
-            o.queued = false;
-            core::mem::take(&mut o.credit)
-        })
+        self.owed
+            .get_mut(rank as usize)
+            .map_or_else(Credit::default, |o| {
+                o.queued = false;
+                core::mem::take(&mut o.credit)
+            })
     }
 
     /// `rank`'s queued send found no control connection: the credit

@@ -603,7 +603,11 @@ impl DataPath {
         let request = is_request(&info);
         abi::StoredMessage {
             id: if request { 0 } else { id.to_raw() },
-            offset: if request { 0 } else { shared.dump_offset() + region.at },
+            offset: if request {
+                0
+            } else {
+                shared.dump_offset() + region.at
+            },
             len: info.len,
             source: info.envelope.source,
             tag: info.envelope.tag,
@@ -744,7 +748,11 @@ pub(crate) fn selector(source: u32, tag: u32, context: u32) -> Result<Selector> 
         abi::O2G_ANY_TAG => TagSel::Any,
         t => TagSel::Tag(t),
     };
-    Ok(Selector { source, tag, context })
+    Ok(Selector {
+        source,
+        tag,
+        context,
+    })
 }
 
 /// A vector of `n` copies of `value`, allocated with vmalloc fallback.

@@ -29,11 +29,11 @@ use core::mem::size_of;
 
 use kernel::{
     fs::File,
-    mm::virt::VmaNew,
     miscdevice::{
         MiscDevice,
         MiscDeviceRegistration, //
     },
+    mm::virt::VmaNew,
     new_mutex,
     prelude::*,
     sync::{Arc, Mutex},
@@ -102,7 +102,8 @@ struct Inner {
 impl Inner {
     /// Where `rank`'s `role` connection is (`Ok`) or would go (`Err`).
     fn position(&self, rank: u32, role: Role) -> core::result::Result<usize, usize> {
-        self.conns.binary_search_by_key(&(rank, role), |c| (c.rank(), c.role()))
+        self.conns
+            .binary_search_by_key(&(rank, role), |c| (c.rank(), c.role()))
     }
 }
 
@@ -156,10 +157,14 @@ impl MiscDevice for Endpoint {
             Ok(r)
         }
         fn input<T: FromBytes>(arg: usize) -> Result<T> {
-            UserSlice::new(UserPtr::from_addr(arg), size_of::<T>()).reader().read()
+            UserSlice::new(UserPtr::from_addr(arg), size_of::<T>())
+                .reader()
+                .read()
         }
         fn output<T: AsBytes>(arg: usize, val: &T) -> Result<isize> {
-            UserSlice::new(UserPtr::from_addr(arg), size_of::<T>()).writer().write(val)?;
+            UserSlice::new(UserPtr::from_addr(arg), size_of::<T>())
+                .writer()
+                .write(val)?;
             Ok(0)
         }
         match cmd {
@@ -237,7 +242,9 @@ impl Endpoint {
     fn register(&self, reg: abi::SocketRegistration) -> Result {
         let (role, is_self) = match reg.flags {
             0 if reg.local_rank == 0 => (Role::Messages, false),
-            abi::O2G_REGISTER_CONTROL if reg.local_rank < abi::O2G_MAX_RANK => (Role::Control, false),
+            abi::O2G_REGISTER_CONTROL if reg.local_rank < abi::O2G_MAX_RANK => {
+                (Role::Control, false)
+            }
             abi::O2G_REGISTER_SELF if reg.local_rank == reg.rank => (Role::Messages, true),
             _ => return Err(EINVAL),
         };
@@ -286,7 +293,15 @@ impl Endpoint {
             st.rx.add_conn();
             Ok(window)
         })?;
-        let conn = match Conn::hook(sock, reg.rank, role, reg.local_rank, self.rx.clone(), max_message, window) {
+        let conn = match Conn::hook(
+            sock,
+            reg.rank,
+            role,
+            reg.local_rank,
+            self.rx.clone(),
+            max_message,
+            window,
+        ) {
             Ok(conn) => conn,
             Err(e) => {
                 let _ = self.rx.with_recv(|_, st, _| {
@@ -304,14 +319,23 @@ impl Endpoint {
         };
         // Capacity was reserved before hooking, so this cannot fail; if it
         // ever did, the socket must not stay hooked with nobody tracking it.
-        if role == Role::Control && controls.insert_within_capacity(control_at, conn.clone()).is_err() {
+        if role == Role::Control
+            && controls
+                .insert_within_capacity(control_at, conn.clone())
+                .is_err()
+        {
             drop(controls);
             self.detach(&conn);
             return Err(ENOMEM);
         }
         drop(controls);
         // Credit owed to this rank waited for its control connection.
-        if role == Role::Control && self.rx.with_recv(|_, st, _| Ok(st.requeue_credit(reg.rank))) == Ok(true) {
+        if role == Role::Control
+            && self
+                .rx
+                .with_recv(|_, st, _| Ok(st.requeue_credit(reg.rank)))
+                == Ok(true)
+        {
             self.rx.schedule_send();
         }
         if let Err(e) = inner.conns.insert_within_capacity(at, conn) {
@@ -450,7 +474,10 @@ impl Endpoint {
     /// The messages connection to `rank`, if registered.
     fn find(&self, rank: u32) -> Option<Arc<Conn>> {
         let inner = self.inner.lock();
-        inner.position(rank, Role::Messages).ok().map(|i| inner.conns[i].clone())
+        inner
+            .position(rank, Role::Messages)
+            .ok()
+            .map(|i| inner.conns[i].clone())
     }
 
     /// Offers a rendezvous send's buffer, or replaces the buffer of an
@@ -468,10 +495,16 @@ impl Endpoint {
             return self.replace_offer(a);
         }
         // A rendezvous to oneself needs only the connection to oneself.
-        let is_self = self.rx.with_recv(|_, st, _| Ok(st.self_rank == Some(a.rank)))?;
+        let is_self = self
+            .rx
+            .with_recv(|_, st, _| Ok(st.self_rank == Some(a.rank)))?;
         let live = {
             let inner = self.inner.lock();
-            let role = if is_self { Role::Messages } else { Role::Control };
+            let role = if is_self {
+                Role::Messages
+            } else {
+                Role::Control
+            };
             inner
                 .position(a.rank, role)
                 .ok()
@@ -481,7 +514,8 @@ impl Endpoint {
             return Err(errno::enotconn());
         }
         let len = a.len;
-        self.rx.with_recv(|shared, st, _| st.admit_offer(shared, len))?;
+        self.rx
+            .with_recv(|shared, st, _| st.admit_offer(shared, len))?;
         let buf = match PinnedBuf::pin_read_only(a.buf, len) {
             Ok(buf) => buf,
             Err(e) => {
@@ -514,7 +548,9 @@ impl Endpoint {
     fn replace_offer(&self, a: &abi::OfferArgs) -> Result {
         let buf = PinnedBuf::pin_read_only(a.buf, a.len)?;
         let (rank, id) = (a.rank, a.offer);
-        let swapped = self.rx.with_recv(|_, st, _| Ok(st.offers.replace(rank, id, buf)))?;
+        let swapped = self
+            .rx
+            .with_recv(|_, st, _| Ok(st.offers.replace(rank, id, buf)))?;
         match swapped {
             // Unpinned here, in process context.
             Ok(old) => {
@@ -665,8 +701,14 @@ impl Endpoint {
             }
             // A stored request to send needs the buffer pinned first.
             if let Some((id, info)) = st.rx.probe(sel).filter(|(_, i)| !is_request(i)) {
-                let (info, region) = st.rx.claim(id).map_err(|_| EINVAL).map(|(_, r)| (info, r))?;
-                return Ok(Some(PostResult::Stored(st.stored(shared, id, info, region))));
+                let (info, region) = st
+                    .rx
+                    .claim(id)
+                    .map_err(|_| EINVAL)
+                    .map(|(_, r)| (info, r))?;
+                return Ok(Some(PostResult::Stored(
+                    st.stored(shared, id, info, region),
+                )));
             }
             if st.rx.unreachable(sel, failed()) {
                 return Err(errno::econnreset());
@@ -760,11 +802,13 @@ impl Endpoint {
     /// Cancels a queued receive: 1 if cancelled (its buffer is released
     /// now), 0 if it already matched. `EINVAL` for an id out of range.
     fn cancel(&self, id: u64) -> Result<isize> {
-        let recv = self.rx.with_recv(|_, st, _| match st.rx.cancel(RecvId::from_raw(id)) {
-            Ok(handle) => Ok(st.book.take(handle)),
-            Err(CancelError::TooLate) => Ok(None),
-            Err(CancelError::InvalidId) => Err(EINVAL),
-        })?;
+        let recv = self
+            .rx
+            .with_recv(|_, st, _| match st.rx.cancel(RecvId::from_raw(id)) {
+                Ok(handle) => Ok(st.book.take(handle)),
+                Err(CancelError::TooLate) => Ok(None),
+                Err(CancelError::InvalidId) => Err(EINVAL),
+            })?;
         Ok(match recv {
             Some(recv) => {
                 let len = recv.buf.len() as u64;
@@ -781,7 +825,9 @@ impl Endpoint {
     fn free(&self, id: u64) -> Result {
         let freed = self.rx.with_recv(|shared, st, _| {
             st.apply_releases(shared);
-            st.rx.release_claimed(MsgId::from_raw(id)).map_err(|_| ENOENT)?;
+            st.rx
+                .release_claimed(MsgId::from_raw(id))
+                .map_err(|_| ENOENT)?;
             Ok(())
         });
         self.kick_stalled();
@@ -790,7 +836,8 @@ impl Endpoint {
 
     /// Applies the release ring and resumes stalled connections.
     fn sync(&self) -> Result {
-        self.rx.with_recv(|shared, st, _| Ok(st.apply_releases(shared)))?;
+        self.rx
+            .with_recv(|shared, st, _| Ok(st.apply_releases(shared)))?;
         self.kick_stalled();
         Ok(())
     }
@@ -864,7 +911,10 @@ impl Endpoint {
     /// Lets stalled connections retry: room or a receive may be there now.
     fn kick_stalled(&self) {
         let mut ranks = [0u32; 32];
-        let Ok(n) = self.rx.with_recv(|_, st, _| Ok(st.stalled_ranks(&mut ranks))) else {
+        let Ok(n) = self
+            .rx
+            .with_recv(|_, st, _| Ok(st.stalled_ranks(&mut ranks)))
+        else {
             return;
         };
         if n == 0 {

@@ -137,7 +137,10 @@ impl EndpointRx {
         &self,
         f: impl FnOnce(&SharedArea, &mut DataPath, &mut Counters) -> Result<R>,
     ) -> Result<R> {
-        let shared = self.shared.as_ref().ok_or_else(crate::sock::errno::ebadfd)?;
+        let shared = self
+            .shared
+            .as_ref()
+            .ok_or_else(crate::sock::errno::ebadfd)?;
         let mut st = self.state.lock();
         let EndpointRxLocked { counters, recv } = &mut *st;
         let recv = recv.as_deref_mut().ok_or_else(crate::sock::errno::ebadfd)?;
@@ -238,7 +241,9 @@ impl EndpointRx {
         while let Some(d) = self.with(|st| st.recv.as_mut().and_then(|r| r.book.pop_deferred())) {
             // INIT set `shared` before `recv`, which the pop found.
             let status = match self.shared() {
-                Some(shared) => crate::reader::copy_stored(shared, &d.recv, d.region.at as usize, d.len, true),
+                Some(shared) => {
+                    crate::reader::copy_stored(shared, &d.recv, d.region.at as usize, d.len, true)
+                }
                 None => EINVAL.to_errno(),
             };
             let len = d.recv.buf.len() as u64;

@@ -37,10 +37,6 @@
 /// The ioctl ABI, shared verbatim with user space: `uapi/abi.rs`.
 #[path = "../uapi/abi.rs"]
 pub mod abi;
-/// The pure core (wire format, stream reassembly, MPI matching), shared
-/// verbatim with user space: `core/src/proto.rs`.
-#[path = "../core/src/proto.rs"]
-pub mod proto;
 mod bh_lock;
 mod conn;
 mod credit;
@@ -50,6 +46,10 @@ mod endpoint_rx;
 mod misc_registration;
 mod offer;
 mod pinned;
+/// The pure core (wire format, stream reassembly, MPI matching), shared
+/// verbatim with user space: `core/src/proto.rs`.
+#[path = "../core/src/proto.rs"]
+pub mod proto;
 mod reader;
 mod registry;
 mod shared;

@@ -26,7 +26,10 @@ use crate::proto::receive::Failure;
 enum State {
     Offered,
     /// The `Cts` asked for `want` bytes for the receive `token`.
-    Cleared { token: u64, want: u64 },
+    Cleared {
+        token: u64,
+        want: u64,
+    },
     /// The send work holds the buffer.
     Sending,
     /// Its connection failed while the send work held the buffer: the
@@ -84,7 +87,11 @@ impl Offers {
             // `n <= 65536`, so every index fits.
             free.push(i as u16, GFP_KERNEL_ACCOUNT)?;
         }
-        Ok(Self { table, generation, free })
+        Ok(Self {
+            table,
+            generation,
+            free,
+        })
     }
 
     /// Offers that have not ended (each will publish one record).

@@ -160,12 +160,22 @@ impl PinnedBuf {
                     bindings::unpin_user_pages(pages.as_mut_ptr(), done as _);
                     shim::o2g_uncharge_pinned(mm, n as _);
                 }
-                return Err(if got < 0 { Error::from_errno(got) } else { EFAULT });
+                return Err(if got < 0 {
+                    Error::from_errno(got)
+                } else {
+                    EFAULT
+                });
             }
             // SAFETY: The kernel filled `got` more entries.
             unsafe { pages.inc_len(got as usize) };
         }
-        Ok(Self { pages, first: addr - first_page, len, read_only, mm })
+        Ok(Self {
+            pages,
+            first: addr - first_page,
+            len,
+            read_only,
+            mm,
+        })
     }
 
     /// Length of the buffer in bytes.
@@ -208,7 +218,11 @@ impl PinnedBuf {
         let n = n.min(self.len.saturating_sub(offset));
         let page = |i: usize| self.pages.get(i).copied();
         // SAFETY: The pages are pinned by this value (type invariants).
-        unsafe { walk_pages(self.first + offset, n, page, |p, done, chunk| take(p, done, chunk)) }?;
+        unsafe {
+            walk_pages(self.first + offset, n, page, |p, done, chunk| {
+                take(p, done, chunk)
+            })
+        }?;
         Ok(n)
     }
 
@@ -217,7 +231,12 @@ impl PinnedBuf {
     /// copies them). `EAGAIN` when the send buffer is full.
     ///
     /// Context: process context, may sleep (takes the socket lock).
-    pub(crate) fn send_on(&self, sock: &crate::sock::TcpSocket, offset: usize, n: usize) -> Result<usize> {
+    pub(crate) fn send_on(
+        &self,
+        sock: &crate::sock::TcpSocket,
+        offset: usize,
+        n: usize,
+    ) -> Result<usize> {
         let n = n.min(self.len.saturating_sub(offset));
         if n == 0 {
             return Ok(0);
@@ -225,7 +244,13 @@ impl PinnedBuf {
         // SAFETY: The pages cover bytes `first..first + len` of the array
         // and stay pinned while `self` lives (type invariants), and
         // `first + offset + n <= first + len`.
-        unsafe { sock.send_pages(self.pages.as_ptr().cast_mut().cast(), self.first + offset, n) }
+        unsafe {
+            sock.send_pages(
+                self.pages.as_ptr().cast_mut().cast(),
+                self.first + offset,
+                n,
+            )
+        }
     }
 }
 

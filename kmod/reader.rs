@@ -73,7 +73,9 @@ use crate::conn::{Conn, Role};
 use crate::data_path::{DataPath, DeferredCopy, PostedRecv};
 use crate::proto::{
     credit::Window,
-    receive::{Control, Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place},
+    receive::{
+        Control, Decision, Dest, Failed, Failure, Inbound, InboundStats, Next, OnEnd, Place,
+    },
     wire::{Kind, Limits, HEADER_LEN},
 };
 use crate::sock::errno;
@@ -182,7 +184,14 @@ impl ConnReader {
         // SAFETY: `sk` is valid (caller).
         if !stopped_short && unsafe { crate::shim::o2g_sk_rcv_shutdown(sk) } {
             let idle = self.inbound.at_boundary();
-            self.fail(conn, if idle { Failure::Closed } else { Failure::Truncated });
+            self.fail(
+                conn,
+                if idle {
+                    Failure::Closed
+                } else {
+                    Failure::Truncated
+                },
+            );
         }
         self.settle_credit(conn);
     }
@@ -196,7 +205,9 @@ impl ConnReader {
             return;
         }
         let inbound = &mut self.inbound;
-        let send = conn.rx().with_recv(|_, st, c| Ok(st.settle_credit(inbound, conn.rank(), c)));
+        let send = conn
+            .rx()
+            .with_recv(|_, st, c| Ok(st.settle_credit(inbound, conn.rank(), c)));
         if send == Ok(true) {
             conn.schedule_send();
         }
@@ -272,7 +283,13 @@ impl ConnReader {
         match h.kind {
             Kind::Put => {
                 let target = conn.rx().with_windows(|t| {
-                    t.target(rank, h.envelope.context, h.window_offset(), h.len, h.reference)
+                    t.target(
+                        rank,
+                        h.envelope.context,
+                        h.window_offset(),
+                        h.len,
+                        h.reference,
+                    )
                 });
                 self.placing = Some((target, h.len));
             }
@@ -456,7 +473,8 @@ impl ConnReader {
                     return Ok(false);
                 };
                 st.book.free_handle(handle);
-                st.book.complete(shared, recv, Default::default(), 0, EINVAL.to_errno());
+                st.book
+                    .complete(shared, recv, Default::default(), 0, EINVAL.to_errno());
                 return Ok(true);
             };
             Ok(match end {
@@ -491,7 +509,14 @@ impl ConnReader {
                     region,
                 } => {
                     match st.book.take(handle) {
-                        Some(recv) => copy_out = Some(DeferredCopy { recv, region, env: envelope, len }),
+                        Some(recv) => {
+                            copy_out = Some(DeferredCopy {
+                                recv,
+                                region,
+                                env: envelope,
+                                len,
+                            })
+                        }
                         None => st.rx.copied(region),
                     }
                     false
@@ -631,7 +656,9 @@ impl ConnReader {
                 st.unstall(shared, conn.rank());
             }
             let DataPath { rx, book, .. } = st;
-            rx.abort(inbound, |f| complete_failed(shared, book, filling, f, status));
+            rx.abort(inbound, |f| {
+                complete_failed(shared, book, filling, f, status)
+            });
             Ok(())
         });
         conn.rx().notify();

@@ -29,7 +29,7 @@ use kernel::{
     mm::virt::{flags as vm_flags, VmaNew},
     page::{BorrowedPage, PAGE_SIZE},
     prelude::*,
-    sync::atomic::{Atomic, Acquire, Relaxed, Release},
+    sync::atomic::{Acquire, Atomic, Relaxed, Release},
 };
 
 use crate::abi;
@@ -64,7 +64,9 @@ impl ChargedPage {
         // SAFETY: The helper only allocates.
         let page = unsafe { crate::shim::o2g_alloc_charged_page() };
         // INVARIANT: A non-null result is a fresh page we own.
-        NonNull::new(page.cast::<bindings::page>()).map(Self).ok_or(ENOMEM)
+        NonNull::new(page.cast::<bindings::page>())
+            .map(Self)
+            .ok_or(ENOMEM)
     }
 
     fn as_ptr(&self) -> *mut bindings::page {
@@ -115,7 +117,14 @@ impl SharedArea {
         for _ in 0..n {
             pages.push(ChargedPage::alloc()?, GFP_KERNEL_ACCOUNT)?;
         }
-        Ok(Self { pages, prod: Atomic::new(0), ring_entries, ring_offset, dump_offset, dump_bytes })
+        Ok(Self {
+            pages,
+            prod: Atomic::new(0),
+            ring_entries,
+            ring_offset,
+            dump_offset,
+            dump_bytes,
+        })
     }
 
     /// The layout, as INIT reports it.

@@ -201,7 +201,10 @@ impl SockGuard<'_> {
     pub(crate) fn callbacks(&self) -> CallbackGuard<'_> {
         // SAFETY: `sk` is valid.
         unsafe { shim::o2g_sk_callback_write_lock(self.sock.sk()) };
-        CallbackGuard { sk: self.sock.sk(), _owner: core::marker::PhantomData }
+        CallbackGuard {
+            sk: self.sock.sk(),
+            _owner: core::marker::PhantomData,
+        }
     }
 }
 

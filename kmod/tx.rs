@@ -23,7 +23,6 @@
 
 use kernel::{alloc::KVVec, prelude::*, sync::Arc};
 
-
 use crate::abi;
 use crate::conn::Conn;
 use crate::data_path::PostedRecv;
@@ -34,8 +33,8 @@ use crate::proto::{
     receive::{Dest, OnEnd},
     wire::{Encoder, Header, Kind, LockAnswer, HEADER_LEN},
 };
-use crate::window::{DueAnswer, Reply};
 use crate::sock::{errno, TcpSocket};
+use crate::window::{DueAnswer, Reply};
 
 /// A message for a control connection.
 #[derive(Clone, Copy)]
@@ -58,9 +57,9 @@ pub(crate) enum Outgoing {
 impl Outgoing {
     fn rank(&self) -> u32 {
         match *self {
-            Outgoing::Cts { rank, .. } | Outgoing::Data { rank, .. } | Outgoing::Credit { rank } => {
-                rank
-            }
+            Outgoing::Cts { rank, .. }
+            | Outgoing::Data { rank, .. }
+            | Outgoing::Credit { rank } => rank,
         }
     }
 }
@@ -274,7 +273,9 @@ impl ConnTx {
                 let r = match payload {
                     AnswerPayload::Empty => break,
                     AnswerPayload::Lock(b) => sock.send_bytes(&b[*sent..], false),
-                    AnswerPayload::Get { pages, at, len } => pages.send_on(sock, *at + *sent, *len - *sent),
+                    AnswerPayload::Get { pages, at, len } => {
+                        pages.send_on(sock, *at + *sent, *len - *sent)
+                    }
                 };
                 match step(r) {
                     Ok(n) => *sent += n,
@@ -282,7 +283,10 @@ impl ConnTx {
                 }
             }
         }
-        if let Part::Data { buf, want, sent, .. } = &mut p.what {
+        if let Part::Data {
+            buf, want, sent, ..
+        } = &mut p.what
+        {
             while *sent < *want {
                 match step(buf.send_on(sock, *sent, *want - *sent)) {
                     Ok(n) => *sent += n,
@@ -629,7 +633,15 @@ fn local_transfer(rx: &Arc<EndpointRx>, rank: u32, token: u64, want: u64, offer:
     };
     let copied = copy_pages(&c.buf, 0, &recv.buf, want as usize);
     let sent = copied.as_ref().map_or(0, |n| *n as u64);
-    finish_local(rx, dest, handle, recv, Envelope::default(), want, copied.map(drop));
+    finish_local(
+        rx,
+        dest,
+        handle,
+        recv,
+        Envelope::default(),
+        want,
+        copied.map(drop),
+    );
     end_offer(rx, offer, Some(c.buf), sent, true);
 }
 
@@ -687,8 +699,13 @@ fn fail_waiting(rx: &Arc<EndpointRx>, token: u64) {
     let _ = rx.with_recv(|shared, st, _| {
         if let Some(f) = st.rx.abandon(token) {
             if let Some(recv) = st.book.take(f.handle) {
-                st.book
-                    .complete(shared, recv, f.envelope, f.len, errno::econnreset().to_errno());
+                st.book.complete(
+                    shared,
+                    recv,
+                    f.envelope,
+                    f.len,
+                    errno::econnreset().to_errno(),
+                );
             }
         }
         Ok(())
@@ -736,7 +753,12 @@ fn end_offer(rx: &EndpointRx, offer: u32, buf: Option<PinnedBuf>, sent: u64, ok:
 /// Publishes an offer's `SENT` record.
 ///
 /// Context: any; rx lock held (one producer).
-pub(crate) fn publish_sent(shared: &crate::shared::SharedArea, user_data: u64, len: u64, status: i32) {
+pub(crate) fn publish_sent(
+    shared: &crate::shared::SharedArea,
+    user_data: u64,
+    len: u64,
+    status: i32,
+) {
     shared.push(&abi::Completion {
         kind: abi::record_kind::SENT,
         user_data,

@@ -129,7 +129,11 @@ impl Window {
 
 /// What `rank`'s lock request of `kind` gets now: an answer's status, or
 /// `None` while it waits for the lock (answered when granted).
-fn lock_status(lock: &mut WindowLock<KVVec<Origin>, KVVec<u32>>, rank: u32, kind: LockKind) -> Option<u32> {
+fn lock_status(
+    lock: &mut WindowLock<KVVec<Origin>, KVVec<u32>>,
+    rank: u32,
+    kind: LockKind,
+) -> Option<u32> {
     match lock.lock(rank, kind) {
         Ok(Locked::Granted) => Some(0),
         Ok(Locked::Queued) => None,
@@ -230,7 +234,10 @@ impl WindowTable {
     /// Files `window`; returns its id, or gives it back with the error:
     /// `EEXIST` (its context has a window), `ENOSPC` (every entry in use,
     /// or before INIT).
-    pub(crate) fn insert(&mut self, mut window: Window) -> core::result::Result<u32, (Window, Error)> {
+    pub(crate) fn insert(
+        &mut self,
+        mut window: Window,
+    ) -> core::result::Result<u32, (Window, Error)> {
         let context = window.context;
         if self.slots.iter().flatten().any(|w| w.context == context) {
             return Err((window, EEXIST));
@@ -283,7 +290,14 @@ impl WindowTable {
     ///
     /// Context: a connection's reader (softirq, or process context with
     /// the socket held); must not sleep.
-    pub(crate) fn target(&self, rank: u32, context: u32, at: u64, len: u64, reference: u32) -> Target {
+    pub(crate) fn target(
+        &self,
+        rank: u32,
+        context: u32,
+        at: u64,
+        len: u64,
+        reference: u32,
+    ) -> Target {
         let Some(w) = self.slots.iter().flatten().find(|w| w.context == context) else {
             return Target::Unknown;
         };
@@ -334,7 +348,9 @@ impl WindowTable {
             (_, Some(kind)) => lock_status(&mut w.lock, rank, kind),
             (lock_op::UNLOCK, None) => {
                 // Origins waiting behind it get their answers now.
-                let Window { lock, askers, due, .. } = w;
+                let Window {
+                    lock, askers, due, ..
+                } = w;
                 let r = lock.unlock(rank, |g, _| make_due(askers, due, g, 0));
                 Some(if r.is_ok() { 0 } else { LockAnswer::REFUSED })
             }
@@ -409,7 +425,12 @@ impl WindowTable {
 
     /// `rank` asks window `context` something answered under `tag`: the
     /// window, with the request recorded.
-    fn ask(&mut self, rank: u32, context: u32, tag: u32) -> core::result::Result<&mut Window, Failure> {
+    fn ask(
+        &mut self,
+        rank: u32,
+        context: u32,
+        tag: u32,
+    ) -> core::result::Result<&mut Window, Failure> {
         let w = self
             .slots
             .iter_mut()
@@ -437,7 +458,9 @@ impl WindowTable {
     pub(crate) fn forget(&mut self, rank: u32) -> bool {
         let mut any = false;
         for w in self.slots.iter_mut().flatten() {
-            let Window { lock, askers, due, .. } = w;
+            let Window {
+                lock, askers, due, ..
+            } = w;
             if let Some(a) = askers.get_mut(rank as usize) {
                 if a.due.is_some() {
                     *due = due.saturating_sub(1);

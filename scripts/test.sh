@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: set up what is missing, then run every test.
-#   1. host: cargo fmt --check, clippy, cargo test --workspace, bounded
+#   1. host: cargo fmt --check (and rustfmt on kmod/), clippy, cargo test --workspace, bounded
 #      cargo-fuzz of o2g-core (no VM, no kernel), and a fixed subset of
 #      mpi4py's test suite on the C ABI (scripts/mpi4py.sh)
 #   2. debug guest kernel + o2g.ko (Kbuild: a Kbuild-only breakage fails here);
@@ -84,6 +84,9 @@ counted() {
 
 stage "host checks"
 step "cargo fmt --check" cargo fmt --all --check
+# The module is no workspace member: rustfmt follows its `mod` tree (the
+# kernel's .rustfmt.toml asks for rustfmt's defaults, edition 2021).
+step "rustfmt --check (kmod)" rustfmt --edition 2021 --check kmod/o2g_main.rs
 step "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 # Host unit, property and integration tests: count each test (cargo's
