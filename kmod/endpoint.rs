@@ -53,6 +53,7 @@ use crate::proto::{
 };
 use crate::shared::SharedArea;
 use crate::sock::{errno, TcpSocket};
+use crate::trace::{trace, Step};
 use crate::window::{Window, WindowTable};
 
 /// Marks ABI structs as plain data for the user-copy helpers.
@@ -531,6 +532,7 @@ impl Endpoint {
         })?;
         match inserted {
             Ok(id) => {
+                trace(Step::Offer, rank, len, id.into());
                 a.offer = id;
                 Ok(())
             }

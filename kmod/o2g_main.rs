@@ -55,6 +55,7 @@ mod registry;
 mod shared;
 mod shim;
 mod sock;
+mod trace;
 mod tx;
 mod window;
 mod work_queue;

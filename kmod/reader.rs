@@ -79,6 +79,7 @@ use crate::proto::{
     wire::{Kind, Limits, HEADER_LEN},
 };
 use crate::sock::errno;
+use crate::trace::{trace, Step};
 use crate::tx::Outgoing;
 use crate::window::Target;
 
@@ -351,9 +352,15 @@ impl ConnReader {
                 st.unstall(shared, rank);
             }
             match d {
-                Ok(Decision::Clear(clear)) => send |= st.clear_to_send(shared, clear),
+                Ok(Decision::Clear(clear)) => {
+                    if let Some(h) = current {
+                        trace(Step::RtsMatched, rank, h.len, h.reference.into());
+                    }
+                    send |= st.clear_to_send(shared, clear)
+                }
                 Ok(Decision::Stored { .. }) => {
                     if let Some(h) = current {
+                        trace(Step::RtsStored, rank, h.len, h.reference.into());
                         st.announce_request(shared, c, h.envelope, h.len);
                     }
                 }
@@ -384,7 +391,10 @@ impl ConnReader {
     fn control(&mut self, conn: &Conn, c: Control) -> core::result::Result<(), Failure> {
         let rank = conn.rank();
         let (token, want, offer) = match c {
-            Control::Cts { token, want, offer } => (token, want, offer),
+            Control::Cts { token, want, offer } => {
+                trace(Step::CtsReceived, rank, want, offer.into());
+                (token, want, offer)
+            }
             Control::Credit(credit) => {
                 let _ = conn.rx().with_recv(|_, st, c| {
                     c.credits_received += 1;
@@ -486,6 +496,7 @@ impl ConnReader {
                     st.book.free_handle(handle);
                     match filling {
                         Some((_, recv)) => {
+                            trace(Step::RecvEnd, conn.rank(), len, handle);
                             let status = if len > recv.buf.len() as u64 {
                                 errno::emsgsize().to_errno()
                             } else {

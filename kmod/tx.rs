@@ -34,6 +34,7 @@ use crate::proto::{
     wire::{Encoder, Header, Kind, LockAnswer, HEADER_LEN},
 };
 use crate::sock::{errno, TcpSocket};
+use crate::trace::{trace, Step};
 use crate::window::{DueAnswer, Reply};
 
 /// A message for a control connection.
@@ -404,6 +405,7 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
                     continue;
                 };
                 let want = (c.want as usize).min(c.buf.len());
+                trace(Step::DataStart, conn.rank(), want as u64, offer.into());
                 Partial {
                     header: tx.encoder.encode_ref(
                         Kind::Data,
@@ -653,6 +655,13 @@ fn advance(rx: &Arc<EndpointRx>, conn: &Conn, tx: &mut ConnTx) {
         Progress::Done => {
             tx.set_blocked(rx, false);
             if let Some(p) = tx.partial.take() {
+                match &p.what {
+                    Part::Cts(token) => trace(Step::CtsSent, conn.rank(), 0, *token),
+                    Part::Data { offer, sent, .. } => {
+                        trace(Step::DataEnd, conn.rank(), *sent as u64, (*offer).into())
+                    }
+                    _ => {}
+                }
                 end_part(rx, p.what, true);
             }
         }
