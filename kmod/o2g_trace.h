@@ -37,7 +37,7 @@ DEFINE_EVENT(o2g_step, o2g_offer, TP_PROTO(u32 rank, u64 len, u64 id), TP_ARGS(r
 DEFINE_EVENT(o2g_step, o2g_rts_matched, TP_PROTO(u32 rank, u64 len, u64 id), TP_ARGS(rank, len, id));
 /* Receiver: a request to send matched nothing and was stored. */
 DEFINE_EVENT(o2g_step, o2g_rts_stored, TP_PROTO(u32 rank, u64 len, u64 id), TP_ARGS(rank, len, id));
-/* Receiver: the send work wrote a clear-to-send (id: the receive's token). */
+/* Receiver: the send work wrote a clear-to-send (len 0; id: the receive's token). */
 DEFINE_EVENT(o2g_step, o2g_cts_sent, TP_PROTO(u32 rank, u64 len, u64 id), TP_ARGS(rank, len, id));
 /* Sender: a clear-to-send for offer `id` arrived. */
 DEFINE_EVENT(o2g_step, o2g_cts_received, TP_PROTO(u32 rank, u64 len, u64 id), TP_ARGS(rank, len, id));

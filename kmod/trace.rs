@@ -15,7 +15,7 @@ pub(crate) enum Step {
     RtsMatched = 1,
     /// Receiver: a request to send was stored.
     RtsStored = 2,
-    /// Receiver: a clear-to-send was written (id: the receive's token).
+    /// Receiver: a clear-to-send was written (len 0; id: the receive's token).
     CtsSent = 3,
     /// Sender: a clear-to-send arrived (id: the offer).
     CtsReceived = 4,
