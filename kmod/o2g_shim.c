@@ -166,14 +166,17 @@ int o2g_send_bytes(struct sock *sk, const void *buf, size_t len, bool more)
 }
 
 /*
- * Up to 16 pages per call, starting `offset` bytes into pages[0]. TCP
- * copies the bytes (no MSG_SPLICE_PAGES): the pages go back to the process
- * as soon as the send completes, and a retransmission must not read what
- * the process wrote there since.
+ * Up to 64 pages (256 KiB) per call of the `len` bytes still to send,
+ * starting `offset` bytes into pages[0]. TCP copies the bytes (no
+ * MSG_SPLICE_PAGES): the pages go back to the process as soon as the send
+ * completes, and a retransmission must not read what the process wrote
+ * there since. MSG_MORE while more of `len` follows, so that TCP sends
+ * full segments and pushes only after the last call, as for one large
+ * send() (measured: 1-4 MiB rendezvous messages moved faster on loopback).
  */
 int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t len)
 {
-	struct bio_vec bvec[16];
+	struct bio_vec bvec[64];
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
 	size_t n = 0, bytes = 0;
 
@@ -187,6 +190,8 @@ int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t l
 		bytes += chunk;
 		n++;
 	}
+	if (bytes < len)
+		msg.msg_flags |= MSG_MORE;
 	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bvec, n, bytes);
 	return sock_sendmsg(sk->sk_socket, &msg);
 }

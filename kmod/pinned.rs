@@ -228,7 +228,8 @@ impl PinnedBuf {
 
     /// Queues bytes `offset..offset + n` of the buffer (clamped to its end)
     /// on `sock` without blocking; returns how many were queued (TCP
-    /// copies them). `EAGAIN` when the send buffer is full.
+    /// copies them). `EAGAIN` when the send buffer is full. `n` is all
+    /// that is still to send: TCP pushes once the last of it is queued.
     ///
     /// Context: process context, may sleep (takes the socket lock).
     pub(crate) fn send_on(

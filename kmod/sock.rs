@@ -124,8 +124,10 @@ impl TcpSocket {
     }
 
     /// Queues `len` bytes of the page array `pages`, from byte `offset` of
-    /// its first page on, without blocking (at most 16 pages per call);
-    /// returns how many bytes were queued. Errors as [`TcpSocket::send_bytes`].
+    /// its first page on, without blocking (at most 64 pages per call, with
+    /// `MSG_MORE` while more of `len` follows: pass everything still to
+    /// send); returns how many bytes were queued. Errors as
+    /// [`TcpSocket::send_bytes`].
     ///
     /// Context: process context, may sleep (takes the socket lock).
     ///
