@@ -173,6 +173,9 @@ int o2g_send_bytes(struct sock *sk, const void *buf, size_t len, bool more)
  * there since. MSG_MORE while more of `len` follows, so that TCP sends
  * full segments and pushes only after the last call, as for one large
  * send() (measured: 1-4 MiB rendezvous messages moved faster on loopback).
+ * A call that runs out of room pushes what it queued (tcp_sendmsg clears
+ * MSG_MORE then); a tail under one segment left by a complete call goes
+ * with the next call, or after TCP's cork ceiling (the probe timer).
  */
 int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t len)
 {
