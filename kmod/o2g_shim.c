@@ -5,6 +5,7 @@
  */
 #include <linux/bvec.h>
 #include <linux/capability.h>
+#include <linux/cpumask.h>
 #include <linux/gfp.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -227,6 +228,16 @@ bool o2g_in_task(void)
 void o2g_cond_resched(void)
 {
 	cond_resched();
+}
+
+int o2g_next_online_cpu(void)
+{
+	static atomic_t turn = ATOMIC_INIT(0);
+	unsigned int n = num_online_cpus();
+	int cpu = cpumask_nth((unsigned int)atomic_inc_return(&turn) % (n ? n : 1),
+			      cpu_online_mask);
+
+	return cpu < nr_cpu_ids ? cpu : raw_smp_processor_id();
 }
 
 bool o2g_sk_rcv_shutdown(const struct sock *sk)

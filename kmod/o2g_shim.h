@@ -65,6 +65,9 @@ bool o2g_tcp_urgent_pending(const struct sock *sk);
 /* cond_resched() is a macro; long copies in process context yield. */
 void o2g_cond_resched(void);
 
+/* The next online CPU in turn: each new endpoint's send work gets one. */
+int o2g_next_online_cpu(void);
+
 /* spin_lock_bh() and friends are inline, with no Rust helper in 7.2. */
 void o2g_spin_lock_bh(spinlock_t *lock);
 void o2g_spin_unlock_bh(spinlock_t *lock);

@@ -56,6 +56,7 @@ extern "C" {
     pub(crate) fn o2g_tcp_urgent_pending(sk: *const bindings::sock) -> bool;
 
     pub(crate) fn o2g_cond_resched();
+    pub(crate) fn o2g_next_online_cpu() -> core::ffi::c_int;
 
     // `struct mm_struct` and `struct page` travel as opaque pointers: their
     // bindings are not FFI-safe types for an `extern` block.

@@ -4,11 +4,15 @@
 //!
 //! 7.2's `kernel::workqueue::system()` names `system_wq`, which the kernel
 //! now warns about ("enqueued on deprecated workqueue"); `system_percpu_wq`
-//! is the same queue under its new name, so the readers, the send work and
-//! the reclaim work keep running on the CPU that queued them (the one whose
-//! softirq saw the data).
+//! is the same queue under its new name, so the readers and the reclaim
+//! work keep running on the CPU that queued them (the one whose softirq saw
+//! the data). The send work runs on its endpoint's own CPU instead
+//! ([`enqueue_on`]).
 
-use kernel::{bindings, workqueue::Queue};
+use kernel::{
+    bindings,
+    workqueue::{Queue, RawWorkItem},
+};
 
 /// The per-CPU system work queue (`system_percpu_wq`).
 pub(crate) fn percpu() -> &'static Queue {
@@ -16,4 +20,26 @@ pub(crate) fn percpu() -> &'static Queue {
     // never destroyed, so the pointer is valid for `'static`; reading the
     // C global races with no writer after boot.
     unsafe { Queue::from_raw(bindings::system_percpu_wq) }
+}
+
+/// Queues `w` on the per-CPU system queue, to run on `cpu`.
+///
+/// `Queue::enqueue` always passes `WORK_CPU_UNBOUND` (the calling CPU);
+/// this is the same call with the CPU named. A CPU that goes offline
+/// meanwhile only moves the work elsewhere.
+///
+/// Context: any.
+pub(crate) fn enqueue_on<W, const ID: u64>(cpu: core::ffi::c_int, w: W) -> W::EnqueueOutput
+where
+    W: RawWorkItem<ID> + Send + 'static,
+{
+    // SAFETY: The closure returns `queue_work_on`'s answer, which is false
+    // only when the work is already queued, as `__enqueue` requires; `W` is
+    // `Send` and `'static`, so neither of its other conditions applies.
+    // `system_percpu_wq` is valid for `'static` (see `percpu`), and
+    // `__enqueue` keeps `work` valid until the work function runs whenever
+    // `queue_work_on` returns true.
+    unsafe {
+        w.__enqueue(move |work| bindings::queue_work_on(cpu, bindings::system_percpu_wq, work))
+    }
 }
