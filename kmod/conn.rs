@@ -73,11 +73,6 @@ use crate::sock::{self, Callbacks, TcpSocket};
 use crate::tx::ConnTx;
 use crate::work_queue;
 
-/// Payload bytes still to come from which a loopback connection's reads
-/// move to the receiving endpoint's CPU (see [`Conn::read_elsewhere`]):
-/// below that, the wake-up would cost more than the copy.
-pub(crate) const STREAMING: u64 = 128 * 1024;
-
 /// Which of a pair's two connections this is (see `abi::O2G_REGISTER_CONTROL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Role {
@@ -107,12 +102,6 @@ pub(crate) struct Conn {
     /// Counted in the endpoint's live connections; cleared, under the rx
     /// lock, when the connection fails or is unregistered.
     live: AtomicBool,
-    /// The peer is on this host: its segments arrive in the softirq of
-    /// its own send, on its CPU (see [`Conn::read_elsewhere`]).
-    via_loopback: bool,
-    /// Set by the reader while the message it reads has at least
-    /// [`STREAMING`] payload bytes to come.
-    streaming: AtomicBool,
     /// Reads in process context: deferred reads and resumption after a stall.
     #[pin]
     work: Work<Conn>,
@@ -149,9 +138,6 @@ impl Conn {
         window: Option<Window>,
     ) -> Result<Arc<Conn>> {
         let reader = ConnReader::new(rank, role, max_message, window);
-        // SAFETY: `sock` holds a reference on its socket; the helper takes
-        // its own on the route while it looks.
-        let via_loopback = unsafe { shim::o2g_sk_via_loopback(sock.sk()) };
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 rank,
@@ -162,8 +148,6 @@ impl Conn {
                 reader <- new_spinlock_bh!(reader, c"o2g_conn_reader"),
                 failed: AtomicBool::new(false),
                 live: AtomicBool::new(true),
-                via_loopback,
-                streaming: AtomicBool::new(false),
                 work <- new_work!("o2g_conn_read"),
                 tx <- new_mutex!(ConnTx::new(local_rank), "o2g_conn_tx"),
             }),
@@ -334,32 +318,6 @@ impl Conn {
         let _ = work_queue::percpu().enqueue(self.clone());
     }
 
-    /// Notes whether the message being read has [`STREAMING`] bytes or
-    /// more to come (only a loopback connection's reads ask).
-    pub(crate) fn set_streaming(&self, streaming: bool) {
-        if self.via_loopback && self.streaming.load(Ordering::Relaxed) != streaming {
-            self.streaming.store(streaming, Ordering::Relaxed);
-        }
-    }
-
-    /// Where a read from softirq should run instead, if anywhere else: the
-    /// receiving endpoint's CPU, for a loopback connection in the middle
-    /// of a long payload, when the softirq runs on another one. That
-    /// softirq is the sender's (a loopback send delivers in its own
-    /// context); reading there, the payload would be copied out on the CPU
-    /// that copied it in, one copy after the other, while the receiver's
-    /// CPU waits.
-    ///
-    /// Context: softirq.
-    fn read_elsewhere(&self) -> Option<core::ffi::c_int> {
-        if !self.via_loopback || !self.streaming.load(Ordering::Relaxed) {
-            return None;
-        }
-        let home = self.rx.home_cpu();
-        // SAFETY: The helper only reads this CPU's id.
-        (home != unsafe { shim::o2g_this_cpu() }).then_some(home)
-    }
-
     /// Reads the socket.
     ///
     /// # Safety
@@ -433,11 +391,8 @@ unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         if owned {
             conn.rx.deferred_reads.fetch_add(1, Ordering::Relaxed);
         }
-        let elsewhere = if owned { None } else { conn.read_elsewhere() };
         if defer {
             Arc::<Conn>::from(conn).kick();
-        } else if let Some(cpu) = elsewhere {
-            let _ = work_queue::enqueue_on::<Arc<Conn>, 0>(cpu, Arc::<Conn>::from(conn));
         } else {
             // SAFETY: Either softirq with the socket spinlock held and no
             // owner, or process context with the socket owned, which TCP

@@ -91,13 +91,11 @@ pub(crate) struct EndpointRx {
     send: Work<EndpointRx, 1>,
     /// Control connections whose half-written message waits for room.
     blocked: AtomicUsize,
-    /// The endpoint's CPU: endpoints take the online CPUs in turn. Its
-    /// send work runs there, so that two ranks' rendezvous data, sent at
-    /// once, go out on two CPUs rather than on whichever one saw the last
-    /// acknowledgement; and a loopback peer's long payload is read there
-    /// (`Conn::read_elsewhere`), beside the sender's copy rather than
-    /// after it.
-    home_cpu: core::ffi::c_int,
+    /// Where the send work runs: endpoints take the online CPUs in turn,
+    /// so that two ranks' rendezvous data, sent at once, are written and
+    /// (on loopback, in the sender's softirq) read on two CPUs rather
+    /// than on whichever one saw the last acknowledgement.
+    send_cpu: core::ffi::c_int,
     /// The registered memory windows (`window.rs`): their own BH-safe
     /// lock, taken by readers after their reader lock and by the window
     /// ioctls, never together with the rx lock.
@@ -126,7 +124,7 @@ impl EndpointRx {
                 send <- new_work!("o2g_send"),
                 blocked: AtomicUsize::new(0),
                 // SAFETY: The call only reads the online CPU mask.
-                home_cpu: unsafe { crate::shim::o2g_next_online_cpu() },
+                send_cpu: unsafe { crate::shim::o2g_next_online_cpu() },
                 windows <- new_spinlock_bh!(WindowTable::new(), c"o2g_endpoint_windows"),
             }),
             GFP_KERNEL_ACCOUNT,
@@ -292,12 +290,7 @@ impl EndpointRx {
     /// Context: any.
     pub(crate) fn schedule_send(self: &Arc<Self>) {
         // Already queued is fine: one pass sends everything it can.
-        let _ = work_queue::enqueue_on::<Arc<EndpointRx>, 1>(self.home_cpu, self.clone());
-    }
-
-    /// The endpoint's CPU (see the field).
-    pub(crate) fn home_cpu(&self) -> core::ffi::c_int {
-        self.home_cpu
+        let _ = work_queue::enqueue_on::<Arc<EndpointRx>, 1>(self.send_cpu, self.clone());
     }
 
     /// Counts a control connection in (`true`) or out of those waiting

@@ -230,20 +230,6 @@ void o2g_cond_resched(void)
 	cond_resched();
 }
 
-bool o2g_sk_via_loopback(struct sock *sk)
-{
-	struct dst_entry *dst = sk_dst_get(sk);
-	bool lo = dst && (dst_dev(dst)->flags & IFF_LOOPBACK);
-
-	dst_release(dst);
-	return lo;
-}
-
-int o2g_this_cpu(void)
-{
-	return raw_smp_processor_id();
-}
-
 int o2g_next_online_cpu(void)
 {
 	static atomic_t turn = ATOMIC_INIT(0);

@@ -65,10 +65,6 @@ bool o2g_tcp_urgent_pending(const struct sock *sk);
 /* cond_resched() is a macro; long copies in process context yield. */
 void o2g_cond_resched(void);
 
-/* Whether the socket's route goes through a loopback device. */
-bool o2g_sk_via_loopback(struct sock *sk);
-int o2g_this_cpu(void);
-
 /* The next online CPU in turn: each new endpoint's send work gets one. */
 int o2g_next_online_cpu(void);
 

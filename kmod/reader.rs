@@ -176,11 +176,6 @@ impl ConnReader {
         // which outlives the call, and `actor` expects exactly that.
         unsafe { crate::shim::tcp_read_sock(sk, &mut desc, Some(actor)) };
         let stopped_short = ctx.stopped_short;
-        conn.set_streaming(
-            self.inbound.current().is_some_and(|(h, at)| {
-                h.payload_len().saturating_sub(at) >= crate::conn::STREAMING
-            }),
-        );
         // SAFETY: `sk` is valid and may be read (caller).
         if unsafe { crate::shim::o2g_tcp_urgent_pending(sk) } {
             // Everything before the urgent mark was read above.

@@ -57,8 +57,6 @@ extern "C" {
 
     pub(crate) fn o2g_cond_resched();
     pub(crate) fn o2g_next_online_cpu() -> core::ffi::c_int;
-    pub(crate) fn o2g_sk_via_loopback(sk: *mut bindings::sock) -> bool;
-    pub(crate) fn o2g_this_cpu() -> core::ffi::c_int;
 
     // `struct mm_struct` and `struct page` travel as opaque pointers: their
     // bindings are not FFI-safe types for an `extern` block.

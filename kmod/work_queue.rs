@@ -7,8 +7,7 @@
 //! is the same queue under its new name, so the readers and the reclaim
 //! work keep running on the CPU that queued them (the one whose softirq saw
 //! the data). The send work runs on its endpoint's own CPU instead
-//! ([`enqueue_on`]), and so do a loopback connection's reads of a long
-//! payload.
+//! ([`enqueue_on`]).
 
 use kernel::{
     bindings,
