@@ -25,8 +25,9 @@ pub(crate) fn percpu() -> &'static Queue {
 /// Queues `w` on the per-CPU system queue, to run on `cpu`.
 ///
 /// `Queue::enqueue` always passes `WORK_CPU_UNBOUND` (the calling CPU);
-/// this is the same call with the CPU named. A CPU that goes offline
-/// meanwhile only moves the work elsewhere.
+/// this is the same call with the CPU named. `cpu` must have been online
+/// once (`queue_work_on` warns otherwise); one that went offline since
+/// only moves the work elsewhere, as its pool then runs unbound.
 ///
 /// Context: any.
 pub(crate) fn enqueue_on<W, const ID: u64>(cpu: core::ffi::c_int, w: W) -> W::EnqueueOutput
