@@ -131,6 +131,7 @@ impl MiscDevice for Endpoint {
             }),
             GFP_KERNEL_ACCOUNT,
         )?;
+        endpoint.rx.zc_hub().attach(endpoint.rx.clone());
         // The process id (thread group), through the C helper: reading
         // `group_leader->pid` through the bindings gave garbage here.
         let pid = kernel::current!().tgid_nr_ns(None);
@@ -1002,5 +1003,9 @@ impl PinnedDrop for Endpoint {
         drop(windows);
         self.rx.flush_send();
         self.rx.flush_reclaim();
+        // Zero-copy sends still in flight end without the endpoint (their
+        // offers went with the table above); this also breaks the hub's
+        // cycle back to `rx`.
+        drop(self.rx.zc_hub().detach());
     }
 }

@@ -27,6 +27,7 @@ use crate::data_path::DataPath;
 use crate::shared::SharedArea;
 use crate::window::WindowTable;
 use crate::work_queue;
+use crate::zerocopy::ZcHub;
 
 /// Counters of the module's own mechanics, kept from open to release;
 /// the receive decisions' counters are the machine's (`data_path::Machine`).
@@ -101,6 +102,9 @@ pub(crate) struct EndpointRx {
     /// ioctls, never together with the rx lock.
     #[pin]
     windows: SpinLockBh<WindowTable>,
+    /// Where zero-copy sends' completions find this endpoint; attached by
+    /// open, detached by release (`zerocopy.rs`).
+    zc_hub: Arc<ZcHub>,
 }
 
 impl_has_work! {
@@ -111,6 +115,7 @@ impl_has_work! {
 impl EndpointRx {
     /// Allocates the receive side of a new endpoint.
     pub(crate) fn new() -> Result<Arc<EndpointRx>> {
+        let zc_hub = ZcHub::new()?;
         Arc::pin_init(
             pin_init!(EndpointRx {
                 state <- new_spinlock_bh!(EndpointRxLocked::default(), c"o2g_endpoint_rx"),
@@ -126,6 +131,7 @@ impl EndpointRx {
                 // SAFETY: The call only reads the online CPU mask.
                 send_cpu: unsafe { crate::shim::o2g_next_online_cpu() },
                 windows <- new_spinlock_bh!(WindowTable::new(), c"o2g_endpoint_windows"),
+                zc_hub,
             }),
             GFP_KERNEL_ACCOUNT,
         )
@@ -159,6 +165,11 @@ impl EndpointRx {
     /// Context: any; takes the window lock, never with the rx lock held.
     pub(crate) fn with_windows<R>(&self, f: impl FnOnce(&mut WindowTable) -> R) -> R {
         f(&mut self.windows.lock())
+    }
+
+    /// Where this endpoint's zero-copy completions find it.
+    pub(crate) fn zc_hub(&self) -> &Arc<ZcHub> {
+        &self.zc_hub
     }
 
     /// The shared pages, after INIT.

@@ -26,6 +26,14 @@
 //! up to 1 GiB) is charged to the caller's memory cgroup: over its limit,
 //! INIT fails with `ENOMEM` rather than waking the cgroup's OOM killer.
 //!
+//! # Loading and unloading
+//!
+//! `insmod o2g.ko zerocopy=0` makes the module copy rendezvous data for
+//! other hosts as it does on loopback (`zerocopy.rs`); the default sends it
+//! from the pinned pages. `rmmod` fails with `EBUSY` while an endpoint is
+//! open, and while TCP still holds pages of a zero-copy send (until they
+//! are acknowledged, or dropped with their socket).
+//!
 //! A user-space check, with `libo2g`:
 //!
 //! ```ignore
@@ -59,6 +67,7 @@ mod trace;
 mod tx;
 mod window;
 mod work_queue;
+mod zerocopy;
 
 use kernel::{
     ioctl::{
@@ -105,6 +114,12 @@ module! {
     authors: ["The o2g developers"],
     description: "MPI receive processing in the TCP protocol handler",
     license: "GPL",
+    params: {
+        zerocopy_min: usize {
+            default: 1 << 20,
+            description: "Smallest rendezvous message, in bytes, sent to other hosts without a copy (MSG_ZEROCOPY); 0 copies every one",
+        },
+    },
 }
 
 #[pin_data]

@@ -7,6 +7,9 @@
 #include <linux/capability.h>
 #include <linux/cpumask.h>
 #include <linux/gfp.h>
+#include <linux/module.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <net/inet_connection_sock.h>
@@ -168,21 +171,29 @@ int o2g_send_bytes(struct sock *sk, const void *buf, size_t len, bool more)
 
 /*
  * Up to 64 pages (256 KiB) per call of the `len` bytes still to send,
- * starting `offset` bytes into pages[0]. TCP copies the bytes (no
- * MSG_SPLICE_PAGES): the pages go back to the process as soon as the send
- * completes, and a retransmission must not read what the process wrote
- * there since. MSG_MORE while more of `len` follows, so that TCP sends
+ * starting `offset` bytes into pages[0]. Without `zc`, TCP copies the
+ * bytes (no MSG_SPLICE_PAGES): the pages go back to the process as soon as
+ * the send completes, and a retransmission must not read what the process
+ * wrote there since. With `zc` (o2g_zc_alloc), the skbs take references on
+ * the pages themselves and on `zc`, whose completion says when the last of
+ * them is freed (the bytes acknowledged, or the socket gone). MSG_MORE while more of `len` follows, so that TCP sends
  * full segments and pushes only after the last call, as for one large
  * send() (measured: 1-4 MiB rendezvous messages moved faster on loopback).
  * A call that runs out of room pushes what it queued (tcp_sendmsg clears
  * MSG_MORE then); a tail under one segment left by a complete call goes
  * with the next call, or after TCP's cork ceiling (the probe timer).
  */
-int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t len)
+int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t len,
+		   struct ubuf_info *zc)
 {
 	struct bio_vec bvec[64];
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
 	size_t n = 0, bytes = 0;
+
+	if (zc) {
+		msg.msg_flags |= MSG_ZEROCOPY;
+		msg.msg_ubuf = zc;
+	}
 
 	pages += offset / PAGE_SIZE;
 	offset %= PAGE_SIZE;
@@ -254,6 +265,12 @@ bool o2g_tcp_urgent_pending(const struct sock *sk)
 	return READ_ONCE(tcp_sk(sk)->urg_data) & (TCP_URG_VALID | TCP_URG_NOTYET);
 }
 
+void o2g_tcp_ack_now(struct sock *sk)
+{
+	if (READ_ONCE(sk->sk_state) == TCP_ESTABLISHED)
+		__tcp_send_ack(sk, tcp_sk(sk)->rcv_nxt, 0);
+}
+
 /*
  * Pinned receive buffers count against the pinning process's
  * RLIMIT_MEMLOCK through mm->pinned_vm, as RDMA's ib_umem_get() does;
@@ -294,4 +311,78 @@ void o2g_uncharge_pinned(void *charged, unsigned long npages)
 void *o2g_alloc_charged_page(void)
 {
 	return alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
+}
+
+/*
+ * A zero-copy send's completion. TCP links each skb that holds the send's
+ * pages to `ubuf` and takes a reference for it; the creator holds one
+ * more until its last send call (o2g_zc_put). The last reference dropped
+ * calls `done(ctx)`: in softirq (an acknowledgement, a device's transmit
+ * completion) or in process context (release_sock, the socket's
+ * destruction, o2g_zc_put), never in hard irq; it must not sleep.
+ */
+struct o2g_zc {
+	struct ubuf_info ubuf;
+	void (*done)(void *ctx);
+	void *ctx;
+};
+
+/*
+ * Every o2g_zc holds a reference on this module, so that rmmod fails with
+ * EBUSY while skbs somewhere can still call o2g_zc_complete. The reference
+ * drops last: only this function's epilogue runs after it. As for any
+ * callback that drops its own module (vhost-net's zero-copy callback has
+ * the same shape), an rmmod that completes within those few instructions
+ * would free them under the CPU; the kernel offers no put that returns
+ * elsewhere.
+ */
+static void o2g_zc_complete(struct sk_buff *skb, struct ubuf_info *ubuf, bool zerocopy_success)
+{
+	struct o2g_zc *zc = container_of(ubuf, struct o2g_zc, ubuf);
+
+	if (!refcount_dec_and_test(&ubuf->refcnt))
+		return;
+	zc->done(zc->ctx);
+	kfree(zc);
+	module_put(THIS_MODULE);
+}
+
+static const struct ubuf_info_ops o2g_zc_ops = {
+	.complete = o2g_zc_complete,
+};
+
+/*
+ * Process context, with the module held by the caller (an open endpoint).
+ * NULL when out of memory: the caller copies instead.
+ */
+struct ubuf_info *o2g_zc_alloc(void (*done)(void *ctx), void *ctx)
+{
+	struct o2g_zc *zc = kmalloc(sizeof(*zc), GFP_KERNEL_ACCOUNT);
+
+	if (!zc)
+		return NULL;
+	/* As MSG_ZEROCOPY's own: never copied out on the way to a device. */
+	zc->ubuf.flags = SKBFL_ZEROCOPY_FRAG | SKBFL_DONT_ORPHAN;
+	zc->ubuf.ops = &o2g_zc_ops;
+	refcount_set(&zc->ubuf.refcnt, 1);
+	zc->done = done;
+	zc->ctx = ctx;
+	__module_get(THIS_MODULE);
+	return &zc->ubuf;
+}
+
+/* Drops the creator's reference; `done` runs now if no skb holds one. */
+void o2g_zc_put(struct ubuf_info *ubuf)
+{
+	net_zcopy_put(ubuf);
+}
+
+/* Whether the socket's route leaves through a loopback device. */
+bool o2g_sk_via_loopback(struct sock *sk)
+{
+	struct dst_entry *dst = sk_dst_get(sk);
+	bool lo = dst && (dst_dev(dst)->flags & IFF_LOOPBACK);
+
+	dst_release(dst);
+	return lo;
 }

@@ -14,6 +14,7 @@
 
 struct page;
 struct sock;
+struct ubuf_info;
 typedef void (*o2g_ready_fn)(struct sock *sk);
 
 size_t o2g_shim_sizeof_sock(void);
@@ -50,7 +51,16 @@ void o2g_sk_set_write_space(struct sock *sk, o2g_ready_fn fn);
  * follows once there is room).
  */
 int o2g_send_bytes(struct sock *sk, const void *buf, size_t len, bool more);
-int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t len);
+int o2g_send_pages(struct sock *sk, struct page **pages, size_t offset, size_t len,
+		   struct ubuf_info *zc);
+
+/*
+ * Zero-copy sends (MSG_ZEROCOPY from the kernel): `done(ctx)` runs once
+ * every skb holding the pages is freed, in softirq or process context.
+ */
+struct ubuf_info *o2g_zc_alloc(void (*done)(void *ctx), void *ctx);
+void o2g_zc_put(struct ubuf_info *ubuf);
+bool o2g_sk_via_loopback(struct sock *sk);
 
 /* o2g's ULP marker, attached while hooked (under lock_sock()). */
 void o2g_sk_attach_ulp(struct sock *sk);
@@ -61,6 +71,8 @@ bool o2g_sock_owned_by_user(const struct sock *sk);
 bool o2g_in_task(void);
 bool o2g_sk_rcv_shutdown(const struct sock *sk);
 bool o2g_tcp_urgent_pending(const struct sock *sk);
+/* An acknowledgement now, under the socket's lock (owner or spinlock). */
+void o2g_tcp_ack_now(struct sock *sk);
 
 /* cond_resched() is a macro; long copies in process context yield. */
 void o2g_cond_resched(void);

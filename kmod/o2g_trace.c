@@ -20,5 +20,6 @@ void o2g_trace(u32 step, u32 rank, u64 len, u64 id)
 	case 5: trace_o2g_data_start(rank, len, id); break;
 	case 6: trace_o2g_data_end(rank, len, id); break;
 	case 7: trace_o2g_recv_end(rank, len, id); break;
+	case 8: trace_o2g_data_acked(rank, len, id); break;
 	}
 }

@@ -47,6 +47,7 @@ DEFINE_EVENT(o2g_step, o2g_data_start, TP_PROTO(u32 rank, u64 len, u64 id), TP_A
 DEFINE_EVENT(o2g_step, o2g_data_end, TP_PROTO(u32 rank, u64 len, u64 id), TP_ARGS(rank, len, id));
 /* Receiver: the reader filled a posted receive (eager or rendezvous). */
 DEFINE_EVENT(o2g_step, o2g_recv_end, TP_PROTO(u32 rank, u64 len, u64 id), TP_ARGS(rank, len, id));
+DEFINE_EVENT(o2g_step, o2g_data_acked, TP_PROTO(u32 rank, u64 len, u64 id), TP_ARGS(rank, len, id));
 
 #endif /* _O2G_TRACE_H */
 

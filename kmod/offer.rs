@@ -6,8 +6,9 @@
 //!
 //! An offer passes through: *offered* (pinned, waiting for the `Cts`),
 //! *cleared* (the `Cts` named it; its data is queued), *sending* (the
-//! send work holds its buffer), and ends with a `SENT` record, sent or
-//! failed. A `Cts` is accepted only from the rank the offer was made for,
+//! send work holds its buffer), for data sent without a copy *acking*
+//! (queued; TCP still holds its pages), and ends with a `SENT` record,
+//! sent or failed. A `Cts` is accepted only from the rank the offer was made for,
 //! only once, and only for at most the offer's length, so a peer can
 //! neither read another rank's offer nor make the module read past a
 //! buffer.
@@ -35,6 +36,13 @@ enum State {
     /// Its connection failed while the send work held the buffer: the
     /// work ends it with an error.
     Failed,
+    /// All of its data is queued without a copy (`zerocopy.rs`): it ends
+    /// when TCP has freed the pages, or with an error when its connection
+    /// fails first.
+    Acking,
+    /// Its connection failed while acking: the error is published, and
+    /// the id stays taken until TCP frees the pages.
+    Abandoned,
 }
 
 struct Offer {
@@ -190,6 +198,36 @@ impl Offers {
         Some(Cleared { buf, token, want })
     }
 
+    /// Marks offer `id`, whose data is all queued without a copy, as
+    /// waiting for TCP to free its pages; `false` if its connection failed
+    /// meanwhile (end it now).
+    pub(crate) fn acking(&mut self, id: u32) -> bool {
+        match self.get_mut(id) {
+            Some(offer) if offer.state == State::Sending => {
+                offer.state = State::Acking;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends offer `id` once TCP freed its pages: the offer, to publish its
+    /// `SENT` record, or `None` if a failure published it already.
+    pub(crate) fn finish_acked(&mut self, id: u32) -> Option<Ended> {
+        let (i, _) = split(id);
+        let offer = self.get_mut(id)?;
+        let ended = match offer.state {
+            State::Acking => Some(Ended {
+                user_data: offer.user_data,
+                buf: offer.buf.take(),
+            }),
+            State::Abandoned => None,
+            _ => return None,
+        };
+        self.release(i);
+        ended
+    }
+
     /// Ends offer `id`; whether it failed meanwhile (its connection
     /// failed while the send work held the buffer).
     pub(crate) fn finish(&mut self, id: u32) -> Option<(Ended, bool)> {
@@ -213,19 +251,30 @@ impl Offers {
     }
 
     /// The connection to `rank` failed: every offer to it ends. Those in
-    /// the table go to `ended` (publish an error, unpin later); those the
-    /// send work holds are marked, and the work ends them.
+    /// the table, and those waiting for TCP to free their pages, go to
+    /// `ended` (publish an error, unpin later); those the send work holds
+    /// are marked, and the work ends them.
     pub(crate) fn fail_rank(&mut self, rank: u32, mut ended: impl FnMut(Ended)) {
         for i in 0..self.table.len() {
             let Some(offer) = self.table[i].as_mut().filter(|o| o.rank == rank) else {
                 continue;
             };
-            if offer.state == State::Sending {
-                offer.state = State::Failed;
-                continue;
-            }
-            if offer.state == State::Failed {
-                continue;
+            match offer.state {
+                State::Sending => {
+                    offer.state = State::Failed;
+                    continue;
+                }
+                State::Failed | State::Abandoned => continue,
+                State::Acking => {
+                    // Ended now; the completion only frees the id.
+                    offer.state = State::Abandoned;
+                    ended(Ended {
+                        user_data: offer.user_data,
+                        buf: offer.buf.take(),
+                    });
+                    continue;
+                }
+                State::Offered | State::Cleared { .. } => {}
             }
             ended(Ended {
                 user_data: offer.user_data,

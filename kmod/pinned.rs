@@ -228,8 +228,9 @@ impl PinnedBuf {
 
     /// Queues bytes `offset..offset + n` of the buffer (clamped to its end)
     /// on `sock` without blocking; returns how many were queued (TCP
-    /// copies them). `EAGAIN` when the send buffer is full. `n` is all
-    /// that is still to send: TCP pushes once the last of it is queued.
+    /// copies them, or with `zc` references the pages). `EAGAIN` when the
+    /// send buffer is full. `n` is all that is still to send: TCP pushes
+    /// once the last of it is queued.
     ///
     /// Context: process context, may sleep (takes the socket lock).
     pub(crate) fn send_on(
@@ -237,6 +238,7 @@ impl PinnedBuf {
         sock: &crate::sock::TcpSocket,
         offset: usize,
         n: usize,
+        zc: Option<&crate::zerocopy::ZcSend>,
     ) -> Result<usize> {
         let n = n.min(self.len.saturating_sub(offset));
         if n == 0 {
@@ -250,6 +252,7 @@ impl PinnedBuf {
                 self.pages.as_ptr().cast_mut().cast(),
                 self.first + offset,
                 n,
+                zc,
             )
         }
     }

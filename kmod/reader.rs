@@ -97,6 +97,9 @@ pub(crate) struct ConnReader {
     /// Whether a decision or a message end of the current `read` gave
     /// back credit already (each takes the rx lock and does).
     settled: bool,
+    /// A message its sender may have sent without a copy ended in this
+    /// `read`: acknowledge at once (`zerocopy::ack_at_once`).
+    ack_now: bool,
 }
 
 /// Copies `n` bytes from the current socket buffer, `at` bytes past the
@@ -124,6 +127,7 @@ impl ConnReader {
             filling: None,
             placing: None,
             settled: false,
+            ack_now: false,
         }
     }
 
@@ -176,6 +180,11 @@ impl ConnReader {
         // which outlives the call, and `actor` expects exactly that.
         unsafe { crate::shim::tcp_read_sock(sk, &mut desc, Some(actor)) };
         let stopped_short = ctx.stopped_short;
+        if core::mem::take(&mut self.ack_now) && !conn.sock().via_loopback() {
+            // SAFETY: `sk` is valid and its owner lock or spinlock is held
+            // (caller), as sending an acknowledgement requires.
+            unsafe { crate::shim::o2g_tcp_ack_now(sk) };
+        }
         // SAFETY: `sk` is valid and may be read (caller).
         if unsafe { crate::shim::o2g_tcp_urgent_pending(sk) } {
             // Everything before the urgent mark was read above.
@@ -471,6 +480,7 @@ impl ConnReader {
         let credited = self.credited;
         self.settled |= credited;
         let mut send = false;
+        let ack_now = &mut self.ack_now;
         let retired = conn.rx().with_recv(|shared, st, c| {
             let end = inbound.finish(&mut st.rx);
             if credited {
@@ -497,6 +507,7 @@ impl ConnReader {
                     match filling {
                         Some((_, recv)) => {
                             trace(Step::RecvEnd, conn.rank(), len, handle);
+                            *ack_now |= crate::zerocopy::ack_at_once(len);
                             let status = if len > recv.buf.len() as u64 {
                                 errno::emsgsize().to_errno()
                             } else {

@@ -45,7 +45,14 @@ extern "C" {
         pages: *mut *mut core::ffi::c_void,
         offset: usize,
         len: usize,
+        zc: *mut bindings::ubuf_info,
     ) -> core::ffi::c_int;
+    pub(crate) fn o2g_zc_alloc(
+        done: Option<unsafe extern "C" fn(ctx: *mut core::ffi::c_void)>,
+        ctx: *mut core::ffi::c_void,
+    ) -> *mut bindings::ubuf_info;
+    pub(crate) fn o2g_zc_put(ubuf: *mut bindings::ubuf_info);
+    pub(crate) fn o2g_sk_via_loopback(sk: *mut bindings::sock) -> bool;
 
     pub(crate) fn o2g_sk_attach_ulp(sk: *mut bindings::sock);
     pub(crate) fn o2g_sk_detach_ulp(sk: *mut bindings::sock);
@@ -54,6 +61,7 @@ extern "C" {
     pub(crate) fn o2g_in_task() -> bool;
     pub(crate) fn o2g_sk_rcv_shutdown(sk: *const bindings::sock) -> bool;
     pub(crate) fn o2g_tcp_urgent_pending(sk: *const bindings::sock) -> bool;
+    pub(crate) fn o2g_tcp_ack_now(sk: *mut bindings::sock);
 
     pub(crate) fn o2g_cond_resched();
     pub(crate) fn o2g_next_online_cpu() -> core::ffi::c_int;

@@ -126,8 +126,9 @@ impl TcpSocket {
     /// Queues `len` bytes of the page array `pages`, from byte `offset` of
     /// its first page on, without blocking (at most 64 pages per call, with
     /// `MSG_MORE` while more of `len` follows: pass everything still to
-    /// send); returns how many bytes were queued. Errors as
-    /// [`TcpSocket::send_bytes`].
+    /// send); returns how many bytes were queued. TCP copies them, or, with
+    /// `zc`, references the pages themselves until `zc` completes. Errors
+    /// as [`TcpSocket::send_bytes`].
     ///
     /// Context: process context, may sleep (takes the socket lock).
     ///
@@ -140,11 +141,24 @@ impl TcpSocket {
         pages: *mut *mut core::ffi::c_void,
         offset: usize,
         len: usize,
+        zc: Option<&crate::zerocopy::ZcSend>,
     ) -> Result<usize> {
+        let zc = zc.map_or(core::ptr::null_mut(), |z| z.ubuf());
         // SAFETY: `sock` is valid (type invariants); the pages stay
-        // allocated (caller).
-        let rc = unsafe { shim::o2g_send_pages(self.sk(), pages, offset, len) };
+        // allocated (caller); `zc` is null or a live `ubuf_info` with a
+        // reference held by the `ZcSend` borrowed for the call.
+        let rc = unsafe { shim::o2g_send_pages(self.sk(), pages, offset, len, zc) };
         sent(rc)
+    }
+
+    /// Whether the socket's route leaves through a loopback device (a
+    /// connection within this host).
+    ///
+    /// Context: any.
+    pub(crate) fn via_loopback(&self) -> bool {
+        // SAFETY: `sock` is valid (type invariants); the helper takes a
+        // reference on the socket's cached route and drops it.
+        unsafe { shim::o2g_sk_via_loopback(self.sk()) }
     }
 
     /// Takes the socket owner lock (`lock_sock`). May sleep.

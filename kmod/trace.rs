@@ -25,6 +25,9 @@ pub(crate) enum Step {
     DataEnd = 6,
     /// Receiver: the reader filled a posted receive (id: its handle).
     RecvEnd = 7,
+    /// Sender: data sent without a copy is acknowledged, and its offer
+    /// ends (len: bytes sent; id: the offer).
+    DataAcked = 8,
 }
 
 extern "C" {

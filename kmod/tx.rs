@@ -17,6 +17,10 @@
 //! waiting for its data with `-ECONNRESET`; an offer whose data cannot be
 //! sent ends with the same status in its `SENT` record.
 //!
+//! An offer's data for another host goes without a copy (`zerocopy.rs`):
+//! its `SENT` record then waits until TCP has freed the skbs holding the
+//! pages, rather than until the last byte is queued.
+//!
 //! Locks: the work holds the endpoint's list of control connections
 //! (mutex) for a pass, then a connection's tx mutex, then, briefly, the rx
 //! lock; never the rx lock across a send.
@@ -36,6 +40,7 @@ use crate::proto::{
 use crate::sock::{errno, TcpSocket};
 use crate::trace::{trace, Step};
 use crate::window::{DueAnswer, Reply};
+use crate::zerocopy::{self, ZcSend};
 
 /// A message for a control connection.
 #[derive(Clone, Copy)]
@@ -157,12 +162,13 @@ enum Part {
     Answer { payload: AnswerPayload, sent: usize },
     /// Eager credit.
     Credit,
-    /// An offer's data.
+    /// An offer's data; `zc` when sent without a copy (`zerocopy.rs`).
     Data {
         offer: u32,
         buf: PinnedBuf,
         want: usize,
         sent: usize,
+        zc: Option<ZcSend>,
     },
 }
 
@@ -275,7 +281,7 @@ impl ConnTx {
                     AnswerPayload::Empty => break,
                     AnswerPayload::Lock(b) => sock.send_bytes(&b[*sent..], false),
                     AnswerPayload::Get { pages, at, len } => {
-                        pages.send_on(sock, *at + *sent, *len - *sent)
+                        pages.send_on(sock, *at + *sent, *len - *sent, None)
                     }
                 };
                 match step(r) {
@@ -285,11 +291,15 @@ impl ConnTx {
             }
         }
         if let Part::Data {
-            buf, want, sent, ..
+            buf,
+            want,
+            sent,
+            zc,
+            ..
         } = &mut p.what
         {
             while *sent < *want {
-                match step(buf.send_on(sock, *sent, *want - *sent)) {
+                match step(buf.send_on(sock, *sent, *want - *sent, zc.as_ref())) {
                     Ok(n) => *sent += n,
                     Err(progress) => return progress,
                 }
@@ -405,6 +415,11 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
                     continue;
                 };
                 let want = (c.want as usize).min(c.buf.len());
+                let zc = if want > 0 && zerocopy::wanted(conn.sock(), want) {
+                    ZcSend::new(rx.zc_hub(), conn.rank(), offer)
+                } else {
+                    None
+                };
                 trace(Step::DataStart, conn.rank(), want as u64, offer.into());
                 Partial {
                     header: tx.encoder.encode_ref(
@@ -419,6 +434,7 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
                         buf: c.buf,
                         want,
                         sent: 0,
+                        zc,
                     },
                 }
             }
@@ -698,8 +714,34 @@ fn end_part(rx: &Arc<EndpointRx>, what: Part, ok: bool) {
         // The connection broke: its peer is gone.
         Part::Credit => {}
         Part::Data {
-            offer, buf, sent, ..
+            offer,
+            buf,
+            sent,
+            zc: None,
+            ..
         } => end_offer(rx, offer, Some(buf), sent as u64, ok),
+        // Unpinned now; written in full, the offer ends when TCP is done
+        // with the pages, unless its connection fails first.
+        Part::Data {
+            offer,
+            buf,
+            sent,
+            zc: Some(zc),
+            ..
+        } => {
+            unpin(rx, [Some(buf), None]);
+            let acking = ok
+                && matches!(
+                    rx.with_recv(|_, st, _| Ok(st.offers.acking(offer))),
+                    Ok(true)
+                );
+            if acking {
+                zc.finish(sent as u64);
+            } else {
+                // Dropping `zc` without `finish`: its completion ends nothing.
+                end_offer(rx, offer, None, sent as u64, false);
+            }
+        }
     }
 }
 
@@ -747,8 +789,16 @@ fn end_offer(rx: &EndpointRx, offer: u32, buf: Option<PinnedBuf>, sent: u64, ok:
         })
         .ok()
         .flatten();
+    unpin(rx, [buf, ended.and_then(|e| e.buf)]);
+    rx.notify();
+}
+
+/// Unpins offer buffers and returns their bytes to the pin budget.
+///
+/// Context: process context, may sleep; takes the rx lock briefly.
+fn unpin(rx: &EndpointRx, bufs: [Option<PinnedBuf>; 2]) {
     let mut unpinned = 0;
-    for b in [buf, ended.and_then(|e| e.buf)].into_iter().flatten() {
+    for b in bufs.into_iter().flatten() {
         unpinned += b.len() as u64;
         drop(b);
     }
@@ -756,6 +806,29 @@ fn end_offer(rx: &EndpointRx, offer: u32, buf: Option<PinnedBuf>, sent: u64, ok:
         st.book.pinned = st.book.pinned.saturating_sub(unpinned);
         Ok(())
     });
+}
+
+/// Ends offer `offer` to `rank`, all `sent` bytes of which went without a
+/// copy, once TCP freed every skb holding its pages (`zerocopy.rs`), unless
+/// its connection failed first and ended it. Its buffer was unpinned when
+/// the last byte was queued.
+///
+/// Context: softirq or process context, must not sleep; takes the rx
+/// lock.
+pub(crate) fn end_acked_offer(rx: &Arc<EndpointRx>, rank: u32, offer: u32, sent: u64) {
+    let _ = rx.with_recv(|shared, st, c| {
+        if let Some(ended) = st.offers.finish_acked(offer) {
+            publish_sent(shared, ended.user_data, sent, 0);
+            c.offers_sent += 1;
+            c.offer_bytes_sent += sent;
+            // The send work held the buffer: `ended.buf` is `None`.
+            if let Some(b) = ended.buf {
+                st.book.retire(b);
+            }
+        }
+        Ok(())
+    });
+    trace(Step::DataAcked, rank, sent, offer.into());
     rx.notify();
 }
 
