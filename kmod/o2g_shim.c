@@ -176,9 +176,10 @@ int o2g_send_bytes(struct sock *sk, const void *buf, size_t len, bool more)
  * the send completes, and a retransmission must not read what the process
  * wrote there since. With `zc` (o2g_zc_alloc), the skbs take references on
  * the pages themselves and on `zc`, whose completion says when the last of
- * them is freed (the bytes acknowledged, or the socket gone). MSG_MORE while more of `len` follows, so that TCP sends
- * full segments and pushes only after the last call, as for one large
- * send() (measured: 1-4 MiB rendezvous messages moved faster on loopback).
+ * them is freed (the bytes acknowledged, or the socket gone). MSG_MORE
+ * while more of `len` follows, so that TCP sends full segments and pushes
+ * only after the last call, as for one large send() (measured: 1-4 MiB
+ * rendezvous messages moved faster on loopback).
  * A call that runs out of room pushes what it queued (tcp_sendmsg clears
  * MSG_MORE then); a tail under one segment left by a complete call goes
  * with the next call, or after TCP's cork ceiling (the probe timer).

@@ -8,9 +8,9 @@
 //! *cleared* (the `Cts` named it; its data is queued), *sending* (the
 //! send work holds its buffer), for data sent without a copy *acking*
 //! (queued; TCP still holds its pages), and ends with a `SENT` record,
-//! sent or failed. A `Cts` is accepted only from the rank the offer was made for,
-//! only once, and only for at most the offer's length, so a peer can
-//! neither read another rank's offer nor make the module read past a
+//! sent or failed. A `Cts` is accepted only from the rank the offer was
+//! made for, only once, and only for at most the offer's length, so a peer
+//! can neither read another rank's offer nor make the module read past a
 //! buffer.
 //!
 //! Everything here runs under the endpoint's rx lock (BH off) and never
