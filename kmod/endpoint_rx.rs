@@ -14,6 +14,7 @@ use core::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::{
     alloc::KVVec,
+    cpu::CpuId,
     impl_has_work, new_condvar, new_mutex, new_work,
     prelude::*,
     sync::{Arc, CondVar, Mutex, SetOnce},
@@ -96,7 +97,7 @@ pub(crate) struct EndpointRx {
     /// so that two ranks' rendezvous data, sent at once, are written and
     /// (on loopback, in the sender's softirq) read on two CPUs rather
     /// than on whichever one saw the last acknowledgement.
-    send_cpu: core::ffi::c_int,
+    send_cpu: CpuId,
     /// The registered memory windows (`window.rs`): their own BH-safe
     /// lock, taken by readers after their reader lock and by the window
     /// ioctls, never together with the rx lock.
@@ -128,8 +129,10 @@ impl EndpointRx {
                 controls <- new_mutex!(KVVec::new(), "o2g_endpoint_controls"),
                 send <- new_work!("o2g_send"),
                 blocked: AtomicUsize::new(0),
-                // SAFETY: The call only reads the online CPU mask.
-                send_cpu: unsafe { crate::shim::o2g_next_online_cpu() },
+                // SAFETY: The call only reads the online CPU mask. It
+                // returns a valid CPU id, so `current` is never taken.
+                send_cpu: CpuId::from_i32(unsafe { crate::shim::o2g_next_online_cpu() })
+                    .unwrap_or_else(CpuId::current),
                 windows <- new_spinlock_bh!(WindowTable::new(), c"o2g_endpoint_windows"),
                 zc_hub,
             }),

@@ -11,6 +11,7 @@
 
 use kernel::{
     bindings,
+    cpu::CpuId,
     workqueue::{Queue, RawWorkItem},
 };
 
@@ -30,7 +31,7 @@ pub(crate) fn percpu() -> &'static Queue {
 /// only moves the work elsewhere, as its pool then runs unbound.
 ///
 /// Context: any.
-pub(crate) fn enqueue_on<W, const ID: u64>(cpu: core::ffi::c_int, w: W) -> W::EnqueueOutput
+pub(crate) fn enqueue_on<W, const ID: u64>(cpu: CpuId, w: W) -> W::EnqueueOutput
 where
     W: RawWorkItem<ID> + Send + 'static,
 {
@@ -41,6 +42,9 @@ where
     // `__enqueue` keeps `work` valid until the work function runs whenever
     // `queue_work_on` returns true.
     unsafe {
-        w.__enqueue(move |work| bindings::queue_work_on(cpu, bindings::system_percpu_wq, work))
+        w.__enqueue(move |work| {
+            // A `CpuId` fits an `i32` (its invariants).
+            bindings::queue_work_on(cpu.as_u32() as i32, bindings::system_percpu_wq, work)
+        })
     }
 }
