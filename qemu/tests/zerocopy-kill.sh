@@ -1,9 +1,10 @@
 # A sender killed (SIGKILL) while its rendezvous data to another node goes
 # without a copy: node 0's rank streams 8 MiB messages to node 1's and is
-# killed after a few seconds; node 1's rank loses its peer. On both nodes
-# the module's references (open endpoints, and the zero-copy sends TCP
-# still held) then drop to 0 within 60 s, so rmmod would succeed.
-# Nodes past 1 check nothing.
+# killed once the first of them is acknowledged (the trace event
+# o2g_data_acked; needs tracepoints, the debug guest); node 1's rank loses
+# its peer. On both nodes the module's references (open endpoints, and the
+# zero-copy sends TCP still held) then drop to 0 within 60 s, so rmmod
+# would succeed. Nodes past 1 check nothing.
 set -u
 [ "$O2G_NODE" -le 1 ] || { echo "zerocopy-kill: node $O2G_NODE takes no part"; exit 0; }
 port=$((7000 + 41))
@@ -14,11 +15,21 @@ O2G_ADDR="198.18.0.$((O2G_NODE + 1))" O2G_TRANSPORT=o2g O2G_SELF=0 \
     o2g-bandwidth --sizes 8M --reps 1000 >/tmp/zerocopy-kill.out 2>&1 &
 job=$!
 if [ "$O2G_NODE" = 0 ]; then
-    # Until the stream runs (the rank exists and node 1 is connected).
-    for _ in $(seq 60); do pid="$(pidof o2g-bandwidth)" && break; sleep 1; done
-    [ -n "${pid:-}" ] || { cat /tmp/zerocopy-kill.out; echo "zerocopy-kill: the sender never started"; exit 1; }
-    sleep 5
-    kill -9 "$pid"
+    # The kill comes once a zero-copy send has completed: the stream runs,
+    # and more of its sends are in flight.
+    t=/sys/kernel/tracing
+    [ -d "$t/events" ] || mount -t tracefs nodev "$t" 2>/dev/null
+    [ -d "$t/events/o2g" ] || { echo "zerocopy-kill: no events/o2g in $t"; exit 1; }
+    echo >"$t/trace"
+    echo 1 >"$t/events/o2g/o2g_data_acked/enable"
+    echo 1 >"$t/tracing_on"
+    for _ in $(seq 120); do grep -q ' o2g_data_acked:' "$t/trace" && break; sleep 1; done
+    echo 0 >"$t/tracing_on"
+    echo 0 >"$t/events/o2g/o2g_data_acked/enable"
+    grep -q ' o2g_data_acked:' "$t/trace" ||
+        { cat /tmp/zerocopy-kill.out; echo "zerocopy-kill: no zero-copy send completed in 120 s"; exit 1; }
+    echo >"$t/trace"
+    kill -9 "$(pidof o2g-bandwidth)"
 fi
 wait "$job"
 rc=$?
