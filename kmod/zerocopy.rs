@@ -15,8 +15,10 @@
 //!
 //! Only for connections whose route leaves the host: on loopback the
 //! receiving socket copies a zero-copy skb's pages anyway
-//! (`skb_orphan_frags_rx`), so nothing would be saved. The module
-//! parameter `zerocopy=0` turns it off.
+//! (`skb_orphan_frags_rx`), so nothing would be saved. And only from the
+//! module parameter `zerocopy_min` on (1 MiB by default; 0 turns it off):
+//! below it, the send's wait for the acknowledgement cost more than the
+//! copy did (docs/results.md).
 //!
 //! The completion runs wherever TCP frees the last skb: in softirq (an
 //! acknowledgement, a device's transmit completion) or in process context
