@@ -17,8 +17,8 @@
 //! receiving socket copies a zero-copy skb's pages anyway
 //! (`skb_orphan_frags_rx`), so nothing would be saved. And only from the
 //! module parameter `zerocopy_min` on (1 MiB by default; 0 turns it off):
-//! below it, the send's wait for the acknowledgement cost more than the
-//! copy did (docs/results.md).
+//! at 256 KiB no gain was measured, since the send waits for the
+//! acknowledgement instead (docs/results.md).
 //!
 //! The completion runs wherever TCP frees the last skb: in softirq (an
 //! acknowledgement, a device's transmit completion) or in process context
