@@ -815,7 +815,7 @@ fn unpin(rx: &EndpointRx, bufs: [Option<PinnedBuf>; 2]) {
 ///
 /// Context: softirq or process context, must not sleep; takes the rx
 /// lock.
-pub(crate) fn end_acked_offer(rx: &Arc<EndpointRx>, rank: u32, offer: u32, sent: u64) {
+pub(crate) fn end_acked_offer(rx: &EndpointRx, rank: u32, offer: u32, sent: u64) {
     let _ = rx.with_recv(|shared, st, c| {
         if let Some(ended) = st.offers.finish_acked(offer) {
             publish_sent(shared, ended.user_data, sent, 0);
