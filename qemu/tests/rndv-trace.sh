@@ -6,20 +6,11 @@
 # starts. Needs a kernel with tracepoints (the debug guest): without
 # tracefs it says so and fails.
 set -u
-t=/sys/kernel/tracing
-[ -d "$t/events" ] || mount -t tracefs nodev "$t" 2>/dev/null
-[ -d "$t/events/o2g" ] || { echo "rndv-trace: no events/o2g in $t (tracepoints or tracefs missing)"; exit 1; }
-echo 0 >"$t/tracing_on"
-echo >"$t/trace"
-echo 1 >"$t/events/o2g/enable"
-echo 1 >"$t/tracing_on"
+o2g-trace on || exit 1
 O2G_TRANSPORT=o2g O2G_SELF=0 o2grun -n 2 --timeout 300 \
     o2g-pingpong --sizes 1M --reps 1 --max-iters 2 >/tmp/rndv-trace.out 2>&1
 rc=$?
-echo 0 >"$t/tracing_on"
-echo 0 >"$t/events/o2g/enable"
-grep -v '^#' "$t/trace" >/tmp/rndv-trace.txt
-echo >"$t/trace"
+o2g-trace off /tmp/rndv-trace.txt
 [ "$rc" = 0 ] || { cat /tmp/rndv-trace.out; echo "rndv-trace: the ping-pong failed ($rc)"; exit 1; }
 # line EVENT [LEN]: the number of the first trace line of EVENT (with
 # len=LEN if given), or nothing.

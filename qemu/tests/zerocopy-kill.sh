@@ -17,18 +17,11 @@ job=$!
 if [ "$O2G_NODE" = 0 ]; then
     # The kill comes once a zero-copy send has completed: the stream runs,
     # and more of its sends are in flight.
-    t=/sys/kernel/tracing
-    [ -d "$t/events" ] || mount -t tracefs nodev "$t" 2>/dev/null
-    [ -d "$t/events/o2g" ] || { echo "zerocopy-kill: no events/o2g in $t"; exit 1; }
-    echo >"$t/trace"
-    echo 1 >"$t/events/o2g/o2g_data_acked/enable"
-    echo 1 >"$t/tracing_on"
-    for _ in $(seq 120); do grep -q ' o2g_data_acked:' "$t/trace" && break; sleep 1; done
-    echo 0 >"$t/tracing_on"
-    echo 0 >"$t/events/o2g/o2g_data_acked/enable"
-    grep -q ' o2g_data_acked:' "$t/trace" ||
+    o2g-trace on o2g_data_acked || exit 1
+    for _ in $(seq 120); do o2g-trace show | grep -q ' o2g_data_acked:' && break; sleep 1; done
+    o2g-trace off /tmp/zerocopy-kill.txt
+    grep -q ' o2g_data_acked:' /tmp/zerocopy-kill.txt ||
         { cat /tmp/zerocopy-kill.out; echo "zerocopy-kill: no zero-copy send completed in 120 s"; exit 1; }
-    echo >"$t/trace"
     kill -9 "$(pidof o2g-bandwidth)"
 fi
 wait "$job"

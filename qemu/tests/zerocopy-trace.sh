@@ -6,20 +6,11 @@
 # tracepoints (the debug guest). Other nodes take part in the job and
 # check nothing.
 set -u
-t=/sys/kernel/tracing
-[ -d "$t/events" ] || mount -t tracefs nodev "$t" 2>/dev/null
-[ -d "$t/events/o2g" ] || { echo "zerocopy-trace: no events/o2g in $t (tracepoints or tracefs missing)"; exit 1; }
-echo 0 >"$t/tracing_on"
-echo >"$t/trace"
-echo 1 >"$t/events/o2g/enable"
-echo 1 >"$t/tracing_on"
+o2g-trace on || exit 1
 O2G_TRANSPORT=o2g O2G_SELF=0 o2grun-cluster 40 \
     o2g-pingpong --sizes 1M --reps 1 --max-iters 2 >/tmp/zerocopy-trace.out 2>&1
 rc=$?
-echo 0 >"$t/tracing_on"
-echo 0 >"$t/events/o2g/enable"
-grep -v '^#' "$t/trace" >/tmp/zerocopy-trace.txt
-echo >"$t/trace"
+o2g-trace off /tmp/zerocopy-trace.txt
 [ "$rc" = 0 ] || { cat /tmp/zerocopy-trace.out; echo "zerocopy-trace: the ping-pong failed ($rc)"; exit 1; }
 [ "$O2G_NODE" -le 1 ] || { echo "zerocopy-trace: node $O2G_NODE took part"; exit 0; }
 line() { grep -n " $1: rank=[0-9]* len=1048576 " /tmp/zerocopy-trace.txt | head -1 | cut -d: -f1; }
