@@ -642,6 +642,13 @@ impl ConnReader {
             Ok(())
         });
         conn.rx().notify();
+        if conn.role() == Role::Control {
+            // A message the send work left half-written on this connection
+            // waits for `sk_write_space`, which a dead connection never
+            // calls: the work's next pass ends it, and its offer or receive
+            // with it.
+            conn.schedule_send();
+        }
         conn.schedule_reclaim();
         // SAFETY: `net_ratelimit` only touches its own state.
         if !matches!(why, Failure::Closed) && unsafe { bindings::net_ratelimit() != 0 } {

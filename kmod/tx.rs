@@ -332,7 +332,9 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
     if rx.any_blocked() {
         for conn in controls {
             let mut tx = conn.tx().lock();
-            if tx.partial.is_some() {
+            if conn.has_failed() {
+                tx.abandon(rx);
+            } else if tx.partial.is_some() {
                 advance(rx, conn, &mut tx);
             }
         }
