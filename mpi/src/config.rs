@@ -12,6 +12,7 @@
 //! | `O2G_ADDR` | `127.0.0.1`; `auto` under Slurm on several nodes | address this process listens on and publishes to its peers; `auto`: the first interface that is up, not loopback, with an IPv4 address (`listen_addr.rs`) |
 //! | `O2G_IF` | (none) | the interface `O2G_ADDR=auto` takes |
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
+//! | `O2G_PEER_TIMEOUT` | `60` | TCP transports (`sockets-*`, `o2g`): seconds a peer's host may stay silent before its connection fails (`TCP_USER_TIMEOUT`, with keepalive probes so that a rank waiting on a silent peer with nothing to send notices too); a live peer's kernel answers for it however busy the peer is. A PMI server reached over TCP (`PMI_PORT`) gets the same bound. `0`: TCP's own defaults (data unacknowledged for about 15 minutes; never while nothing is sent) |
 //! | `O2G_RNDV_THRESHOLD` | 64 KiB | socket transports and `o2g`: messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit |
 //! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some. `o2g` uses the message count (`O2G_EAGER_CREDIT_MSGS`), within the slots its dump area holds |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
@@ -134,6 +135,9 @@ pub(crate) struct Config {
     pub(crate) eager_credit: Window,
     pub(crate) addr: IpAddr,
     pub(crate) connect_timeout: Duration,
+    /// `O2G_PEER_TIMEOUT`: how long a peer's host may stay silent (`None`:
+    /// TCP's defaults).
+    pub(crate) peer_timeout: Option<Duration>,
     pub(crate) idle_connections: usize,
     pub(crate) spin: Spin,
     /// `O2G_MODEL_TIME`: `MPI_Wtime` from an emulated NIC's timing model.
@@ -292,6 +296,10 @@ impl Config {
             eager_credit,
             addr: crate::listen_addr::from_env(&var)?,
             connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
+            peer_timeout: match parse::<u32>(&var, "O2G_PEER_TIMEOUT")?.unwrap_or(60) {
+                0 => None,
+                s => Some(Duration::from_secs(s.into())),
+            },
             idle_connections: parse(&var, "O2G_IDLE_CONNECTIONS")?.unwrap_or(0),
             spin: match var("O2G_SPIN").as_deref() {
                 None | Some("auto") => Spin::Auto,

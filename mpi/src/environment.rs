@@ -182,7 +182,7 @@ pub fn initialize() -> Result<Universe> {
     }
     let _ = time();
     let config = Config::from_env()?;
-    let mut pmi = Pmi::connect()?;
+    let mut pmi = Pmi::connect(config.peer_timeout)?;
     let (rank, size) = (pmi.rank(), pmi.size());
     let transport = match transport::open(&config, &mut pmi) {
         Ok(t) => t,

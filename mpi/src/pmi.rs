@@ -155,7 +155,7 @@ fn adopt_fd(fd: RawFd) -> Result<UnixStream> {
 
 /// The connection the environment names, and whether it is a `PMI_PORT`
 /// one (which wants the `initack`); `None` for a singleton.
-fn open() -> Result<Option<(Link, bool)>> {
+fn open(peer_timeout: Option<Duration>) -> Result<Option<(Link, bool)>> {
     let io = |what: &str| {
         let what = what.to_owned();
         move |e| Error::io(what, e)
@@ -175,6 +175,11 @@ fn open() -> Result<Option<(Link, bool)>> {
             s.set_read_timeout(Some(RESPONSE_TIMEOUT))
                 .map_err(io("PMI_PORT"))?;
             let _ = s.set_nodelay(true);
+            // A manager on a host gone silent would otherwise hold this
+            // process for RESPONSE_TIMEOUT, even after its peers are lost.
+            if let Some(t) = peer_timeout {
+                crate::transport::bootstrap::set_peer_timeout(&s, t)?;
+            }
             (
                 Box::new(s.try_clone().map_err(io("PMI_PORT"))?),
                 Box::new(s),
@@ -188,12 +193,12 @@ fn open() -> Result<Option<(Link, bool)>> {
 
 impl Pmi {
     /// Connects as the environment says, or makes a singleton.
-    pub(crate) fn connect() -> Result<Self> {
+    pub(crate) fn connect(peer_timeout: Option<Duration>) -> Result<Self> {
         let given = std::env::var(VERSION_ENV).ok();
         let slurm_pmi2 =
             std::env::var_os("PMI_FD").is_some() && std::env::var_os("PMI_JOBID").is_some();
         let version = choose_version(given.as_deref(), slurm_pmi2)?;
-        let Some((mut link, port)) = open()? else {
+        let Some((mut link, port)) = open(peer_timeout)? else {
             return Ok(Self {
                 session: Session::Singleton(HashMap::new()),
                 rank: 0,

@@ -189,7 +189,7 @@ fn check_hello(h: &[u8; HELLO_LEN], secret: &str) -> std::result::Result<u32, St
 }
 
 /// Applies the per-connection socket options (`TCP_NODELAY`, buffer
-/// sizes) and makes the socket nonblocking.
+/// sizes, the peer timeout) and makes the socket nonblocking.
 pub(crate) fn tune(s: &TcpStream, config: &Config) -> Result<()> {
     let ctx = |what: &'static str| move |e| Error::io(what, e);
     s.set_nodelay(true).map_err(ctx("TCP_NODELAY"))?;
@@ -199,7 +199,29 @@ pub(crate) fn tune(s: &TcpStream, config: &Config) -> Result<()> {
     if let Some(n) = config.rcvbuf {
         setsockopt(&s.as_fd(), sockopt::RcvBuf, &n).map_err(|e| ctx("SO_RCVBUF")(e.into()))?;
     }
+    if let Some(t) = config.peer_timeout {
+        set_peer_timeout(s, t)?;
+    }
     s.set_nonblocking(true).map_err(ctx("O_NONBLOCK"))
+}
+
+/// Makes the connection fail (`ETIMEDOUT`) once the peer's host has been
+/// silent for about `t`. `TCP_USER_TIMEOUT` bounds how long sent data may
+/// stay unacknowledged (TCP's own bound is about 15 minutes of
+/// retransmissions); keepalive probes after `t / 3` of quiet make a
+/// connection with nothing to send notice too, since TCP ends a probed
+/// connection once nothing was heard for the user timeout. A live peer's
+/// kernel acknowledges and answers probes however busy its process is,
+/// and a full receive window is probed and answered the same way.
+pub(crate) fn set_peer_timeout(s: &TcpStream, t: Duration) -> Result<()> {
+    let fd = s.as_fd();
+    let secs = u32::try_from(t.as_secs()).unwrap_or(u32::MAX).max(1);
+    let millis = secs.saturating_mul(1000);
+    let err = |what: &'static str| move |e: nix::Error| Error::io(what, e.into());
+    setsockopt(&fd, sockopt::KeepAlive, &true).map_err(err("SO_KEEPALIVE"))?;
+    setsockopt(&fd, sockopt::TcpKeepIdle, &(secs / 3).max(1)).map_err(err("TCP_KEEPIDLE"))?;
+    setsockopt(&fd, sockopt::TcpKeepInterval, &(secs / 6).max(1)).map_err(err("TCP_KEEPINTVL"))?;
+    setsockopt(&fd, sockopt::TcpUserTimeout, &millis).map_err(err("TCP_USER_TIMEOUT"))
 }
 
 /// One peer's connection: the socket, plus for the connection of a process
@@ -766,5 +788,43 @@ mod tests {
             fresh_secret().expect("secret")
         );
         assert!(is_secret(&fresh_secret().expect("secret")));
+    }
+
+    /// `O2G_PEER_TIMEOUT` reaches every tuned connection as TCP's user
+    /// timeout and keepalive probing; `0` leaves TCP's defaults.
+    #[test]
+    fn the_peer_timeout_sets_the_user_timeout_and_keepalive() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listener");
+        let s = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let fd = s.as_fd();
+        use nix::sys::socket::getsockopt as get;
+        let off = Config::from_lookup(|name| (name == "O2G_PEER_TIMEOUT").then(|| "0".into()))
+            .expect("config");
+        tune(&s, &off).expect("tune");
+        assert!(!get(&fd, sockopt::KeepAlive).expect("keepalive"));
+        assert_eq!(get(&fd, sockopt::TcpUserTimeout).expect("user timeout"), 0);
+        for (value, secs) in [(None, 60), (Some("9"), 9)] {
+            let c = Config::from_lookup(|name| {
+                (name == "O2G_PEER_TIMEOUT")
+                    .then(|| value.map(str::to_owned))
+                    .flatten()
+            })
+            .expect("config");
+            tune(&s, &c).expect("tune");
+            assert!(get(&fd, sockopt::KeepAlive).expect("keepalive"));
+            assert_eq!(
+                get(&fd, sockopt::TcpUserTimeout).expect("user timeout"),
+                secs * 1000
+            );
+            assert_eq!(get(&fd, sockopt::TcpKeepIdle).expect("idle"), secs / 3);
+            assert_eq!(
+                get(&fd, sockopt::TcpKeepInterval).expect("interval"),
+                secs / 6
+            );
+        }
+        let e = Config::from_lookup(|name| (name == "O2G_PEER_TIMEOUT").then(|| "soon".into()))
+            .expect_err("not a number")
+            .to_string();
+        assert!(e.contains("O2G_PEER_TIMEOUT"), "{e}");
     }
 }

@@ -67,7 +67,7 @@ use crate::pmi::Pmi;
 
 mod announced;
 mod backoff;
-mod bootstrap;
+pub(crate) mod bootstrap;
 pub(crate) mod dimmnet;
 mod emulated_region;
 mod epoll;
