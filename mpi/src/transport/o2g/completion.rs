@@ -191,9 +191,9 @@ impl O2g {
                 }
             }
             Err(e) => {
-                let reason = e.to_string();
+                let mut reason = e.to_string();
                 if e == RecvError::ConnectionFailed {
-                    self.kill(envelope.source, reason.clone());
+                    reason = self.kill(envelope.source, reason);
                 }
                 RecvOutcome::Failed {
                     rank: envelope.source,

@@ -32,14 +32,16 @@ impl O2g {
         }
     }
 
-    /// Marks `rank` dead and fails its queued sends.
-    pub(super) fn kill(&mut self, rank: u32, reason: String) {
+    /// Marks `rank` dead and fails its queued sends; the reason it is
+    /// dead for (the first one given, with what TCP said).
+    pub(super) fn kill(&mut self, rank: u32, reason: String) -> String {
         let Some(p) = self.peers.get_mut(rank as usize) else {
-            return;
+            return reason;
         };
-        if p.dead.is_some() {
-            return;
+        if let Some(why) = &p.dead {
+            return why.clone();
         }
+        let reason = with_socket_error(reason, p);
         p.outbox.fail_all(&mut self.sends, &reason);
         p.dead = Some(reason.clone());
         // As the module does for posted receives: those naming exactly
@@ -53,6 +55,7 @@ impl O2g {
                 },
             );
         }
+        reason
     }
 
     /// Learns of connections the module failed that no completion reported
@@ -83,5 +86,23 @@ impl O2g {
             }
         }
         Ok(())
+    }
+}
+
+/// `reason`, with what TCP says broke the peer's connections if it says
+/// anything (`SO_ERROR`; the module leaves it to the process): above all
+/// a timeout, which only `O2G_PEER_TIMEOUT` explains.
+fn with_socket_error(reason: String, p: &Peer) -> String {
+    let error = [Some(&p.registered), p.control.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|s| s.take_error().ok().flatten());
+    match error {
+        Some(e) if e.raw_os_error() == Some(nix::libc::ETIMEDOUT) => format!(
+            "{reason}: the connection timed out (the peer's host was silent longer than \
+             O2G_PEER_TIMEOUT)"
+        ),
+        Some(e) => format!("{reason}: {e}"),
+        None => reason,
     }
 }

@@ -229,10 +229,10 @@ impl O2g {
                     }
                     SourceSel::Any => (NO_RANK, NO_LIVE_PEER),
                 };
-                self.kill(rank, reason.into());
+                let reason = self.kill(rank, reason.into());
                 Ok(Attempt::Made(RecvState::Done(RecvOutcome::Failed {
                     rank,
-                    reason: reason.into(),
+                    reason,
                 })))
             }
             (_, Some(errno @ (nix::libc::ENOBUFS | nix::libc::ENOMEM))) => {

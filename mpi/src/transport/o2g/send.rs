@@ -269,7 +269,9 @@ impl O2g {
             let w = p.writer.as_mut().unwrap_or(&mut p.registered);
             match p.outbox.flush(w, &mut self.sends) {
                 Ok(flushed) => any |= flushed.sent,
-                Err(e) => self.kill(rank as u32, format!("write failed: {e}")),
+                Err(e) => {
+                    self.kill(rank as u32, format!("write failed: {e}"));
+                }
             }
         }
         any
@@ -462,7 +464,9 @@ impl SendHalf for O2g {
         // The request is the offer's: the header goes out on its own.
         match p.outbox.start(w, &mut self.sends, header, &[]) {
             Ok(t) => self.sends.release(t),
-            Err(e) => self.kill(dest, format!("write failed: {e}")),
+            Err(e) => {
+                self.kill(dest, format!("write failed: {e}"));
+            }
         }
         Ok(Some(SendToken(OFFER_TOKEN | user_data)))
     }
