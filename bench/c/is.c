@@ -97,6 +97,9 @@ struct is {
     int passed;
     /* From the last iteration, for full verification. */
     int local_keys, min_key;
+    /* Seconds in the small collectives (allreduce, alltoall) and in the
+     * alltoallv, as NPB's timers split them (O2G_IS_TIMERS=1 prints). */
+    double t_small, t_alltoallv;
 };
 
 static void *xmalloc(size_t n)
@@ -151,7 +154,9 @@ static void rank_keys(struct is *s, int it)
         s->bucketed[s->bptr[k >> s->shift]++] = k;
     }
 
+    double t = MPI_Wtime();
     MPI_Allreduce(s->bsize, s->btotal, nb + TESTS, MPI_INT, MPI_SUM, s->comm);
+    s->t_small += MPI_Wtime() - t;
 
     /* Rank j takes consecutive buckets until the running global total
      * reaches (j+1)*num_keys; ranks left over get nothing. */
@@ -177,7 +182,9 @@ static void rank_keys(struct is *s, int it)
     for (int r = 1; r < s->size; r++)
         s->sdispl[r] = s->sdispl[r - 1] + s->scount[r - 1];
 
+    t = MPI_Wtime();
     MPI_Alltoall(s->scount, 1, MPI_INT, s->rcount, 1, MPI_INT, s->comm);
+    s->t_small += MPI_Wtime() - t;
     long incoming = 0;
     for (int r = 0; r < s->size; r++) {
         s->rdispl[r] = (int)incoming;
@@ -188,8 +195,10 @@ static void rank_keys(struct is *s, int it)
         s->received_cap = (int)incoming;
         s->received = xmalloc(sizeof(int) * (size_t)incoming);
     }
+    t = MPI_Wtime();
     MPI_Alltoallv(s->bucketed, s->scount, s->sdispl, MPI_INT, s->received, s->rcount,
                   s->rdispl, MPI_INT, s->comm);
+    s->t_alltoallv += MPI_Wtime() - t;
 
     /* Rank locally by counting over this rank's key range. */
     int mine = s->first[s->rank] <= s->last[s->rank];
@@ -342,6 +351,7 @@ int main(int argc, char **argv)
     generate(&s);
     rank_keys(&s, 1); /* untimed warm-up, as NPB does */
     s.passed = 0;
+    s.t_small = s.t_alltoallv = 0;
 
     double t0 = MPI_Wtime();
     for (int it = 1; it <= ITERATIONS; it++) rank_keys(&s, it);
@@ -370,6 +380,19 @@ int main(int argc, char **argv)
         if (!verdict)
             printf(" (%d of %d checks passed)\n", passed, TESTS * ITERATIONS + s.size);
         fflush(stdout);
+    }
+    const char *timers = getenv("O2G_IS_TIMERS");
+    if (timers && strcmp(timers, "1") == 0) {
+        /* Each rank's line, in rank order. */
+        for (int r = 0; r < s.size; r++) {
+            if (r == s.rank)
+                printf(" timers: rank %d: total %.3f s, allreduce+alltoall %.3f s, alltoallv "
+                       "%.3f s, rest %.3f s\n",
+                       s.rank, elapsed, s.t_small, s.t_alltoallv,
+                       elapsed - s.t_small - s.t_alltoallv);
+            fflush(stdout);
+            MPI_Barrier(s.comm);
+        }
     }
     /* Only rank 0 holds the reduced count: every rank exits with its verdict. */
     MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
