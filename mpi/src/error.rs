@@ -47,9 +47,10 @@ pub enum Error {
     InvalidCommunicator(String),
     /// A peer process is gone: its connection closed or broke
     /// (`MPI_ERR_PROC_FAILED` in the fault-tolerance sense).
-    #[error("peer world rank {rank} is gone: {reason}")]
+    #[error("{}", peer_gone(*rank, reason))]
     PeerGone {
-        /// The peer's rank in `MPI_COMM_WORLD`.
+        /// The peer's rank in `MPI_COMM_WORLD`; `u32::MAX` where it is not
+        /// known (a send that failed, as its queue saw it).
         rank: u32,
         /// What was seen.
         reason: String,
@@ -109,3 +110,33 @@ impl Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// [`Error::PeerGone`] in words.
+fn peer_gone(rank: u32, reason: &str) -> String {
+    if rank == crate::request::NO_RANK {
+        format!("the peer of a send is gone: {reason}")
+    } else {
+        format!("peer world rank {rank} is gone: {reason}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_peer_is_named_when_known() {
+        let e = |rank| {
+            Error::PeerGone {
+                rank,
+                reason: "read failed".into(),
+            }
+            .to_string()
+        };
+        assert_eq!(e(3), "peer world rank 3 is gone: read failed");
+        assert_eq!(
+            e(crate::request::NO_RANK),
+            "the peer of a send is gone: read failed"
+        );
+    }
+}
