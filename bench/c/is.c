@@ -381,18 +381,23 @@ int main(int argc, char **argv)
             printf(" (%d of %d checks passed)\n", passed, TESTS * ITERATIONS + s.size);
         fflush(stdout);
     }
+    /* Rank 0's environment decides, as a launcher may not pass it on to
+     * every rank; the split is gathered and printed there. */
     const char *timers = getenv("O2G_IS_TIMERS");
-    if (timers && strcmp(timers, "1") == 0) {
-        /* Each rank's line, in rank order. */
-        for (int r = 0; r < s.size; r++) {
-            if (r == s.rank)
-                printf(" timers: rank %d: total %.3f s, allreduce+alltoall %.3f s, alltoallv "
-                       "%.3f s, rest %.3f s\n",
-                       s.rank, elapsed, s.t_small, s.t_alltoallv,
-                       elapsed - s.t_small - s.t_alltoallv);
-            fflush(stdout);
-            MPI_Barrier(s.comm);
+    int want_timers = s.rank == 0 && timers && strcmp(timers, "1") == 0;
+    MPI_Bcast(&want_timers, 1, MPI_INT, 0, s.comm);
+    if (want_timers) {
+        double mine[3] = {elapsed, s.t_small, s.t_alltoallv};
+        double *all = s.rank == 0 ? xmalloc(sizeof(double) * 3 * (size_t)s.size) : NULL;
+        MPI_Gather(mine, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, s.comm);
+        for (int r = 0; s.rank == 0 && r < s.size; r++) {
+            const double *t = &all[3 * r];
+            printf(" timers: rank %d: total %.3f s, allreduce+alltoall %.3f s, alltoallv "
+                   "%.3f s, rest %.3f s\n",
+                   r, t[0], t[1], t[2], t[0] - t[1] - t[2]);
         }
+        free(all);
+        fflush(stdout);
     }
     /* Only rank 0 holds the reduced count: every rank exits with its verdict. */
     MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);

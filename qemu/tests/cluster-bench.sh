@@ -1,7 +1,7 @@
 # Cluster benchmarks (run with --nodes 4 --flavour release): one rank per
 # VM over the harness's virtual network. The NAS-IS-style sort on every
-# node over each transport, then a ping-pong between nodes 0 and 1 (the
-# other ranks only join its barriers), raw TCP's between the same two, and
+# node over each transport, and its C version over o2g (o2g-C), then a
+# ping-pong between nodes 0 and 1 (the other ranks only join its barriers), raw TCP's between the same two, and
 # one-way TCP streams there with and without MSG_ZEROCOPY. With O2G_GUEST_PEERS=1, also the
 # same C IS (in every round, after our transports) and ping-pong on Open
 # MPI and MPICH across the VMs, forced onto TCP over eth0 and launched
@@ -45,6 +45,15 @@ for rep in $(seq "$reps"); do
         echo "# IS class $class, $O2G_NODES nodes, $t, rep $rep: $mops Mop/s" >/dev/console
         echo "$t,$rep,$mops" >>"$is_csv"
     done
+    # The C program the peers run, on our MPI over o2g (as the main job's
+    # o2g-C row): the same code on every library.
+    step=$((step + 1))
+    out="$(O2G_TRANSPORT=o2g o2grun-cluster $step is-o2g "$class" 2>&1)" || { echo "$out"; exit 1; }
+    mops="$(echo "$out" | awk '/Mop\/s total/ { print $NF }')"
+    if [ -n "$mops" ]; then
+        echo "# IS class $class, $O2G_NODES nodes, o2g-C, rep $rep: $mops Mop/s" >/dev/console
+        echo "o2g-C,$rep,$mops" >>"$is_csv"
+    fi
     [ "$peers" = 0 ] || peers_across_nodes peer_is "$rep"
 done
 for t in sockets-select sockets-epoll o2g; do
