@@ -215,12 +215,17 @@ pub(crate) fn tune(s: &TcpStream, config: &Config) -> Result<()> {
 /// and a full receive window is probed and answered the same way.
 pub(crate) fn set_peer_timeout(s: &TcpStream, t: Duration) -> Result<()> {
     let fd = s.as_fd();
+    // The kernel's bounds: probe periods up to 32767 s, the user timeout
+    // a non-negative int of milliseconds.
+    const MAX_PROBE_SECS: u32 = 32767;
     let secs = u32::try_from(t.as_secs()).unwrap_or(u32::MAX).max(1);
-    let millis = secs.saturating_mul(1000);
+    let millis = secs.saturating_mul(1000).min(i32::MAX as u32);
+    let idle = (secs / 3).clamp(1, MAX_PROBE_SECS);
+    let interval = (secs / 6).clamp(1, MAX_PROBE_SECS);
     let err = |what: &'static str| move |e: nix::Error| Error::io(what, e.into());
     setsockopt(&fd, sockopt::KeepAlive, &true).map_err(err("SO_KEEPALIVE"))?;
-    setsockopt(&fd, sockopt::TcpKeepIdle, &(secs / 3).max(1)).map_err(err("TCP_KEEPIDLE"))?;
-    setsockopt(&fd, sockopt::TcpKeepInterval, &(secs / 6).max(1)).map_err(err("TCP_KEEPINTVL"))?;
+    setsockopt(&fd, sockopt::TcpKeepIdle, &idle).map_err(err("TCP_KEEPIDLE"))?;
+    setsockopt(&fd, sockopt::TcpKeepInterval, &interval).map_err(err("TCP_KEEPINTVL"))?;
     setsockopt(&fd, sockopt::TcpUserTimeout, &millis).map_err(err("TCP_USER_TIMEOUT"))
 }
 
@@ -822,6 +827,16 @@ mod tests {
                 secs / 6
             );
         }
+        // Past the kernel's bounds: clamped, not refused.
+        let huge =
+            Config::from_lookup(|name| (name == "O2G_PEER_TIMEOUT").then(|| u32::MAX.to_string()))
+                .expect("config");
+        tune(&s, &huge).expect("tune with the longest timeout");
+        assert_eq!(
+            get(&fd, sockopt::TcpUserTimeout).expect("user timeout"),
+            i32::MAX as u32
+        );
+        assert_eq!(get(&fd, sockopt::TcpKeepIdle).expect("idle"), 32767);
         let e = Config::from_lookup(|name| (name == "O2G_PEER_TIMEOUT").then(|| "soon".into()))
             .expect_err("not a number")
             .to_string();
