@@ -192,7 +192,9 @@ fn open(peer_timeout: Option<Duration>) -> Result<Option<(Link, bool)>> {
 }
 
 impl Pmi {
-    /// Connects as the environment says, or makes a singleton.
+    /// Connects as the environment says, or makes a singleton. A TCP
+    /// connection (`PMI_PORT`) fails once the manager's host was silent
+    /// for `peer_timeout` (`O2G_PEER_TIMEOUT`).
     pub(crate) fn connect(peer_timeout: Option<Duration>) -> Result<Self> {
         let given = std::env::var(VERSION_ENV).ok();
         let slurm_pmi2 =
