@@ -1,13 +1,14 @@
 # Cluster benchmarks (run with --nodes 4 --flavour release): one rank per
 # VM over the harness's virtual network. The NAS-IS-style sort on every
 # node over each transport, and its C version over o2g (o2g-C), then a
-# ping-pong between nodes 0 and 1 (the other ranks only join its barriers), raw TCP's between the same two, and
-# one-way TCP streams there with and without MSG_ZEROCOPY. With O2G_GUEST_PEERS=1, also the
-# same C IS (in every round, after our transports) and ping-pong on Open
-# MPI and MPICH across the VMs, forced onto TCP over eth0 and launched
-# through o2g-rsh (peers_across_nodes). Figures,
-# not assertions; node 0 sends them home as "# csv:NAME:" lines
-# (scripts/main.sh --full). Needs the module loaded.
+# ping-pong between nodes 0 and 1 (the other ranks only join its
+# barriers), raw TCP's between the same two, and one-way TCP streams there
+# with and without MSG_ZEROCOPY. With O2G_GUEST_PEERS=1, also the same C
+# IS (in every round, after our transports) and ping-pong on Open MPI and
+# MPICH across the VMs, forced onto TCP over eth0 and launched through
+# o2g-rsh (peers_across_nodes). Figures, not assertions; node 0 sends them
+# home as "# csv:NAME:" lines (scripts/main.sh --full). Needs the module
+# loaded.
 set -e
 class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-3}" sizes="${O2G_BENCH_SIZES:-8,1K,64K,1M}"
 is_csv=/tmp/cluster-is.csv csv=/tmp/csv-cluster
