@@ -1,7 +1,7 @@
 //! Dead peers: a connection the module failed marks its rank dead, fails
 //! its queued sends and the receives that can only match from it.
 
-use libo2g::abi;
+use libo2g::{abi, RecvError};
 
 use crate::error::{Error, Result};
 use crate::transport::RecvOutcome;
@@ -12,6 +12,10 @@ use super::{lib_err, O2g, Peer};
 /// refuses it once every registered connection has failed.
 pub(super) const NO_LIVE_PEER: &str =
     "waiting for a message from any source, but no live peer is left that could send it";
+
+/// Why a connection the module failed broke, as far as the process can
+/// tell without TCP's word.
+const CONNECTION_BROKE: &str = "the connection closed, was reset or broke the protocol";
 
 impl O2g {
     pub(super) fn peer(&mut self, dest: u32) -> Result<&mut Peer> {
@@ -79,10 +83,7 @@ impl O2g {
                 .socket_stats(rank)
                 .map_err(|e| lib_err("socket counters", e))?;
             if st.state == abi::socket_state::FAILED {
-                self.kill(
-                    rank,
-                    "the connection closed, was reset or broke the protocol".into(),
-                );
+                self.kill(rank, CONNECTION_BROKE.into());
             }
         }
         Ok(())
@@ -97,6 +98,13 @@ fn with_socket_error(reason: String, p: &Peer) -> String {
         .into_iter()
         .flatten()
         .find_map(|s| s.take_error().ok().flatten());
+    // The module's guesses at a cause give way to TCP's word.
+    let guessed = reason == CONNECTION_BROKE || reason == RecvError::ConnectionFailed.to_string();
+    let reason = if guessed && error.is_some() {
+        "the connection failed".to_owned()
+    } else {
+        reason
+    };
     match error {
         Some(e) if e.raw_os_error() == Some(nix::libc::ETIMEDOUT) => format!(
             "{reason}: the connection timed out (the peer's host was silent longer than \
