@@ -211,9 +211,13 @@ impl Outbox {
         self.queue.push_back(out);
     }
 
-    /// Starts an `isend` on socket `s`: unless earlier messages still
-    /// wait, writes what the socket takes at once, then queues a copy of
-    /// the rest under a new token of `sends`. Token 0: it all went out.
+    /// Starts an `isend` on socket `s`: writes the messages still queued
+    /// and then this one, as far as the socket takes them at once, and
+    /// queues a copy of the rest under a new token of `sends`. Token 0: it
+    /// all went out. Any other token means the socket was found full, so
+    /// a caller that waits for room may wait for the socket to say so.
+    /// (Queueing behind a queue that a writable socket would have taken
+    /// left an edge-triggered poller with no edge to come: a lost wake-up.)
     pub(crate) fn start(
         &mut self,
         s: &mut TcpStream,
@@ -253,7 +257,7 @@ impl Outbox {
         data: &[u8],
         keep: impl FnOnce(&[u8]) -> Payload,
     ) -> io::Result<SendToken> {
-        let done = if self.queue.is_empty() {
+        let done = if self.flush(s, sends)?.drained {
             write_parts(s, &header, data)?
         } else {
             (0, 0)

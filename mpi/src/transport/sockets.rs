@@ -1032,6 +1032,7 @@ impl<P: Poller> Sockets<P> {
         };
         match started {
             Ok(token) => {
+                // A kept rest means the outbox found the socket full.
                 if token.0 != 0 {
                     c.writable = false;
                 }
@@ -1577,6 +1578,42 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(t.peer_failure(1).is_none());
+    }
+
+    /// An `isend` behind a message that waits in the queue (here credit)
+    /// while the socket has room goes out: nothing had tried the socket,
+    /// so an edge-triggered poller would never say it has room. Two ranks
+    /// exchanging 1 MiB eager messages hung this way about once in ten
+    /// runs.
+    #[test]
+    fn an_isend_behind_a_queued_message_goes_out() {
+        let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &config(&[]));
+        fn conn(t: &mut Sockets<Epoll>) -> &mut Conn {
+            t.conns[1].as_mut().expect("rank 1")
+        }
+        // Credits both ways, and the poller's edges are used up.
+        let peer = &mut peers[0];
+        let grant = peer.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 20, 16);
+        peer.say(&grant);
+        peer.push();
+        progress_until(&mut t, "the credits", |t| {
+            conn(t).outbox.is_empty() && conn(t).allowance.left().bytes > 0
+        });
+        t.progress(Some(Duration::ZERO)).expect("progress");
+        conn(&mut t).queue_credit(0, Credit { bytes: 0, msgs: 0 });
+        let data = vec![7u8; 1000];
+        let token = t.isend(1, env(0, 5), &data).expect("isend");
+        let mut heard = Vec::new();
+        progress_until(&mut t, "the isend to go out", |t| {
+            heard.extend(peer.heard().into_iter().map(|h| (h.kind, h.len)));
+            t.test_send(token).expect("send")
+        });
+        progress_until(&mut t, "rank 1 to hear it", |_| {
+            heard.extend(peer.heard().into_iter().map(|h| (h.kind, h.len)));
+            heard.len() >= 3
+        });
+        let eager = (Kind::Eager, data.len() as u64);
+        assert_eq!(heard[1..], [(Kind::Credit, 0), eager]);
     }
 
     /// Rank 0's own rendezvous sends: an `isend` completes once its data
