@@ -12,6 +12,19 @@ pub mod stats;
 pub mod tcp;
 pub mod usage;
 
+/// Ends a benchmark's `main` with `result`: an error goes to stderr in
+/// words, after the program's `name`, and the exit status fails. (A
+/// `main` that returns the error prints its `Debug` form instead.)
+pub fn finish<E: std::fmt::Display>(name: &str, result: Result<(), E>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Sizes `0, 1, 2, 4, ..., max` (powers of two up to `max`, with 0 first).
 pub fn power_of_two_sizes(max: usize) -> Vec<usize> {
     std::iter::once(0)

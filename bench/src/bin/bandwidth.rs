@@ -58,7 +58,11 @@ fn plan(args: &Args, size: usize) -> (usize, usize) {
     (window, windows)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    o2g_bench::finish("o2g-bandwidth", run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let universe = mpi::initialize()?;
     let world = universe.world();

@@ -31,7 +31,11 @@ struct Args {
     out: PathBuf,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    o2g_bench::finish("o2g-chart", run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let a = Args::parse();
     let text = std::fs::read_to_string(&a.csv)?;
     let mut report = Report::from_csv(&a.title, a.log_x, &text)

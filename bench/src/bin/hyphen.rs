@@ -61,7 +61,11 @@ struct RingArgs {
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn main() -> Res<()> {
+fn main() -> std::process::ExitCode {
+    o2g_bench::finish("o2g-hyphen-bench", run())
+}
+
+fn run() -> Res<()> {
     let about = "Emulated HyphenLink and AP1000 buffer-receiving microbenchmarks";
     let args = Args::<Cmd>::parse(about);
     if let Some(dir) = &args.out {

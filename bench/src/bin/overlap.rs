@@ -186,7 +186,11 @@ fn overlap(t_comm: f64, work: f64, t_total: f64) -> f64 {
     ((t_comm + work - t_total) / t_comm).clamp(0.0, 1.0) * 100.0
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    o2g_bench::finish("o2g-overlap", run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     if !args.factor.is_finite() || args.factor <= 0.0 || args.reps == 0 {
         return Err("--factor must be positive and --reps at least 1".into());

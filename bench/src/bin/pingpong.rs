@@ -18,7 +18,11 @@ struct Args {
     sweep: SweepArgs,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    o2g_bench::finish("o2g-pingpong", run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let universe = mpi::initialize()?;
     let world = universe.world();

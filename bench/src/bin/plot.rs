@@ -62,7 +62,11 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    o2g_bench::finish("o2g-plot", run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let data = read(&std::fs::read_to_string(&args.csv)?)?;
     if data.is_empty() {

@@ -184,7 +184,11 @@ fn micros(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e6)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    o2g_bench::finish("o2g-pollcost", run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let most = args.counts.iter().copied().max().unwrap_or(0);
     let want = 2 * most as u64 + 64;

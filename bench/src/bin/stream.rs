@@ -18,7 +18,11 @@ struct Args {
     size: usize,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    o2g_bench::finish("o2g-stream", run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let universe = mpi::initialize()?;
     let world = universe.world();
