@@ -191,10 +191,11 @@ impl O2g {
                 }
             }
             Err(e) => {
-                let mut reason = e.to_string();
-                if e == RecvError::ConnectionFailed {
-                    reason = self.kill(envelope.source, reason);
-                }
+                let reason = if e == RecvError::ConnectionFailed {
+                    self.kill_unexplained(envelope.source, "the connection to the source failed")
+                } else {
+                    e.to_string()
+                };
                 RecvOutcome::Failed {
                     rank: envelope.source,
                     reason,

@@ -1,7 +1,7 @@
 //! Dead peers: a connection the module failed marks its rank dead, fails
 //! its queued sends and the receives that can only match from it.
 
-use libo2g::{abi, RecvError};
+use libo2g::abi;
 
 use crate::error::{Error, Result};
 use crate::transport::RecvOutcome;
@@ -14,8 +14,8 @@ pub(super) const NO_LIVE_PEER: &str =
     "waiting for a message from any source, but no live peer is left that could send it";
 
 /// Why a connection the module failed broke, as far as the process can
-/// tell without TCP's word.
-const CONNECTION_BROKE: &str = "the connection closed, was reset or broke the protocol";
+/// tell without TCP's word: the module does not say which.
+const UNEXPLAINED: &str = "it closed, was reset or broke the protocol";
 
 impl O2g {
     pub(super) fn peer(&mut self, dest: u32) -> Result<&mut Peer> {
@@ -36,8 +36,25 @@ impl O2g {
         }
     }
 
+    /// Marks `rank` dead for a failure the module reported without its
+    /// cause (`what` failed): TCP's cause (`SO_ERROR`) if it has one, else
+    /// the module's possibilities. The reason it is dead for.
+    pub(super) fn kill_unexplained(&mut self, rank: u32, what: &str) -> String {
+        let cause = match self.peers.get(rank as usize) {
+            Some(p) if p.dead.is_none() => socket_error(p),
+            _ => None,
+        };
+        let cause = cause.map_or_else(|| UNEXPLAINED.to_owned(), |e| in_words(&e));
+        self.kill(rank, format!("{what}: {cause}"))
+    }
+
+    /// Marks `rank` dead because writing to it failed with `e`.
+    pub(super) fn kill_on_write(&mut self, rank: u32, e: &std::io::Error) -> String {
+        self.kill(rank, format!("write failed: {}", in_words(e)))
+    }
+
     /// Marks `rank` dead and fails its queued sends; the reason it is
-    /// dead for (the first one given, with what TCP said).
+    /// dead for (the first one given).
     pub(super) fn kill(&mut self, rank: u32, reason: String) -> String {
         let Some(p) = self.peers.get_mut(rank as usize) else {
             return reason;
@@ -45,7 +62,6 @@ impl O2g {
         if let Some(why) = &p.dead {
             return why.clone();
         }
-        let reason = with_socket_error(reason, p);
         p.outbox.fail_all(&mut self.sends, &reason);
         p.dead = Some(reason.clone());
         // As the module does for posted receives: those naming exactly
@@ -83,34 +99,42 @@ impl O2g {
                 .socket_stats(rank)
                 .map_err(|e| lib_err("socket counters", e))?;
             if st.state == abi::socket_state::FAILED {
-                self.kill(rank, CONNECTION_BROKE.into());
+                self.kill_unexplained(rank, "the connection failed");
             }
         }
         Ok(())
     }
 }
 
-/// `reason`, with what TCP says broke the peer's connections if it says
-/// anything (`SO_ERROR`; the module leaves it to the process): above all
-/// a timeout, which only `O2G_PEER_TIMEOUT` explains.
-fn with_socket_error(reason: String, p: &Peer) -> String {
-    let error = [Some(&p.registered), p.control.as_ref()]
+/// What TCP says broke the peer's connections (`SO_ERROR`, which the
+/// module leaves to the process), if it says anything.
+fn socket_error(p: &Peer) -> Option<std::io::Error> {
+    [Some(&p.registered), p.control.as_ref()]
         .into_iter()
         .flatten()
-        .find_map(|s| s.take_error().ok().flatten());
-    // The module's guesses at a cause give way to TCP's word.
-    let guessed = reason == CONNECTION_BROKE || reason == RecvError::ConnectionFailed.to_string();
-    let reason = if guessed && error.is_some() {
-        "the connection failed".to_owned()
+        .find_map(|s| s.take_error().ok().flatten())
+}
+
+/// A socket's error in words: a timeout, which only `O2G_PEER_TIMEOUT`
+/// explains, says so.
+fn in_words(e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(nix::libc::ETIMEDOUT) {
+        "the connection timed out (the peer's host was silent longer than O2G_PEER_TIMEOUT)"
+            .to_owned()
     } else {
-        reason
-    };
-    match error {
-        Some(e) if e.raw_os_error() == Some(nix::libc::ETIMEDOUT) => format!(
-            "{reason}: the connection timed out (the peer's host was silent longer than \
-             O2G_PEER_TIMEOUT)"
-        ),
-        Some(e) => format!("{reason}: {e}"),
-        None => reason,
+        e.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_names_the_setting_and_other_errors_read_as_the_system_says() {
+        let timeout = std::io::Error::from_raw_os_error(nix::libc::ETIMEDOUT);
+        assert!(in_words(&timeout).contains("O2G_PEER_TIMEOUT"));
+        let reset = std::io::Error::from_raw_os_error(nix::libc::ECONNRESET);
+        assert_eq!(in_words(&reset), reset.to_string());
     }
 }

@@ -224,12 +224,15 @@ impl O2g {
             }
             (_, Some(nix::libc::ECONNRESET)) => {
                 let (rank, reason) = match sel.source {
-                    SourceSel::Rank(r) => {
-                        (r, "the connection failed before the receive was posted")
-                    }
-                    SourceSel::Any => (NO_RANK, NO_LIVE_PEER),
+                    SourceSel::Rank(r) => (
+                        r,
+                        self.kill_unexplained(
+                            r,
+                            "the connection failed before the receive was posted",
+                        ),
+                    ),
+                    SourceSel::Any => (NO_RANK, NO_LIVE_PEER.to_owned()),
                 };
-                let reason = self.kill(rank, reason.into());
                 Ok(Attempt::Made(RecvState::Done(RecvOutcome::Failed {
                     rank,
                     reason,

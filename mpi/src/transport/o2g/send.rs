@@ -62,7 +62,11 @@ impl O2g {
         };
         let dest = o.dest;
         if let Err(e) = sent.status {
-            self.kill(dest, format!("a rendezvous send failed: {e}"));
+            if e == RecvError::ConnectionFailed {
+                self.kill_unexplained(dest, "a rendezvous send failed");
+            } else {
+                self.kill(dest, format!("a rendezvous send failed: {e}"));
+            }
         }
         // A send that lent the caller's memory learns of the end when it
         // asks; one the module read a copy of is done with.
@@ -188,7 +192,7 @@ impl O2g {
                     self.reap()?;
                 }
                 (_, Some(nix::libc::ENOTCONN)) => {
-                    self.kill(dest, "its control connection failed".into());
+                    self.kill_unexplained(dest, "its control connection failed");
                     self.peer(dest)?;
                     return Err(lib_err("offering a rendezvous send", error));
                 }
@@ -251,7 +255,7 @@ impl O2g {
         match started {
             Ok(token) => Ok(token),
             Err(e) => {
-                self.kill(dest, format!("write failed: {e}"));
+                self.kill_on_write(dest, &e);
                 self.peer(dest).map(|_| SendToken(0))
             }
         }
@@ -270,7 +274,7 @@ impl O2g {
             match p.outbox.flush(w, &mut self.sends) {
                 Ok(flushed) => any |= flushed.sent,
                 Err(e) => {
-                    self.kill(rank as u32, format!("write failed: {e}"));
+                    self.kill_on_write(rank as u32, &e);
                 }
             }
         }
@@ -350,7 +354,7 @@ impl SendHalf for O2g {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(e) => {
-                    self.kill(dest, format!("write failed: {e}"));
+                    self.kill_on_write(dest, &e);
                     return self.peer(dest).map(drop);
                 }
             }
@@ -465,7 +469,7 @@ impl SendHalf for O2g {
         match p.outbox.start(w, &mut self.sends, header, &[]) {
             Ok(t) => self.sends.release(t),
             Err(e) => {
-                self.kill(dest, format!("write failed: {e}"));
+                self.kill_on_write(dest, &e);
             }
         }
         Ok(Some(SendToken(OFFER_TOKEN | user_data)))

@@ -78,7 +78,7 @@ impl Windows for O2g {
         match p.outbox.start(w, &mut self.sends, header, payload) {
             Ok(token) => Ok(token),
             Err(e) => {
-                self.kill(dest, format!("write failed: {e}"));
+                self.kill_on_write(dest, &e);
                 self.peer(dest).map(|_| SendToken(0))
             }
         }
