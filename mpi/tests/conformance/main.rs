@@ -168,6 +168,16 @@ fn matrix() -> Vec<Run> {
             ..case("backlog", t, 2)
         });
         runs.push(case("head_to_head", t, 2));
+        runs.push(case("exchange", t, 2));
+        runs.push(Run {
+            env: vec![
+                ("O2G_CONF_CASE", "exchange".into()),
+                ("O2G_TRANSPORT", t.into()),
+                ("O2G_RNDV_THRESHOLD", (4 << 20).to_string()),
+            ],
+            name: format!("exchange/{t}/np2/eager"),
+            ..case("exchange", t, 2)
+        });
         // Issue 20's hang: a receive that matches a message behind more
         // large ones than the receiver can store.
         runs.push(case("late_tag", t, 2));
@@ -455,6 +465,7 @@ fn rank_main(case: &str) -> ExitCode {
         "backlog" => p2p::backlog(),
         "late_tag" => p2p::late_tag(),
         "head_to_head" => p2p::head_to_head(),
+        "exchange" => p2p::exchange(),
         "large_recv" => p2p::large_recv(),
         "rank_fails" => p2p::rank_fails(),
         "rank_aborts" => p2p::rank_aborts(),

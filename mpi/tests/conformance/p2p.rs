@@ -921,6 +921,45 @@ pub(crate) fn late_tag() -> Check {
     Ok(())
 }
 
+/// Message sizes and rounds of `exchange`.
+const EXCHANGE_SIZES: [usize; 3] = [64 << 10, 1 << 20, 2 << 20];
+const EXCHANGE_ROUNDS: usize = 40;
+
+/// Ranks 0 and 1 exchange messages of each of [`EXCHANGE_SIZES`] with
+/// `MPI_Sendrecv`, [`EXCHANGE_ROUNDS`] times, each round's bytes its own,
+/// as a large collective's steps do; also with a rendezvous threshold
+/// above them all, so that both ranks' sends are eager. (Such exchanges,
+/// many more of them, once hung over sockets-epoll: a send queued behind a
+/// credit message lost epoll's wake-up. The transport's unit test
+/// `an_isend_behind_a_queued_message_goes_out` pins that down.)
+pub(crate) fn exchange() -> Check {
+    let universe = mpi::initialize()?;
+    let world = universe.world();
+    let rank = world.rank();
+    if rank < 2 {
+        let peer = 1 - rank;
+        let fill = |from: i32, round: usize, len: usize| -> Vec<u8> {
+            (0..len)
+                .map(|i| (i as u8) ^ (round as u8).wrapping_mul(7) ^ (from as u8).wrapping_mul(101))
+                .collect()
+        };
+        for len in EXCHANGE_SIZES {
+            let mut got = vec![0u8; len];
+            for round in 0..EXCHANGE_ROUNDS {
+                let mine = fill(rank, round, len);
+                let st = world.sendrecv(&mine, peer, 5, &mut got, peer, 5)?;
+                ensure!(
+                    st.count_bytes() == len && got == fill(peer, round, len),
+                    "rank {rank}: round {round} of {len}-byte exchanges brought other bytes"
+                );
+            }
+        }
+    }
+    world.barrier()?;
+    universe.finalize()?;
+    Ok(())
+}
+
 /// Bytes each rank sends in `head_to_head`: above the rendezvous threshold.
 const HEAD_TO_HEAD: usize = 1 << 20;
 
