@@ -83,6 +83,7 @@ impl Poller for Epoll {
                 // Errors and hang-ups are found by the read that follows.
                 readable: ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                 writable: ev.is_writable() || ev.is_write_closed(),
+                ending: ev.is_read_closed() || ev.is_error(),
             });
         }
         Ok(())

@@ -94,6 +94,8 @@ impl Poller for Poll {
                     rank: i.rank,
                     readable,
                     writable,
+                    // Level-triggered: a socket that ends stays readable.
+                    ending: false,
                 });
             }
         }

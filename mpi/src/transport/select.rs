@@ -78,6 +78,8 @@ impl Poller for Select {
                     rank: i.rank,
                     readable: r,
                     writable: w,
+                    // Level-triggered: a socket that ends stays readable.
+                    ending: false,
                 });
             }
         }

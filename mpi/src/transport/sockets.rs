@@ -103,6 +103,10 @@ pub(crate) struct Ready {
     pub(crate) rank: usize,
     pub(crate) readable: bool,
     pub(crate) writable: bool,
+    /// The peer closed its side or the socket has an error (an
+    /// edge-triggered poller's hang-up): what is left to read ends in that,
+    /// and no further edge will say so.
+    pub(crate) ending: bool,
 }
 
 /// One connection a `select`-style poller must watch this round.
@@ -193,6 +197,9 @@ struct Conn {
     inline: bool,
     readable: bool,
     writable: bool,
+    /// The poller said the socket is ending (see [`Ready::ending`]):
+    /// reads go on until one returns nothing or the end.
+    ending: bool,
     dead: Option<String>,
 }
 
@@ -337,6 +344,7 @@ impl<P: Poller> Sockets<P> {
                         inline: false,
                         readable: true,
                         writable: true,
+                        ending: false,
                         dead: None,
                     };
                     // The first thing each end says: the whole window.
@@ -440,8 +448,8 @@ impl<P: Poller> Sockets<P> {
     /// straight from the socket into the receive's memory, skipping the
     /// scratch buffer and its copy. `None`: not such a payload (or too
     /// little of one to be worth a system call of its own); else what the
-    /// read gave.
-    fn read_in_place(&mut self, rank: usize) -> Option<std::io::Result<usize>> {
+    /// read gave, and how many bytes it asked for.
+    fn read_in_place(&mut self, rank: usize) -> Option<(std::io::Result<usize>, usize)> {
         let Some(Some(c)) = self.conns.get_mut(rank) else {
             return None;
         };
@@ -463,9 +471,13 @@ impl<P: Poller> Sockets<P> {
             // The reader counts the bytes as payload (every header before
             // them was taken, so it expects just that); they are in place.
             if !matches!(c.inbound.next(n), Next::Payload { len, .. } if len == n) {
-                return Some(Err(std::io::Error::other(format!(
-                    "internal error: {n} bytes read in place were not {left} bytes of payload"
-                ))));
+                return Some((
+                    Err(std::io::Error::other(format!(
+                        "internal error: {n} bytes read in place were not {left} bytes of \
+                         payload"
+                    ))),
+                    want,
+                ));
             }
             if let Some(dest) = c.inbound.dest() {
                 self.matcher.wrote(dest, n);
@@ -475,11 +487,16 @@ impl<P: Poller> Sockets<P> {
                 self.read_in_place_bytes += n as u64;
             }
         }
-        Some(got)
+        Some((got, want))
     }
 
     /// Reads until the socket is empty or the connection stalls, placing
-    /// every message.
+    /// every message. A read that returns less than it asked for found
+    /// the socket empty: the hint is cleared then, without a read that
+    /// fails with `WouldBlock` (one system call fewer per message), unless
+    /// the poller said the socket is ending. (An edge-triggered poller
+    /// tells of bytes that arrive later with a new edge; a level-triggered
+    /// one asks again every round.)
     fn read_conn(&mut self, rank: usize) {
         let mut scratch = std::mem::take(&mut self.scratch);
         loop {
@@ -487,8 +504,8 @@ impl<P: Poller> Sockets<P> {
                 Some(Some(c)) if c.dead.is_none() && !c.held_back() => {}
                 _ => break,
             }
-            let (read, direct) = match self.read_in_place(rank) {
-                Some(got) => (got, true),
+            let (read, asked, direct) = match self.read_in_place(rank) {
+                Some((got, asked)) => (got, asked, true),
                 None => match self.conns.get_mut(rank) {
                     Some(Some(c)) => {
                         // Rendezvous data may come next: its header alone,
@@ -496,7 +513,7 @@ impl<P: Poller> Sockets<P> {
                         let header_only =
                             c.data_due > 0 && c.unread.is_empty() && c.inbound.at_boundary();
                         let room = if header_only { HEADER_LEN } else { SCRATCH };
-                        (c.stream.read(&mut scratch[..room]), false)
+                        (c.stream.read(&mut scratch[..room]), room, false)
                     }
                     _ => break,
                 },
@@ -530,6 +547,15 @@ impl<P: Poller> Sockets<P> {
                 self.take_input(rank, &[]);
             } else {
                 self.take_input(rank, &scratch[..n]);
+            }
+            if n < asked {
+                match self.conns.get_mut(rank) {
+                    Some(Some(c)) if !c.ending => {
+                        c.readable = false;
+                        break;
+                    }
+                    _ => {}
+                }
             }
         }
         self.scratch = scratch;
@@ -853,6 +879,7 @@ impl<P: Poller> Sockets<P> {
         for r in &ready {
             if let Some(Some(c)) = self.conns.get_mut(r.rank) {
                 c.readable |= r.readable;
+                c.ending |= r.ending;
                 c.writable |= r.writable;
             }
         }
