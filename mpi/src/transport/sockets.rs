@@ -7,10 +7,14 @@
 //! # Progress
 //!
 //! Each connection carries two hints, "may be readable" and "may be
-//! writable". A hint is set by the poller and cleared only when a read or
-//! write returns `WouldBlock`, so the same loop is right for level-triggered
-//! `select` and for edge-triggered epoll: a socket is always drained until
-//! the kernel says it is empty. Reading goes through one scratch buffer,
+//! writable". A hint is set by the poller and cleared only when the kernel
+//! said the socket is empty or full: a read or write returned `WouldBlock`,
+//! or a read returned less than it asked for (unless the poller reported a
+//! hang-up, which no later edge would repeat). So the same loop is right
+//! for level-triggered `select` and for edge-triggered epoll: a socket is
+//! always drained until the kernel says it is empty, and the writable hint
+//! is never cleared while the socket has room, which epoll would not report
+//! again. Reading goes through one scratch buffer,
 //! except a large payload bound for a receive in place, which is read
 //! straight into it (after a clear-to-send, the next header is read alone
 //! so that all of the data's payload can be); each connection's
