@@ -229,6 +229,17 @@ pub(crate) fn set_peer_timeout(s: &TcpStream, t: Duration) -> Result<()> {
     setsockopt(&fd, sockopt::TcpUserTimeout, &millis).map_err(err("TCP_USER_TIMEOUT"))
 }
 
+/// A connection's error in words, for the reason a peer is dead: a
+/// timeout, which `O2G_PEER_TIMEOUT` bounds, names the setting.
+pub(crate) fn socket_error_in_words(e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(nix::libc::ETIMEDOUT) {
+        "the connection timed out (the peer's host was silent longer than O2G_PEER_TIMEOUT)"
+            .to_owned()
+    } else {
+        e.to_string()
+    }
+}
+
 /// One peer's connection: the socket, plus for the connection of a process
 /// to itself (`O2G_SELF=0`) the connecting end, which is the one to write
 /// to (the first socket is the accepted end, which reads).
@@ -841,5 +852,13 @@ mod tests {
             .expect_err("not a number")
             .to_string();
         assert!(e.contains("O2G_PEER_TIMEOUT"), "{e}");
+    }
+
+    #[test]
+    fn a_timeout_names_the_setting_and_other_errors_read_as_the_system_says() {
+        let timeout = std::io::Error::from_raw_os_error(nix::libc::ETIMEDOUT);
+        assert!(super::socket_error_in_words(&timeout).contains("O2G_PEER_TIMEOUT"));
+        let reset = std::io::Error::from_raw_os_error(nix::libc::ECONNRESET);
+        assert_eq!(super::socket_error_in_words(&reset), reset.to_string());
     }
 }

@@ -81,7 +81,7 @@ use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::receive::{Clear, Control, Decision, Failure, Inbound, Next};
 use o2g_core::proto::wire::{Header, Kind, Limits, HEADER_LEN};
 
-use super::bootstrap::Link;
+use super::bootstrap::{socket_error_in_words, Link};
 use super::matcher::Matcher;
 use super::outbox::{Out, Outbox, Payload, Sending, Sends};
 use super::spin::{self, SPIN};
@@ -444,7 +444,11 @@ impl<P: Poller> Sockets<P> {
         let w = c.writer.as_mut().unwrap_or(&mut c.stream);
         match c.outbox.flush(w, &mut self.sends) {
             Ok(flushed) => c.writable &= flushed.drained,
-            Err(e) => self.kill(rank, Failure::Closed, format!("write failed: {e}")),
+            Err(e) => self.kill(
+                rank,
+                Failure::Closed,
+                format!("write failed: {}", socket_error_in_words(&e)),
+            ),
         }
     }
 
@@ -542,7 +546,11 @@ impl<P: Poller> Sockets<P> {
                     break;
                 }
                 Err(e) => {
-                    self.kill(rank, Failure::Closed, format!("read failed: {e}"));
+                    self.kill(
+                        rank,
+                        Failure::Closed,
+                        format!("read failed: {}", socket_error_in_words(&e)),
+                    );
                     break;
                 }
             };
@@ -915,7 +923,11 @@ impl<P: Poller> Sockets<P> {
                 Ok(true) => return Ok(()),
                 Ok(false) => {}
                 Err(e) => {
-                    self.kill(dest as usize, Failure::Closed, format!("write failed: {e}"));
+                    self.kill(
+                        dest as usize,
+                        Failure::Closed,
+                        format!("write failed: {}", socket_error_in_words(&e)),
+                    );
                     return self.conn(dest).map(drop);
                 }
             }
@@ -1070,7 +1082,11 @@ impl<P: Poller> Sockets<P> {
                 Ok(token)
             }
             Err(e) => {
-                self.kill(dest as usize, Failure::Closed, format!("write failed: {e}"));
+                self.kill(
+                    dest as usize,
+                    Failure::Closed,
+                    format!("write failed: {}", socket_error_in_words(&e)),
+                );
                 self.conn(dest).map(|_| SendToken(0))
             }
         }

@@ -4,6 +4,7 @@
 use libo2g::abi;
 
 use crate::error::{Error, Result};
+use crate::transport::bootstrap::socket_error_in_words;
 use crate::transport::RecvOutcome;
 
 use super::{lib_err, O2g, Peer};
@@ -44,13 +45,13 @@ impl O2g {
             Some(p) if p.dead.is_none() => socket_error(p),
             _ => None,
         };
-        let cause = cause.map_or_else(|| UNEXPLAINED.to_owned(), |e| in_words(&e));
+        let cause = cause.map_or_else(|| UNEXPLAINED.to_owned(), |e| socket_error_in_words(&e));
         self.kill(rank, format!("{what}: {cause}"))
     }
 
     /// Marks `rank` dead because writing to it failed with `e`.
     pub(super) fn kill_on_write(&mut self, rank: u32, e: &std::io::Error) -> String {
-        self.kill(rank, format!("write failed: {}", in_words(e)))
+        self.kill(rank, format!("write failed: {}", socket_error_in_words(e)))
     }
 
     /// Marks `rank` dead and fails its queued sends; the reason it is
@@ -113,28 +114,4 @@ fn socket_error(p: &Peer) -> Option<std::io::Error> {
         .into_iter()
         .flatten()
         .find_map(|s| s.take_error().ok().flatten())
-}
-
-/// A socket's error in words: a timeout, which only `O2G_PEER_TIMEOUT`
-/// explains, says so.
-fn in_words(e: &std::io::Error) -> String {
-    if e.raw_os_error() == Some(nix::libc::ETIMEDOUT) {
-        "the connection timed out (the peer's host was silent longer than O2G_PEER_TIMEOUT)"
-            .to_owned()
-    } else {
-        e.to_string()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_timeout_names_the_setting_and_other_errors_read_as_the_system_says() {
-        let timeout = std::io::Error::from_raw_os_error(nix::libc::ETIMEDOUT);
-        assert!(in_words(&timeout).contains("O2G_PEER_TIMEOUT"));
-        let reset = std::io::Error::from_raw_os_error(nix::libc::ECONNRESET);
-        assert_eq!(in_words(&reset), reset.to_string());
-    }
 }
