@@ -433,6 +433,13 @@ impl<P: Poller> Sockets<P> {
         c.dead = Some(reason);
     }
 
+    /// Marks a peer dead because a `read` or `write` (`op`) on its
+    /// connection failed with `e`.
+    fn kill_on_io(&mut self, rank: usize, op: &str, e: &io::Error) {
+        let reason = format!("{op} failed: {}", socket_error_in_words(e));
+        self.kill(rank, Failure::Closed, reason);
+    }
+
     /// Writes queued messages until the socket is full.
     fn flush_conn(&mut self, rank: usize) {
         let Some(Some(c)) = self.conns.get_mut(rank) else {
@@ -444,11 +451,7 @@ impl<P: Poller> Sockets<P> {
         let w = c.writer.as_mut().unwrap_or(&mut c.stream);
         match c.outbox.flush(w, &mut self.sends) {
             Ok(flushed) => c.writable &= flushed.drained,
-            Err(e) => self.kill(
-                rank,
-                Failure::Closed,
-                format!("write failed: {}", socket_error_in_words(&e)),
-            ),
+            Err(e) => self.kill_on_io(rank, "write", &e),
         }
     }
 
@@ -546,11 +549,7 @@ impl<P: Poller> Sockets<P> {
                     break;
                 }
                 Err(e) => {
-                    self.kill(
-                        rank,
-                        Failure::Closed,
-                        format!("read failed: {}", socket_error_in_words(&e)),
-                    );
+                    self.kill_on_io(rank, "read", &e);
                     break;
                 }
             };
@@ -923,11 +922,7 @@ impl<P: Poller> Sockets<P> {
                 Ok(true) => return Ok(()),
                 Ok(false) => {}
                 Err(e) => {
-                    self.kill(
-                        dest as usize,
-                        Failure::Closed,
-                        format!("write failed: {}", socket_error_in_words(&e)),
-                    );
+                    self.kill_on_io(dest as usize, "write", &e);
                     return self.conn(dest).map(drop);
                 }
             }
@@ -1082,11 +1077,7 @@ impl<P: Poller> Sockets<P> {
                 Ok(token)
             }
             Err(e) => {
-                self.kill(
-                    dest as usize,
-                    Failure::Closed,
-                    format!("write failed: {}", socket_error_in_words(&e)),
-                );
+                self.kill_on_io(dest as usize, "write", &e);
                 self.conn(dest).map(|_| SendToken(0))
             }
         }
