@@ -14,6 +14,7 @@
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
 //! | `O2G_PEER_TIMEOUT` | `60` | TCP transports (`sockets-*`, `o2g`): seconds a peer's host may stay silent before its connection fails (`TCP_USER_TIMEOUT`, with keepalive probes so that a rank waiting on a silent peer with nothing to send notices too); a live peer's kernel answers for it however busy the peer is. A PMI server reached over TCP (`PMI_PORT`) gets the same bound. `0`: TCP's own defaults (data unacknowledged for about 15 minutes; never while nothing is sent) |
 //! | `O2G_RNDV_THRESHOLD` | 64 KiB | socket transports and `o2g`: messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit |
+//! | `O2G_ZEROCOPY_MIN` | 512 KiB | socket transports: rendezvous data of at least this many bytes to a peer on another host goes with `MSG_ZEROCOPY` (TCP sends from the sender's pages; the send completes once the peer's kernel acknowledged them). On this host the kernel copies anyway, so it is never used there. `0`: never |
 //! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some. `o2g` uses the message count (`O2G_EAGER_CREDIT_MSGS`), within the slots its dump area holds |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
@@ -131,6 +132,9 @@ pub(crate) struct Config {
     pub(crate) max_message: u64,
     /// `O2G_RNDV_THRESHOLD`: longest message sent eagerly.
     pub(crate) rndv_threshold: u64,
+    /// `O2G_ZEROCOPY_MIN`: least rendezvous data sent without a copy to
+    /// another host (0: never).
+    pub(crate) zerocopy_min: u64,
     /// `O2G_EAGER_CREDIT_*`: what each peer may leave stored here.
     pub(crate) eager_credit: Window,
     pub(crate) addr: IpAddr,
@@ -293,6 +297,7 @@ impl Config {
             rcvbuf: parse(&var, "O2G_RCVBUF")?,
             max_message: parse(&var, "O2G_MAX_MESSAGE")?.unwrap_or(4 << 30),
             rndv_threshold: parse(&var, "O2G_RNDV_THRESHOLD")?.unwrap_or(64 << 10),
+            zerocopy_min: parse(&var, "O2G_ZEROCOPY_MIN")?.unwrap_or(512 << 10),
             eager_credit,
             addr: crate::listen_addr::from_env(&var)?,
             connect_timeout: Duration::from_secs(parse(&var, "O2G_CONNECT_TIMEOUT")?.unwrap_or(60)),
@@ -404,6 +409,7 @@ mod tests {
         assert_eq!(c.sndbuf, None);
         assert_eq!(c.max_message, 4 << 30);
         assert_eq!(c.rndv_threshold, 64 << 10);
+        assert_eq!(c.zerocopy_min, 512 << 10);
         assert_eq!(c.spin, Spin::Auto);
     }
 

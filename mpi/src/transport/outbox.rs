@@ -7,7 +7,9 @@
 //! once and copies only the rest into an [`Out`]; a send whose caller
 //! lends its memory until completion (the C ABI's `MPI_Isend`) keeps a
 //! pointer to the rest instead ([`Payload::Lent`]), copied only if the
-//! caller lets go of the request early.
+//! caller lets go of the request early. Rendezvous data to another host
+//! may go without a copy into the kernel ([`ZeroCopy`]): its send then
+//! completes only once the kernel has let go of its bytes.
 
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, IoSlice, Write};
@@ -17,6 +19,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use o2g_core::proto::wire::{Encoder, HEADER_LEN};
 
+use super::zerocopy::ZeroCopy;
 use super::{pool, SendToken};
 use crate::error::{Error, Result};
 
@@ -143,6 +146,11 @@ pub(crate) struct Out {
     data: Payload,
     /// The `isend` it belongs to.
     token: u64,
+    /// Whether its payload goes without a copy where the connection can.
+    zero_copy: bool,
+    /// The zero-copy sends of lent memory made for it: the kernel reads
+    /// the lender's memory until every send before this count completed.
+    lent_until: Option<u64>,
 }
 
 impl Out {
@@ -153,6 +161,17 @@ impl Out {
             sending: Sending::new(header),
             data,
             token,
+            zero_copy: false,
+            lent_until: None,
+        }
+    }
+
+    /// This message with its payload sent without a copy where the
+    /// connection can.
+    pub(crate) fn without_copy(self) -> Self {
+        Self {
+            zero_copy: true,
+            ..self
         }
     }
 
@@ -167,6 +186,8 @@ impl Out {
             },
             data,
             token,
+            zero_copy: false,
+            lent_until: None,
         }
     }
 
@@ -174,6 +195,58 @@ impl Out {
     pub(crate) fn write(&mut self, s: &mut TcpStream) -> io::Result<bool> {
         self.sending.write(s, self.data.bytes())
     }
+
+    /// [`Out::write`] with the payload sent without a copy: the header by
+    /// copy first (the kernel would read it after it moved), then the
+    /// payload with `zc`.
+    fn write_without_copy(&mut self, s: &mut TcpStream, zc: &mut ZeroCopy) -> io::Result<bool> {
+        let data = self.data.bytes();
+        let (h, d) = self.sending.done;
+        if h < HEADER_LEN {
+            let (dh, _) = write_parts(s, &self.sending.header[h..], &[])?;
+            self.sending.done.0 += dh;
+            if self.sending.done.0 < HEADER_LEN {
+                return Ok(false);
+            }
+        }
+        let mut d = d;
+        while d < data.len() {
+            // SAFETY: An owned payload lives in this message until its
+            // sends completed (`Outbox::settle`); lent memory stays the
+            // lender's until the token completes or its release waited for
+            // `lent_until` (`Outbox::kernel_reads_lent`).
+            match unsafe { zc.send(s, &data[d..]) } {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    d += n;
+                    self.sending.done.1 = d;
+                    if let Payload::Lent { .. } = self.data {
+                        self.lent_until = Some(zc.made());
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                // Too many completions wait to be taken: take them, and
+                // copy the rest of this message.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    zc.reap(s)?;
+                    return self.sending.write(s, data);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// A message written without a copy whose sends have not all completed:
+/// the kernel still reads its payload.
+struct InFlight {
+    /// Complete once every zero-copy send before this count has.
+    end: u64,
+    data: Payload,
+    token: u64,
+    /// Whether the kernel reads lent memory.
+    lent: bool,
 }
 
 /// One connection's send side: the encoder that numbers its messages,
@@ -183,6 +256,11 @@ pub(crate) struct Outbox {
     /// Encodes every header written on the connection.
     pub(crate) tx: Encoder,
     queue: VecDeque<Out>,
+    /// Zero-copy sends, on a connection to another host.
+    pub(crate) zero_copy: Option<ZeroCopy>,
+    /// Messages written without a copy whose bytes the kernel still reads,
+    /// oldest first.
+    in_flight: VecDeque<InFlight>,
 }
 
 /// What one [`Outbox::flush`] did.
@@ -198,12 +276,57 @@ impl Outbox {
         Self {
             tx: Encoder::new(),
             queue: VecDeque::new(),
+            zero_copy: None,
+            in_flight: VecDeque::new(),
         }
     }
 
     /// Whether nothing waits to be written.
     pub(crate) fn is_empty(&self) -> bool {
         self.queue.is_empty()
+    }
+
+    /// Whether a zero-copy send has not completed yet: its completion will
+    /// come in the socket's error queue.
+    pub(crate) fn in_kernel(&self) -> bool {
+        self.zero_copy.as_ref().is_some_and(|zc| !zc.idle())
+    }
+
+    /// Whether sends without a copy should be made now.
+    pub(crate) fn zero_copy_pays(&self) -> bool {
+        self.zero_copy.as_ref().is_some_and(ZeroCopy::pays)
+    }
+
+    /// Whether the kernel may still read memory lent for `token`.
+    pub(crate) fn kernel_reads_lent(&self, token: u64) -> bool {
+        let Some(zc) = self.zero_copy.as_ref() else {
+            return false;
+        };
+        self.in_flight.iter().any(|f| f.token == token && f.lent)
+            || (self.queue.iter())
+                .filter(|o| o.token == token)
+                .any(|o| o.lent_until.is_some_and(|end| !zc.done_before(end)))
+    }
+
+    /// Takes the zero-copy completions on `s` and completes the messages
+    /// whose sends all did; whether one did.
+    pub(crate) fn settle(&mut self, s: &TcpStream, sends: &mut Sends) -> io::Result<bool> {
+        let Some(zc) = self.zero_copy.as_mut() else {
+            return Ok(false);
+        };
+        zc.reap(s)?;
+        let mut settled = false;
+        while let Some(f) = self.in_flight.front() {
+            if !zc.done_before(f.end) {
+                break;
+            }
+            sends.finish(f.token);
+            if let Some(f) = self.in_flight.pop_front() {
+                f.data.recycle();
+            }
+            settled = true;
+        }
+        Ok(settled)
     }
 
     /// Queues a message whose bytes this end owns (see [`Out::whole`]).
@@ -285,14 +408,38 @@ impl Outbox {
     pub(crate) fn flush(&mut self, s: &mut TcpStream, sends: &mut Sends) -> io::Result<Flushed> {
         let mut sent = false;
         while let Some(o) = self.queue.front_mut() {
-            if !o.write(s)? {
+            let zc = self
+                .zero_copy
+                .as_mut()
+                .filter(|zc| o.zero_copy && zc.pays());
+            let out = match zc {
+                Some(zc) => o.write_without_copy(s, zc)?,
+                None => o.write(s)?,
+            };
+            if !out {
                 return Ok(Flushed {
                     sent,
                     drained: false,
                 });
             }
-            sends.finish(o.token);
-            if let Some(o) = self.queue.pop_front() {
+            let Some(o) = self.queue.pop_front() else {
+                unreachable!("the message just written is first in the queue");
+            };
+            let end = self.zero_copy.as_ref().map_or(0, ZeroCopy::made);
+            let waits = self
+                .zero_copy
+                .as_ref()
+                .is_some_and(|zc| !zc.done_before(end));
+            if o.zero_copy && waits {
+                // Complete once the kernel let go of its bytes (`settle`).
+                self.in_flight.push_back(InFlight {
+                    end,
+                    lent: o.lent_until.is_some(),
+                    data: o.data,
+                    token: o.token,
+                });
+            } else {
+                sends.finish(o.token);
                 o.data.recycle();
             }
             sent = true;
@@ -307,6 +454,9 @@ impl Outbox {
     pub(crate) fn fail_all(&mut self, sends: &mut Sends, reason: &str) {
         for out in self.queue.drain(..) {
             sends.fail(out.token, reason);
+        }
+        for f in self.in_flight.drain(..) {
+            sends.fail(f.token, reason);
         }
     }
 }

@@ -45,7 +45,11 @@
 //! data from the caller's buffer; if the receiver has not matched by then
 //! it copies the data and returns, so two ranks that send to each other
 //! before receiving do not wait for each other. Sends to one peer leave in
-//! order.
+//! order. Rendezvous data of `O2G_ZEROCOPY_MIN` bytes or more to a peer on
+//! another host goes with `MSG_ZEROCOPY` (`zerocopy.rs`): TCP reads it from
+//! the sender's pages, so its send completes, and a blocking one returns,
+//! only once the kernel let go of them; releasing an `isend` whose lent
+//! memory the kernel still reads waits for that too.
 //!
 //! # What a peer may say
 //!
@@ -85,6 +89,7 @@ use super::bootstrap::{socket_error_in_words, Link};
 use super::matcher::Matcher;
 use super::outbox::{Out, Outbox, Payload, Sending, Sends};
 use super::spin::{self, SPIN};
+use super::zerocopy::ZeroCopy;
 use super::{pool, ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -100,6 +105,10 @@ const SCRATCH: usize = 256 << 10;
 /// Longest a blocking rendezvous send waits for its clear-to-send before
 /// it copies the data and returns (see the module documentation).
 const RNDV_WAIT: Duration = Duration::from_millis(20);
+
+/// Longest a wait for zero-copy completions sleeps before it looks at the
+/// error queue again.
+const ZERO_COPY_POLL: Duration = Duration::from_millis(5);
 
 /// One connection's readiness, as a poller reports it.
 #[derive(Clone, Copy, Debug)]
@@ -218,6 +227,9 @@ pub(crate) struct Sockets<P: Poller> {
     stalling: bool,
     /// Longest message sent eagerly.
     threshold: u64,
+    /// Least rendezvous data sent without a copy, where the connection
+    /// can (0: never).
+    zerocopy_min: u64,
     sends: Sends,
     ready: Vec<Ready>,
     /// Whether idle waits ask the poller without waiting for up to
@@ -335,6 +347,12 @@ impl<P: Poller> Sockets<P> {
                     poller
                         .register(rank, &stream, writer.as_ref())
                         .map_err(|e| Error::io("registering a connection", e))?;
+                    let mut outbox = Outbox::new();
+                    // On this host the kernel would copy anyway.
+                    let remote = writer.is_none() && !spin::on_this_host(&stream);
+                    if config.zerocopy_min > 0 && remote {
+                        outbox.zero_copy = ZeroCopy::enable(&stream);
+                    }
                     let mut c = Conn {
                         stream,
                         writer,
@@ -344,7 +362,7 @@ impl<P: Poller> Sockets<P> {
                         offers: HashMap::new(),
                         data_due: 0,
                         next_offer: 0,
-                        outbox: Outbox::new(),
+                        outbox,
                         inline: false,
                         readable: true,
                         writable: true,
@@ -373,6 +391,7 @@ impl<P: Poller> Sockets<P> {
             scratch: vec![0; SCRATCH],
             stalling: false,
             threshold: config.rndv_threshold,
+            zerocopy_min: config.zerocopy_min,
             sends: Sends::new(),
             ready: Vec::new(),
             spin,
@@ -545,7 +564,11 @@ impl<P: Poller> Sockets<P> {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    // Drained without an end or an error: what the poller
+                    // reported was not one (zero-copy completions in the
+                    // error queue also raise `EPOLLERR`).
                     c.readable = false;
+                    c.ending = false;
                     break;
                 }
                 Err(e) => {
@@ -764,7 +787,13 @@ impl<P: Poller> Sockets<P> {
                 data.truncate(want as usize);
                 let env = Header::token_envelope(me, token);
                 let header = c.outbox.tx.encode_ref(Kind::Data, env, want, offer);
-                c.queue(header, data, t);
+                let out = Out::whole(header, data, t);
+                let min = self.zerocopy_min;
+                if min > 0 && want >= min && c.outbox.zero_copy_pays() {
+                    c.outbox.push(out.without_copy());
+                } else {
+                    c.outbox.push(out);
+                }
                 Ok(())
             }
             Some(Offer::Borrowed { len, .. }) => {
@@ -793,6 +822,12 @@ impl<P: Poller> Sockets<P> {
             if c.dead.is_some() {
                 continue;
             }
+            if c.outbox.in_kernel() {
+                worked |= self.settle_zero_copy(rank);
+            }
+            let Some(Some(c)) = self.conns.get(rank) else {
+                continue;
+            };
             let read = c.readable && !c.held_back();
             if read {
                 self.read_conn(rank);
@@ -819,11 +854,14 @@ impl<P: Poller> Sockets<P> {
             (!c.held_back(), w)
         };
         let (mut alive, mut active, mut ready_now) = (0, 0, false);
+        let mut in_kernel = false;
         for (rank, c) in self.conns.iter().enumerate() {
             if let Some(c) = c.as_ref().filter(|c| c.dead.is_none()) {
                 alive += 1;
                 let (r, w) = wants(rank, c);
-                active += usize::from(r || w);
+                // A zero-copy completion to come is work to come too.
+                in_kernel |= c.outbox.in_kernel();
+                active += usize::from(r || w || c.outbox.in_kernel());
                 // A connection let go above may have bytes waiting that no
                 // new readiness event will announce; one with a queue may
                 // have room that nobody tried yet.
@@ -847,6 +885,10 @@ impl<P: Poller> Sockets<P> {
         }
         let timeout = if ready_now {
             Some(Duration::ZERO)
+        } else if in_kernel {
+            // Its error queue wakes the poller only if the socket is
+            // watched for reading: not while its connection is stalled.
+            Some(timeout.map_or(ZERO_COPY_POLL, |t| t.min(ZERO_COPY_POLL)))
         } else {
             timeout
         };
@@ -912,6 +954,101 @@ impl<P: Poller> Sockets<P> {
             c.inline = false;
         }
         written
+    }
+
+    /// A blocking send's rendezvous data: as [`Sockets::write_inline`], or
+    /// without a copy where it pays (`zerocopy.rs`), returning once the
+    /// kernel has let go of `data`.
+    fn write_data_inline(
+        &mut self,
+        dest: u32,
+        header: [u8; HEADER_LEN],
+        data: &[u8],
+    ) -> Result<()> {
+        let min = self.zerocopy_min;
+        let zero_copy =
+            min > 0 && data.len() as u64 >= min && self.conn(dest)?.outbox.zero_copy_pays();
+        if !zero_copy {
+            return self.write_inline(dest, header, data);
+        }
+        // The header by copy: a buffer the kernel still reads must outlive
+        // the call, and this one does not.
+        self.write_inline(dest, header, &[])?;
+        self.conn(dest)?.inline = true;
+        let written = self.write_zero_copy_now(dest, data);
+        if let Some(Some(c)) = self.conns.get_mut(dest as usize) {
+            c.inline = false;
+        }
+        let end = written?;
+        // Receives until the peer's kernel acknowledged the bytes.
+        loop {
+            self.settle_zero_copy(dest as usize);
+            let c = self.conn(dest)?;
+            if c.outbox
+                .zero_copy
+                .as_ref()
+                .is_none_or(|zc| zc.done_before(end))
+            {
+                return Ok(());
+            }
+            // The error queue wakes the poller; the bound is a backstop.
+            self.poll(Some(ZERO_COPY_POLL), None)?;
+        }
+    }
+
+    /// Writes all of `data` to `dest` with `MSG_ZEROCOPY`, receiving
+    /// while the socket is full; the count of zero-copy sends that must
+    /// complete before the kernel lets go of `data`.
+    fn write_zero_copy_now(&mut self, dest: u32, data: &[u8]) -> Result<u64> {
+        let mut at = 0;
+        loop {
+            let c = self.conn(dest)?;
+            let Some(zc) = c.outbox.zero_copy.as_mut() else {
+                unreachable!("write_data_inline checked rank {dest}'s zero-copy state");
+            };
+            if at == data.len() {
+                return Ok(zc.made());
+            }
+            // SAFETY: `data` is borrowed until the blocking send returns,
+            // and it returns only after the sends made here completed, or
+            // with the connection failed (its pages then stay pinned by the
+            // kernel, never freed under it).
+            match unsafe { zc.send(&c.stream, &data[at..]) } {
+                Ok(0) => {
+                    let e = io::Error::from(ErrorKind::WriteZero);
+                    self.kill_on_io(dest as usize, "write", &e);
+                }
+                Ok(n) => at += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    c.writable = false;
+                    self.poll(None, Some(dest as usize))?;
+                }
+                // Too many completions wait in the error queue.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    self.settle_zero_copy(dest as usize);
+                    self.poll(Some(ZERO_COPY_POLL), None)?;
+                }
+                Err(e) => self.kill_on_io(dest as usize, "write", &e),
+            }
+        }
+    }
+
+    /// Takes connection `rank`'s zero-copy completions, completing the
+    /// `isend`s whose bytes the kernel let go of; whether one completed.
+    fn settle_zero_copy(&mut self, rank: usize) -> bool {
+        let Some(Some(c)) = self.conns.get_mut(rank) else {
+            return false;
+        };
+        if c.dead.is_some() {
+            return false;
+        }
+        match c.outbox.settle(&c.stream, &mut self.sends) {
+            Ok(settled) => settled,
+            Err(e) => {
+                self.kill_on_io(rank, "taking zero-copy completions", &e);
+                false
+            }
+        }
     }
 
     fn write_inline_now(&mut self, dest: u32, header: [u8; HEADER_LEN], data: &[u8]) -> Result<()> {
@@ -1006,7 +1143,7 @@ impl<P: Poller> Sockets<P> {
                     c.offers.remove(&id);
                     let env = Header::token_envelope(me, token);
                     let header = c.outbox.tx.encode_ref(Kind::Data, env, want, id);
-                    return self.write_inline(dest, header, &data[..want as usize]);
+                    return self.write_data_inline(dest, header, &data[..want as usize]);
                 }
                 Some(Offer::Borrowed { cleared: None, .. }) => {}
                 _ => unreachable!("only this send answers offer {id}"),
@@ -1160,6 +1297,17 @@ impl<P: Poller> SendHalf for Sockets<P> {
                 }
             }
         }
+        // What went without a copy the kernel may still read: wait until it
+        // let go (or the connection failed).
+        let reads_lent = |t: &Self| {
+            (t.conns.iter().flatten())
+                .any(|c| c.dead.is_none() && c.outbox.kernel_reads_lent(token.0))
+        };
+        while reads_lent(self) {
+            if self.progress(Some(ZERO_COPY_POLL)).is_err() {
+                break;
+            }
+        }
         self.sends.release(token);
     }
 
@@ -1168,10 +1316,10 @@ impl<P: Poller> SendHalf for Sockets<P> {
     }
 
     fn has_queued_sends(&self) -> bool {
-        self.conns
-            .iter()
-            .flatten()
-            .any(|c| c.dead.is_none() && !(c.outbox.is_empty() && c.offers.is_empty()))
+        self.conns.iter().flatten().any(|c| {
+            c.dead.is_none()
+                && !(c.outbox.is_empty() && c.offers.is_empty() && !c.outbox.in_kernel())
+        })
     }
 }
 
@@ -1711,6 +1859,100 @@ mod tests {
         assert!(datas[1].1[..] == data[..LEN / 2]);
         assert!(t.test_send(token).expect("done"));
         assert!(!t.has_queued_sends());
+    }
+
+    /// Rank 0 of 2 with zero-copy sends on to rank 1, whose raw end has
+    /// already cleared offer 0 (the first) for `len` bytes: rank 0 reads
+    /// that while it sends its request, and a blocking send never falls
+    /// back to a copy. Loopback copies after all; `new` turns zero-copy on
+    /// only for other hosts, so the tests do it by hand.
+    fn zero_copy_rank0(len: usize) -> (Sockets<Epoll>, Peer) {
+        let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &config(&[]));
+        let c = t.conns[1].as_mut().expect("rank 1");
+        c.outbox.zero_copy = ZeroCopy::enable(&c.stream);
+        assert!(c.outbox.zero_copy_pays(), "SO_ZEROCOPY");
+        let mut peer = peers.remove(0);
+        let env1 = Header::token_envelope(1, 0x77);
+        let cts = peer.enc.encode_ref(Kind::Cts, env1, len as u64, 0);
+        peer.s.set_nonblocking(false).expect("blocking");
+        peer.s.write_all(&cts).expect("cts");
+        (t, peer)
+    }
+
+    /// Reads what rank 0 sends until the end of its first rendezvous data;
+    /// that data's header and payload, and the peer, whose socket stays
+    /// open (a close would fail a send still waiting for completions).
+    fn read_data(mut peer: Peer) -> std::thread::JoinHandle<(Header, Vec<u8>, Peer)> {
+        std::thread::spawn(move || {
+            let mut data = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = peer.s.read(&mut buf).expect("read");
+                assert!(n > 0, "rank 0 closed before its data");
+                let mut input = &buf[..n];
+                while let Ok(step) = peer.rx.feed(input) {
+                    input = &input[step.consumed..];
+                    match step.event {
+                        Some(Event::Payload { data: d, .. }) => data.extend_from_slice(d),
+                        Some(Event::End(h)) if h.kind == Kind::Data => return (h, data, peer),
+                        Some(_) => {}
+                        None => break,
+                    }
+                }
+            }
+        })
+    }
+
+    /// The zero-copy sends on rank 0's connection to rank 1.
+    fn zero_copy_of(t: &Sockets<Epoll>) -> &ZeroCopy {
+        let c = t.conns[1].as_ref().expect("rank 1");
+        c.outbox.zero_copy.as_ref().expect("zero-copy on")
+    }
+
+    /// A blocking send's rendezvous data goes without a copy, whole, and
+    /// the send returns only once the kernel let go of it.
+    #[test]
+    fn a_blocking_rendezvous_send_goes_without_a_copy() {
+        const LEN: usize = 2 << 20;
+        let (mut t, peer) = zero_copy_rank0(LEN);
+        let reader = read_data(peer);
+        let data: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8).collect();
+        t.send(1, env(0, 5), &data).expect("send");
+        let zc = zero_copy_of(&t);
+        assert!(
+            zc.made() > 0 && zc.idle(),
+            "sent without a copy, and completed"
+        );
+        assert!(!zc.pays(), "loopback's completions say the kernel copied");
+        let (h, got, _peer) = reader.join().expect("reader");
+        assert_eq!((h.token(), h.len), (0x77, LEN as u64));
+        assert!(got == data, "the data arrived changed");
+    }
+
+    /// An `isend` of lent memory whose data went partly without a copy:
+    /// releasing it returns only once the kernel stopped reading that
+    /// memory, so that the caller may then overwrite it.
+    #[test]
+    fn a_released_zero_copy_isend_leaves_the_lent_memory_alone() {
+        const LEN: usize = 8 << 20;
+        let (mut t, peer) = zero_copy_rank0(LEN);
+        let reader = read_data(peer);
+        let original: Vec<u8> = (0..LEN).map(|i| (i % 249) as u8).collect();
+        let mut data = original.clone();
+        // SAFETY: `data` is left alone until `release_send` returned.
+        let token = unsafe { t.isend_lent(1, env(0, 6), data.as_ptr(), LEN) };
+        let token = token.expect("isend").expect("lent");
+        progress_until(&mut t, "a send without a copy", |t| {
+            zero_copy_of(t).made() > 0
+        });
+        t.release_send(token);
+        let c = t.conns[1].as_ref().expect("rank 1");
+        assert!(!c.outbox.kernel_reads_lent(token.0));
+        data.fill(0xff);
+        progress_until(&mut t, "the rest", |t| !t.has_queued_sends());
+        let (h, got, _peer) = reader.join().expect("reader");
+        assert_eq!((h.token(), h.len), (0x77, LEN as u64));
+        assert!(got == original, "the data arrived changed");
     }
 
     /// Rendezvous data for a receive in place is read into place from its

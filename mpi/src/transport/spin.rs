@@ -126,7 +126,7 @@ impl Spinner {
 /// Whether the far end of `s` runs on this host: a loopback connection, or
 /// one whose two ends have the same address. A socket that cannot say
 /// counts as local, the cautious answer (it can only stop spinning).
-fn on_this_host(s: &TcpStream) -> bool {
+pub(crate) fn on_this_host(s: &TcpStream) -> bool {
     match (s.local_addr(), s.peer_addr()) {
         (Ok(near), Ok(far)) => far.ip().is_loopback() || far.ip() == near.ip(),
         _ => true,
