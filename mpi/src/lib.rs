@@ -93,6 +93,11 @@ pub mod topology;
 mod transport;
 pub mod typemap;
 
+/// `MSG_ZEROCOPY` bookkeeping of one TCP socket, as the socket transports
+/// keep it; for `o2g-tcp-stream`, not part of the MPI interface.
+#[doc(hidden)]
+pub use transport::zerocopy;
+
 pub use communicator::{Color, Communicator};
 pub use datatype::Equivalence;
 pub use environment::{initialize, time, time_resolution, Universe};

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use mpi::zerocopy::ZeroCopy;
 use o2g_bench::stats::median;
 use o2g_bench::tcp::{accept_one, connect_retrying, loopback_pair};
 
@@ -55,13 +56,6 @@ struct Args {
     wait: u64,
 }
 
-/// From the kernel's uapi, which the `libc` crate does not carry (yet):
-/// `SO_ZEROCOPY` (asm-generic/socket.h), `SO_EE_ORIGIN_ZEROCOPY` and
-/// `SO_EE_CODE_ZEROCOPY_COPIED` (linux/errqueue.h).
-const SO_ZEROCOPY: libc::c_int = 60;
-const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
-const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
-
 /// Largest message the draining end accepts in a request.
 const MAX_VOLUME: u64 = 1 << 40;
 
@@ -94,88 +88,32 @@ fn drain(mut s: TcpStream) -> io::Result<()> {
     }
 }
 
-/// Zero-copy sends made and completed on one socket.
-#[derive(Default)]
-struct ZeroCopy {
-    /// Sends made (the kernel numbers them from 0).
-    sent: u32,
-    /// Sends completed, and how many of those by copying.
-    done: u32,
-    copied: u32,
+/// Waits up to 100 ms for `events` on `s` (errors, such as zero-copy
+/// completions, always count); fails once `deadline` has passed.
+fn wait_for(s: &TcpStream, events: libc::c_short, deadline: Instant) -> io::Result<()> {
+    if Instant::now() >= deadline {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the socket stayed full, or zero-copy sends did not complete",
+        ));
+    }
+    let mut p = libc::pollfd {
+        fd: s.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the call.
+    unsafe { libc::poll(&mut p, 1, 100) };
+    Ok(())
 }
 
-impl ZeroCopy {
-    /// Takes the completions queued on `fd`'s error queue; with `block`,
-    /// waits (up to `wait`) until every send made has completed.
-    fn reap(&mut self, fd: i32, block: bool, wait: Duration) -> io::Result<()> {
-        let deadline = Instant::now() + wait;
-        while self.done < self.sent {
-            let mut control = [0u64; 16];
-            // SAFETY: msghdr is plain data; every pointer set below is
-            // valid for the recvmsg call.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&control);
-            // SAFETY: `msg` points only at `control`, live for the call.
-            let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::WouldBlock {
-                    return Err(e);
-                }
-                if !block {
-                    return Ok(());
-                }
-                if Instant::now() >= deadline {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("{} of {} zero-copy sends completed", self.done, self.sent),
-                    ));
-                }
-                let mut p = libc::pollfd {
-                    fd,
-                    events: 0,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd. POLLERR is always reported.
-                unsafe { libc::poll(&mut p, 1, 100) };
-                continue;
-            }
-            // SAFETY: the kernel filled `msg` and its control buffer.
-            let mut c = unsafe { libc::CMSG_FIRSTHDR(&msg) };
-            while !c.is_null() {
-                // SAFETY: `c` is a control message inside `control`; an
-                // IP(V6)_RECVERR one carries a sock_extended_err.
-                let err = unsafe {
-                    let h = &*c;
-                    let recverr = (h.cmsg_level == libc::SOL_IP && h.cmsg_type == libc::IP_RECVERR)
-                        || (h.cmsg_level == libc::SOL_IPV6 && h.cmsg_type == libc::IPV6_RECVERR);
-                    recverr.then(|| {
-                        std::ptr::read_unaligned(
-                            libc::CMSG_DATA(c).cast::<libc::sock_extended_err>(),
-                        )
-                    })
-                };
-                if let Some(e) = err {
-                    if e.ee_origin != SO_EE_ORIGIN_ZEROCOPY || e.ee_errno != 0 {
-                        return Err(io::Error::other(format!(
-                            "error queue: origin {} errno {}",
-                            e.ee_origin, e.ee_errno
-                        )));
-                    }
-                    // Sends ee_info..=ee_data completed.
-                    let n = e.ee_data.wrapping_sub(e.ee_info).wrapping_add(1);
-                    self.done += n;
-                    if e.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
-                        self.copied += n;
-                    }
-                }
-                // SAFETY: walking the control buffer the kernel filled.
-                c = unsafe { libc::CMSG_NXTHDR(&msg, c) };
-            }
-        }
-        Ok(())
+/// Waits up to `wait` until every zero-copy send on `s` completed.
+fn complete_all(s: &TcpStream, zc: &mut ZeroCopy, wait: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + wait;
+    while !zc.reap(s)? {
+        wait_for(s, 0, deadline)?;
     }
+    Ok(())
 }
 
 /// Writes all of `buf`, with `MSG_ZEROCOPY` if `zc` is given.
@@ -188,31 +126,26 @@ fn send_all(
     let Some(zc) = zc else {
         return s.write_all(buf);
     };
-    let fd = s.as_raw_fd();
+    let deadline = Instant::now() + wait;
     let mut at = 0;
     while at < buf.len() {
-        let rest = &buf[at..];
-        // SAFETY: `rest` is valid for reads for the call; the kernel keeps
-        // references to its pages until the completion, and the caller
-        // never writes `buf` (it is the same constant buffer throughout).
-        let r = unsafe { libc::send(fd, rest.as_ptr().cast(), rest.len(), libc::MSG_ZEROCOPY) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                // Too many completions queued: take them and go on.
-                Some(libc::ENOBUFS) => {
-                    zc.reap(fd, true, wait)?;
-                    continue;
-                }
-                _ => return Err(e),
+        // SAFETY: the caller never writes `buf` (the same constant buffer
+        // throughout), and waits for every completion before it drops it.
+        match unsafe { zc.send(s, &buf[at..]) } {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                wait_for(s, libc::POLLOUT, deadline)?;
             }
+            // Too many completions queued: take them and go on.
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                if !zc.reap(s)? {
+                    wait_for(s, 0, deadline)?;
+                }
+            }
+            Err(e) => return Err(e),
         }
-        if r > 0 {
-            zc.sent += 1;
-        }
-        at += r as usize;
-        zc.reap(fd, false, wait)?;
+        zc.reap(s)?;
     }
     Ok(())
 }
@@ -237,7 +170,7 @@ fn stream(
     let mut answer = [0u8; 1];
     s.read_exact(&mut answer)?;
     if let Some(zc) = zc {
-        zc.reap(s.as_raw_fd(), true, wait)?;
+        complete_all(s, zc, wait)?;
     }
     Ok((bytes, t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0))
 }
@@ -254,23 +187,9 @@ fn cpu_seconds() -> f64 {
 
 fn measure(mut s: TcpStream, args: &Args, csv: &mut Option<std::fs::File>) -> io::Result<()> {
     let wait = Duration::from_secs(args.wait);
-    let on: libc::c_int = 1;
-    // SAFETY: a valid int option for the call.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_ZEROCOPY,
-            (&raw const on).cast(),
-            std::mem::size_of_val(&on) as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::other(format!(
-            "SO_ZEROCOPY: {}",
-            io::Error::last_os_error()
-        )));
-    }
+    // One count for the socket: the kernel numbers its sends from 0 once.
+    let mut zc = ZeroCopy::enable(&s)
+        .ok_or_else(|| io::Error::other(format!("SO_ZEROCOPY: {}", io::Error::last_os_error())))?;
     println!(
         "{:>9} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "bytes", "copy MB/s", "zc MB/s", "copy us/MiB", "zc us/MiB", "zc copied"
@@ -278,7 +197,7 @@ fn measure(mut s: TcpStream, args: &Args, csv: &mut Option<std::fs::File>) -> io
     for &size in &args.sizes {
         let buf: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
         let (mut bw, mut cpu) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
-        let mut zc = ZeroCopy::default();
+        let (made, copied) = (zc.made(), zc.copied());
         for rep in 0..=args.reps {
             for mode in 0..2 {
                 let z = (mode == 1).then_some(&mut zc);
@@ -302,7 +221,7 @@ fn measure(mut s: TcpStream, args: &Args, csv: &mut Option<std::fs::File>) -> io
             median(&bw[1]),
             median(&cpu[0]),
             median(&cpu[1]),
-            100.0 * f64::from(zc.copied) / f64::from(zc.done.max(1)),
+            100.0 * (zc.copied() - copied) as f64 / (zc.made() - made).max(1) as f64,
         );
     }
     Ok(())

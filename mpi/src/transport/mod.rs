@@ -82,7 +82,7 @@ mod select;
 pub(crate) mod self_loop;
 mod sockets;
 mod spin;
-mod zerocopy;
+pub mod zerocopy;
 
 pub(crate) use matcher::{RecvOutcome, RecvToken};
 

@@ -11,6 +11,9 @@
 //! copied after all (a loopback peer, a device without scatter-gather):
 //! then zero-copy costs more than it saves, and the connection stops
 //! using it.
+//!
+//! Public (hidden) for `o2g-tcp-stream`, which measures the same sends
+//! below any MPI layer.
 
 use std::io;
 use std::net::TcpStream;
@@ -28,7 +31,7 @@ const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 /// its low half), so that "every send before the n-th" stays a plain
 /// comparison.
 #[derive(Debug)]
-pub(crate) struct ZeroCopy {
+pub struct ZeroCopy {
     /// Sends made (the kernel numbers them from 0).
     made: u64,
     /// Every send before this one has completed.
@@ -36,14 +39,14 @@ pub(crate) struct ZeroCopy {
     /// Completed ranges past `done_below` (start..end, disjoint): the
     /// kernel may complete sends out of order.
     early: Vec<(u64, u64)>,
-    /// Whether a completion said the kernel copied.
-    copied: bool,
+    /// Sends the kernel completed by copying after all.
+    copied: u64,
 }
 
 impl ZeroCopy {
     /// Turns on `SO_ZEROCOPY` for `s`; `None` where the kernel cannot (it
     /// predates 4.14), and sends copy as before.
-    pub(crate) fn enable(s: &TcpStream) -> Option<Self> {
+    pub fn enable(s: &TcpStream) -> Option<Self> {
         let on: libc::c_int = 1;
         // SAFETY: `on` is a valid int for the call's duration, its size
         // given; the fd is open while `s` lives.
@@ -60,28 +63,33 @@ impl ZeroCopy {
             made: 0,
             done_below: 0,
             early: Vec::new(),
-            copied: false,
+            copied: 0,
         })
     }
 
     /// Sends made so far: what [`ZeroCopy::done_before`] takes to ask
     /// about every send made up to now.
-    pub(crate) fn made(&self) -> u64 {
+    pub fn made(&self) -> u64 {
         self.made
     }
 
     /// Whether every send before the `n`-th has completed.
-    pub(crate) fn done_before(&self, n: u64) -> bool {
+    pub fn done_before(&self, n: u64) -> bool {
         self.done_below >= n
     }
 
     /// Whether sends should still go without a copy on this socket.
-    pub(crate) fn pays(&self) -> bool {
-        !self.copied
+    pub fn pays(&self) -> bool {
+        self.copied == 0
+    }
+
+    /// Sends the kernel completed by copying after all.
+    pub fn copied(&self) -> u64 {
+        self.copied
     }
 
     /// Whether every send made has completed.
-    pub(crate) fn idle(&self) -> bool {
+    pub fn idle(&self) -> bool {
         self.done_before(self.made)
     }
 
@@ -93,7 +101,7 @@ impl ZeroCopy {
     ///
     /// `data` stays allocated and unchanged until [`ZeroCopy::idle`] says
     /// so after this call (the kernel reads it until then).
-    pub(crate) unsafe fn send(&mut self, s: &TcpStream, data: &[u8]) -> io::Result<usize> {
+    pub unsafe fn send(&mut self, s: &TcpStream, data: &[u8]) -> io::Result<usize> {
         loop {
             // SAFETY: `data` is valid for reads for the call; this
             // function's contract keeps it so while TCP refers to its pages.
@@ -120,7 +128,7 @@ impl ZeroCopy {
 
     /// Takes every completion queued on `s`'s error queue; whether all
     /// sends made have completed now.
-    pub(crate) fn reap(&mut self, s: &TcpStream) -> io::Result<bool> {
+    pub fn reap(&mut self, s: &TcpStream) -> io::Result<bool> {
         while !self.idle() {
             // Room for a few control messages; one completion needs 48 bytes.
             let mut control = [0u64; 16];
@@ -200,7 +208,9 @@ impl ZeroCopy {
             self.done_below = e;
             self.early.remove(0);
         }
-        self.copied |= e.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0;
+        if e.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
+            self.copied += end - start;
+        }
         Ok(())
     }
 }
@@ -291,7 +301,7 @@ mod tests {
             made: 4,
             done_below: 0,
             early: Vec::new(),
-            copied: false,
+            copied: 0,
         };
         let record = |lo, hi| libc::sock_extended_err {
             ee_errno: 0,
