@@ -9,9 +9,13 @@
 //!   sending a hello that names its rank and carries the job secret, then
 //! - accepts one connection from every higher rank (and its own).
 //!
-//! The `o2g` transport then makes a second set, the control connections
-//! its kernel modules write (no connection to itself), the same way under
-//! the keys `o2g-ctl-addr-<rank>` and `o2g-ctl-secret`.
+//! The `o2g` transport then makes more sets the same way: a second
+//! connection to each peer on this host (those that published this
+//! process's address), under the keys `o2g-back-addr-<rank>` and
+//! `o2g-back-secret`, so that each direction of such a pair has its own
+//! ([`one_way_on_this_host`]); and the control connections its kernel
+//! modules write (no connection to itself), under `o2g-ctl-addr-<rank>`
+//! and `o2g-ctl-secret`.
 //!
 //! # The hello and the job secret
 //!
@@ -245,6 +249,17 @@ pub(crate) fn socket_error_in_words(e: &std::io::Error) -> String {
 /// to (the first socket is the accepted end, which reads).
 pub(crate) type Link = (TcpStream, Option<TcpStream>);
 
+/// Whether the far end of `s` runs on this host: a loopback connection, or
+/// one whose two ends have the same address. A socket that cannot say
+/// counts as local, the cautious answer for spinning (it can only stop it)
+/// and for zero-copy sends (it keeps them off).
+pub(crate) fn on_this_host(s: &TcpStream) -> bool {
+    match (s.local_addr(), s.peer_addr()) {
+        (Ok(near), Ok(far)) => far.ip().is_loopback() || far.ip() == near.ip(),
+        _ => true,
+    }
+}
+
 /// Connects this process to every peer; entry `r` is the connection to
 /// world rank `r`, and to itself only with `self_link` (`None` otherwise).
 pub(crate) fn connect_all(
@@ -252,17 +267,34 @@ pub(crate) fn connect_all(
     pmi: &mut impl Kvs,
     self_link: bool,
 ) -> Result<Vec<Option<Link>>> {
-    connect_round(config, pmi, self_link, "")
+    connect_round(config, pmi, self_link, "", Pairs::All)
 }
 
-/// As [`connect_all`], for a second set of connections (the `o2g`
-/// transport's control connections): `round` keeps its PMI keys apart
+/// Which peers a round of connections reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pairs {
+    All,
+    /// Only the peers that published the address this process did (or
+    /// both a loopback one): those on this host, as both ends of a pair
+    /// see alike from the same published addresses.
+    OnThisHost,
+}
+
+/// Whether ranks that published `a` and `b` share a host for [`Pairs`].
+fn same_host(a: SocketAddr, b: SocketAddr) -> bool {
+    a.ip() == b.ip() || (a.ip().is_loopback() && b.ip().is_loopback())
+}
+
+/// As [`connect_all`], for a further set of connections to the peers
+/// `pairs` names (the `o2g` transport's control connections, and its
+/// second connections on this host): `round` keeps its PMI keys apart
 /// (`o2g-<round>addr-<rank>`, `o2g-<round>secret`).
 pub(crate) fn connect_round(
     config: &Config,
     pmi: &mut impl Kvs,
     self_link: bool,
     round: &str,
+    pairs: Pairs,
 ) -> Result<Vec<Option<Link>>> {
     let (me, size) = (pmi.rank(), pmi.size());
     let secret_key = format!("o2g-{round}secret");
@@ -299,10 +331,24 @@ pub(crate) fn connect_round(
     let mut conns: Vec<Option<Link>> = (0..size).map(|_| None).collect();
     let mut self_writer = None;
     let with_self = self_link;
-    for peer in (0..me).chain(with_self.then_some(me)) {
+    let mut addrs = Vec::with_capacity(size as usize);
+    for peer in 0..size {
         let text = pmi.get(&format!("o2g-{round}addr-{peer}"))?;
-        let (peer_addr, version) = parse_address_entry(&text)
-            .ok_or_else(|| Error::Pmi(format!("rank {peer} published a bad address {text:?}")))?;
+        addrs.push(
+            parse_address_entry(&text).ok_or_else(|| {
+                Error::Pmi(format!("rank {peer} published a bad address {text:?}"))
+            })?,
+        );
+    }
+    let reached = |peer: u32| match pairs {
+        Pairs::All => true,
+        Pairs::OnThisHost => same_host(addrs[peer as usize].0, addr),
+    };
+    for peer in (0..me)
+        .filter(|&p| reached(p))
+        .chain(with_self.then_some(me))
+    {
+        let (peer_addr, version) = addrs[peer as usize];
         if version != VERSION {
             return Err(Error::Pmi(version_mismatch(
                 &format!("rank {peer}"),
@@ -321,11 +367,11 @@ pub(crate) fn connect_round(
         }
     }
 
-    let expected = (size - me - 1) as usize + usize::from(with_self);
+    let expected = (me + 1..size).filter(|&p| reached(p)).count() + usize::from(with_self);
     let place = |peer: u32, s: TcpStream| {
         let slot = conns
             .get_mut(peer as usize)
-            .filter(|_| peer > me || (peer == me && with_self))
+            .filter(|_| (peer > me && reached(peer)) || (peer == me && with_self))
             .ok_or_else(|| {
                 format!(
                     "its hello names rank {peer}, which does not connect to rank {me} of {size}"
@@ -348,6 +394,43 @@ pub(crate) fn connect_round(
         }
     }
     Ok(conns)
+}
+
+/// Gives each pair of ranks on this host a connection per direction, for
+/// the `o2g` transport: a second round of connections to those peers, and
+/// each link of `links` becomes the connection the peer writes (read here,
+/// by the module) and the one this process writes. Of a pair, the higher
+/// rank writes the first round's connection, the lower one the second's.
+///
+/// Why: on loopback the receiver's whole work runs in the sender's
+/// `writev` (TCP's softirq), the module's reader included, under the
+/// receiving socket's lock. Over one connection a rank that answers or
+/// sends at the same moment writes that very socket and waits for the
+/// lock; over two it does not. Between hosts the second connection only
+/// adds acknowledgements that no data carries (see `docs/results.md`).
+pub(crate) fn one_way_on_this_host(
+    links: &mut [Option<Link>],
+    config: &Config,
+    pmi: &mut impl Kvs,
+) -> Result<()> {
+    let me = pmi.rank();
+    let back = connect_round(config, pmi, false, "back-", Pairs::OnThisHost)?;
+    for (peer, back) in back.into_iter().enumerate() {
+        let Some((second, _)) = back else {
+            continue;
+        };
+        let Some((first, _)) = links.get_mut(peer).and_then(Option::take) else {
+            return Err(Error::Pmi(format!(
+                "rank {me}: a second connection to rank {peer}, but no first"
+            )));
+        };
+        links[peer] = Some(if (peer as u32) < me {
+            (second, Some(first))
+        } else {
+            (first, Some(second))
+        });
+    }
+    Ok(())
 }
 
 /// Accepts connections on `listener` until `expected` of them presented a
@@ -753,6 +836,62 @@ mod tests {
 
     /// A rank that publishes another wire version stops the others with
     /// an error that names both versions.
+    /// Ranks on one host get a connection per direction: what one writes
+    /// on its writer arrives on the other's registered (read) socket, and
+    /// a rank's two sockets to a peer are not the same connection.
+    #[test]
+    fn peers_on_this_host_get_a_connection_per_direction() {
+        const SIZE: u32 = 3;
+        let job = Job::new(SIZE as usize);
+        let ranks: Vec<_> = (0..SIZE)
+            .map(|rank| {
+                let job = job.clone();
+                thread::spawn(move || {
+                    let cfg = config(Some(SECRET));
+                    let mut me = Member {
+                        job,
+                        rank,
+                        size: SIZE,
+                    };
+                    let mut links = connect_all(&cfg, &mut me, true).expect("connect");
+                    one_way_on_this_host(&mut links, &cfg, &mut me).expect("second round");
+                    for (peer, link) in links.iter_mut().enumerate() {
+                        let (read, write) = link.as_mut().expect("a link to every rank");
+                        let write = write.as_mut().expect("a separate writer");
+                        assert_ne!(read.local_addr().unwrap(), write.local_addr().unwrap());
+                        // To itself: the two ends of one connection.
+                        if peer as u32 != rank {
+                            write.write_all(&[rank as u8]).expect("write");
+                        }
+                    }
+                    me.barrier().expect("barrier");
+                    for (peer, link) in links.iter_mut().enumerate() {
+                        if peer as u32 == rank {
+                            continue;
+                        }
+                        let (read, _) = link.as_mut().expect("link");
+                        read.set_read_timeout(Some(PATIENCE)).expect("timeout");
+                        let mut b = [0u8; 1];
+                        read.read_exact(&mut b).expect("read");
+                        assert_eq!(u32::from(b[0]), peer as u32, "rank {rank} read");
+                    }
+                })
+            })
+            .collect();
+        for r in ranks {
+            r.join().expect("a rank failed");
+        }
+    }
+
+    #[test]
+    fn published_addresses_tell_who_shares_the_host() {
+        let at = |s: &str| s.parse::<SocketAddr>().expect("address");
+        assert!(same_host(at("198.18.0.1:7000"), at("198.18.0.1:7001")));
+        assert!(same_host(at("127.0.0.1:7000"), at("127.0.0.2:7001")));
+        assert!(!same_host(at("198.18.0.1:7000"), at("198.18.0.2:7000")));
+        assert!(!same_host(at("127.0.0.1:7000"), at("198.18.0.2:7000")));
+    }
+
     #[test]
     fn a_peer_of_another_wire_version_is_refused_at_setup() {
         let job = Job::new(1);

@@ -395,8 +395,10 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             // peer is contacted.
             let (ep, eager_limit) =
                 o2g::open_endpoint(config, size + config.idle_connections as u32)?;
-            let conns = bootstrap::connect_all(config, pmi, true)?;
-            let controls = bootstrap::connect_round(config, pmi, false, "ctl-")?;
+            let mut conns = bootstrap::connect_all(config, pmi, true)?;
+            bootstrap::one_way_on_this_host(&mut conns, config, pmi)?;
+            let controls =
+                bootstrap::connect_round(config, pmi, false, "ctl-", bootstrap::Pairs::All)?;
             let idle = bootstrap::idle_pairs(config.idle_connections, config)?;
             Ok(Box::new(o2g::O2g::new(
                 rank,

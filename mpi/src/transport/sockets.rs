@@ -85,7 +85,7 @@ use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::receive::{Clear, Control, Decision, Failure, Inbound, Next};
 use o2g_core::proto::wire::{Header, Kind, Limits, HEADER_LEN};
 
-use super::bootstrap::{socket_error_in_words, Link};
+use super::bootstrap::{on_this_host, socket_error_in_words, Link};
 use super::matcher::Matcher;
 use super::outbox::{Out, Outbox, Payload, Sending, Sends};
 use super::spin::{self, SPIN};
@@ -349,7 +349,7 @@ impl<P: Poller> Sockets<P> {
                         .map_err(|e| Error::io("registering a connection", e))?;
                     let mut outbox = Outbox::new();
                     // On this host the kernel would copy anyway.
-                    let remote = writer.is_none() && !spin::on_this_host(&stream);
+                    let remote = writer.is_none() && !on_this_host(&stream);
                     if config.zerocopy_min > 0 && remote {
                         outbox.zero_copy = ZeroCopy::enable(&stream);
                     }

@@ -4,6 +4,7 @@
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use super::bootstrap::on_this_host;
 use crate::config::Spin;
 
 /// How long an idle rank looks for work without sleeping: an answer
@@ -120,16 +121,6 @@ impl Spinner {
                 self.paused = PAUSED_WAITS;
             }
         }
-    }
-}
-
-/// Whether the far end of `s` runs on this host: a loopback connection, or
-/// one whose two ends have the same address. A socket that cannot say
-/// counts as local, the cautious answer (it can only stop spinning).
-pub(crate) fn on_this_host(s: &TcpStream) -> bool {
-    match (s.local_addr(), s.peer_addr()) {
-        (Ok(near), Ok(far)) => far.ip().is_loopback() || far.ip() == near.ip(),
-        _ => true,
     }
 }
 

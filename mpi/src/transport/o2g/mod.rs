@@ -1,8 +1,10 @@
 //! `o2g`: the kernel-module transport.
 //!
 //! Connections are made as for the socket transports (`bootstrap.rs`),
-//! plus always a loopback connection to this process itself, and every
-//! connection's socket is registered with this process's `/dev/o2g`
+//! plus always a loopback connection to this process itself, and a
+//! second one to each peer on this host, so that each direction of such
+//! a pair has its own (`bootstrap::one_way_on_this_host` says why). The
+//! socket each peer writes is registered with this process's `/dev/o2g`
 //! endpoint under the peer's world rank. From then on the module reads
 //! them: in the socket's `sk_data_ready` it matches each arriving message
 //! against the posted receives (o2g-core's engine, in the kernel) and
@@ -109,7 +111,10 @@ struct Peer {
     /// The socket registered with the module (for oneself, the accepted
     /// end of the loopback connection).
     registered: TcpStream,
-    /// For oneself, the connecting end, which is the one written to.
+    /// The socket this process writes when it is not `registered`: for
+    /// oneself the connecting end, for a peer on this host the pair's
+    /// other connection, which the peer's module reads
+    /// (`bootstrap::one_way_on_this_host`).
     writer: Option<TcpStream>,
     /// The control connection, which only the modules write (none for
     /// oneself); kept open while registered.
