@@ -1011,8 +1011,11 @@ impl<P: Poller> Sockets<P> {
             }
             // SAFETY: `data` is borrowed until the blocking send returns,
             // and it returns only after the sends made here completed, or
-            // with the connection failed (its pages then stay pinned by the
-            // kernel, never freed under it).
+            // with an error (the connection or the poller failed). The
+            // kernel pins the pages it reads, so even then nothing is freed
+            // under it; a caller that reuses the buffer at once may change
+            // bytes still to go out on a connection already reported
+            // broken.
             match unsafe { zc.send(&c.stream, &data[at..]) } {
                 Ok(0) => {
                     let e = io::Error::from(ErrorKind::WriteZero);
