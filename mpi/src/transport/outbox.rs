@@ -425,15 +425,10 @@ impl Outbox {
             let Some(o) = self.queue.pop_front() else {
                 unreachable!("the message just written is first in the queue");
             };
-            let end = self.zero_copy.as_ref().map_or(0, ZeroCopy::made);
-            let waits = self
-                .zero_copy
-                .as_ref()
-                .is_some_and(|zc| !zc.done_before(end));
-            if o.zero_copy && waits {
+            if o.zero_copy && self.in_kernel() {
                 // Complete once the kernel let go of its bytes (`settle`).
                 self.in_flight.push_back(InFlight {
-                    end,
+                    end: self.zero_copy.as_ref().map_or(0, ZeroCopy::made),
                     lent: o.lent_until.is_some(),
                     data: o.data,
                     token: o.token,

@@ -957,7 +957,8 @@ impl<P: Poller> Sockets<P> {
     }
 
     /// A blocking send's rendezvous data: as [`Sockets::write_inline`], or
-    /// without a copy where it pays (`zerocopy.rs`), returning once the
+    /// without a copy where it pays (`zerocopy.rs`): then queued as an
+    /// `isend` of the caller's memory would be, and waited for until the
     /// kernel has let go of `data`.
     fn write_data_inline(
         &mut self,
@@ -971,67 +972,22 @@ impl<P: Poller> Sockets<P> {
         if !zero_copy {
             return self.write_inline(dest, header, data);
         }
-        // The header by copy: a buffer the kernel still reads must outlive
-        // the call, and this one does not.
-        self.write_inline(dest, header, &[])?;
-        self.conn(dest)?.inline = true;
-        let written = self.write_zero_copy_now(dest, data);
-        if let Some(Some(c)) = self.conns.get_mut(dest as usize) {
-            c.inline = false;
-        }
-        let end = written?;
-        // Receives until the peer's kernel acknowledged the bytes.
+        let token = self.sends.start();
+        // SAFETY: `data` is borrowed until this returns, and it returns
+        // once the token completed, or failed with its connection. The
+        // kernel pins the pages it reads, so even then nothing is freed
+        // under it; a caller that reuses the buffer at once may change
+        // bytes still to go out on a connection already reported broken.
+        let lent = unsafe { Payload::lent(data.as_ptr(), data.len()) };
+        let out = Out::whole(header, lent, token).without_copy();
+        self.conn(dest)?.outbox.push(out);
+        self.flush_conn(dest as usize);
         loop {
-            self.settle_zero_copy(dest as usize);
-            let c = self.conn(dest)?;
-            if c.outbox
-                .zero_copy
-                .as_ref()
-                .is_none_or(|zc| zc.done_before(end))
-            {
-                return Ok(());
-            }
-            // The error queue wakes the poller; the bound is a backstop.
-            self.poll(Some(ZERO_COPY_POLL), None)?;
-        }
-    }
-
-    /// Writes all of `data` to `dest` with `MSG_ZEROCOPY`, receiving
-    /// while the socket is full; the count of zero-copy sends that must
-    /// complete before the kernel lets go of `data`.
-    fn write_zero_copy_now(&mut self, dest: u32, data: &[u8]) -> Result<u64> {
-        let mut at = 0;
-        loop {
-            let c = self.conn(dest)?;
-            let Some(zc) = c.outbox.zero_copy.as_mut() else {
-                unreachable!("write_data_inline checked rank {dest}'s zero-copy state");
-            };
-            if at == data.len() {
-                return Ok(zc.made());
-            }
-            // SAFETY: `data` is borrowed until the blocking send returns,
-            // and it returns only after the sends made here completed, or
-            // with an error (the connection or the poller failed). The
-            // kernel pins the pages it reads, so even then nothing is freed
-            // under it; a caller that reuses the buffer at once may change
-            // bytes still to go out on a connection already reported
-            // broken.
-            match unsafe { zc.send(&c.stream, &data[at..]) } {
-                Ok(0) => {
-                    let e = io::Error::from(ErrorKind::WriteZero);
-                    self.kill_on_io(dest as usize, "write", &e);
-                }
-                Ok(n) => at += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    c.writable = false;
-                    self.poll(None, Some(dest as usize))?;
-                }
-                // Too many completions wait in the error queue.
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    self.settle_zero_copy(dest as usize);
-                    self.poll(Some(ZERO_COPY_POLL), None)?;
-                }
-                Err(e) => self.kill_on_io(dest as usize, "write", &e),
+            match self.sends.test(SendToken(token)) {
+                Ok(true) => return Ok(()),
+                Ok(false) => self.progress(None)?,
+                // The connection failed: its own error names the rank.
+                Err(e) => return self.conn(dest).and(Err(e)),
             }
         }
     }
