@@ -331,24 +331,29 @@ pub(crate) fn connect_round(
     let mut conns: Vec<Option<Link>> = (0..size).map(|_| None).collect();
     let mut self_writer = None;
     let with_self = self_link;
-    let mut addrs = Vec::with_capacity(size as usize);
-    for peer in 0..size {
+    // The addresses this process needs: those it connects to, and for
+    // `OnThisHost` every peer's, to know who connects to it. (Each is a
+    // PMI request; a full round needs only the lower ranks'.)
+    let needed = |p: u32| pairs == Pairs::OnThisHost || p < me || (p == me && with_self);
+    let mut addrs = vec![None; size as usize];
+    for peer in (0..size).filter(|&p| needed(p)) {
         let text = pmi.get(&format!("o2g-{round}addr-{peer}"))?;
-        addrs.push(
-            parse_address_entry(&text).ok_or_else(|| {
+        addrs[peer as usize] =
+            Some(parse_address_entry(&text).ok_or_else(|| {
                 Error::Pmi(format!("rank {peer} published a bad address {text:?}"))
-            })?,
-        );
+            })?);
     }
     let reached = |peer: u32| match pairs {
         Pairs::All => true,
-        Pairs::OnThisHost => same_host(addrs[peer as usize].0, addr),
+        Pairs::OnThisHost => addrs[peer as usize].is_some_and(|(a, _)| same_host(a, addr)),
     };
     for peer in (0..me)
         .filter(|&p| reached(p))
         .chain(with_self.then_some(me))
     {
-        let (peer_addr, version) = addrs[peer as usize];
+        let Some((peer_addr, version)) = addrs[peer as usize] else {
+            unreachable!("rank {peer}'s address was fetched above");
+        };
         if version != VERSION {
             return Err(Error::Pmi(version_mismatch(
                 &format!("rank {peer}"),
