@@ -267,6 +267,11 @@ impl Conn {
         self.rx.schedule_reclaim();
     }
 
+    /// Queues the endpoint's unpin work, to run later.
+    pub(crate) fn schedule_unpin(&self) {
+        self.rx.schedule_unpin();
+    }
+
     /// Queues the endpoint's send work.
     pub(crate) fn schedule_send(&self) {
         self.rx.schedule_send();

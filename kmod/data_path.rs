@@ -12,8 +12,8 @@
 //!
 //! Everything here runs under the endpoint's rx lock (BH off) and never
 //! sleeps or allocates: all storage is sized at INIT. Pinned buffers that
-//! finish in softirq are parked in `retired` for the reclaim work, because
-//! unpinning may sleep.
+//! finish in softirq are parked in `retired` until a process context
+//! unpins them (see `endpoint_rx.rs`), because unpinning may sleep.
 
 use kernel::{alloc::KVVec, prelude::*};
 

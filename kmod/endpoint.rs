@@ -190,7 +190,11 @@ impl MiscDevice for Endpoint {
                 }
                 me.unregister(a.rank).map(|()| 0)
             }
-            abi::O2G_IOC_STATS => output(arg, &me.stats()),
+            abi::O2G_IOC_STATS => {
+                // The owner's `pinned_bytes` counts only buffers in use.
+                me.rx.unpin_retired();
+                output(arg, &me.stats())
+            }
             abi::O2G_IOC_INIT => io(arg, |a| me.init(a).map(|()| 0)),
             abi::O2G_IOC_POST => io(arg, |a| me.post(a).map(|()| 0)),
             abi::O2G_IOC_CANCEL => me.cancel(input::<abi::IdArg>(arg)?.id),
@@ -687,6 +691,9 @@ impl Endpoint {
             return Err(EINVAL);
         }
         let sel = data_path::selector(a.source, a.tag, a.context)?;
+        // Finished receives give their pins back before this one is
+        // admitted against the budget and the table.
+        self.rx.unpin_retired();
         let conn = match sel.source {
             SourceSel::Rank(r) => self.find(r),
             SourceSel::Any => None,
@@ -889,6 +896,8 @@ impl Endpoint {
             return Err(EINVAL);
         }
         let shared = self.rx.shared().ok_or_else(errno::ebadfd)?;
+        // Going to sleep: a good time to unpin what finished.
+        self.rx.unpin_retired();
         // A process waiting for a message may have released the room the
         // sender needs.
         self.sync()?;
@@ -1003,6 +1012,7 @@ impl PinnedDrop for Endpoint {
         drop(windows);
         self.rx.flush_send();
         self.rx.flush_reclaim();
+        self.rx.flush_unpin();
         // Zero-copy sends still in flight end without the endpoint (their
         // offers went with the table above); this also breaks the hub's
         // cycle back to `rx`.

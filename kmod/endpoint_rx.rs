@@ -7,19 +7,26 @@
 //! state outlives any hook that can still reach it. It sits under one
 //! BH-safe spinlock, taken after the socket's `sk_callback_lock` and the
 //! connection's own reader lock (see the lock order in `endpoint.rs`).
-//! Waiters in POLL sleep on [`EndpointRx::wake`]'s condition variable; buffers that
-//! finish in softirq are unpinned by the reclaim work.
+//! Waiters in POLL sleep on [`EndpointRx::wake`]'s condition variable.
+//!
+//! Buffers of receives that finish in softirq are unpinned in process
+//! context: by the owning process at its next POST, POLL or STATS, or by
+//! the unpin work [`UNPIN_LATER_MS`] later if it makes none. Queuing a
+//! work item per finished receive instead cost a kworker wake-up and two
+//! context switches on a busy CPU each time: streams and collectives of
+//! 16-64 KiB ran at half speed (`docs/results.md`, "Unpinning finished
+//! receives in the process").
 
 use core::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::{
     alloc::KVVec,
     cpu::CpuId,
-    impl_has_work, new_condvar, new_mutex, new_work,
+    impl_has_delayed_work, impl_has_work, new_condvar, new_delayed_work, new_mutex, new_work,
     prelude::*,
     sync::{Arc, CondVar, Mutex, SetOnce},
     types::ScopeGuard,
-    workqueue::{Work, WorkItem},
+    workqueue::{DelayedWork, Work, WorkItem},
 };
 
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
@@ -29,6 +36,12 @@ use crate::shared::SharedArea;
 use crate::window::WindowTable;
 use crate::work_queue;
 use crate::zerocopy::ZcHub;
+
+/// How long a finished receive's buffer may stay pinned when its process
+/// makes no POST, POLL or STATS call: short next to a computation between
+/// messages, long next to a receive (one timer per 10 ms at most, however
+/// many receives finish meanwhile).
+pub(crate) const UNPIN_LATER_MS: u32 = 10;
 
 /// Counters of the module's own mechanics, kept from open to release;
 /// the receive decisions' counters are the machine's (`data_path::Machine`).
@@ -82,6 +95,9 @@ pub(crate) struct EndpointRx {
     shared: SetOnce<SharedArea>,
     #[pin]
     reclaim: Work<EndpointRx>,
+    /// Unpins finished receives' buffers the process left pinned.
+    #[pin]
+    unpin_later: DelayedWork<EndpointRx, 2>,
     /// The control connections, sorted by rank: where the send work
     /// writes. Lock order: after the endpoint's own mutex, before a
     /// connection's tx mutex and the rx lock. Emptied at teardown (each
@@ -113,6 +129,10 @@ impl_has_work! {
     impl HasWork<EndpointRx, 1> for EndpointRx { self.send }
 }
 
+impl_has_delayed_work! {
+    impl HasDelayedWork<EndpointRx, 2> for EndpointRx { self.unpin_later }
+}
+
 impl EndpointRx {
     /// Allocates the receive side of a new endpoint.
     pub(crate) fn new() -> Result<Arc<EndpointRx>> {
@@ -126,6 +146,7 @@ impl EndpointRx {
                 deferred_reads: AtomicU64::new(0),
                 shared: SetOnce::new(),
                 reclaim <- new_work!("o2g_reclaim"),
+                unpin_later <- new_delayed_work!("o2g_unpin_later"),
                 controls <- new_mutex!(KVVec::new(), "o2g_endpoint_controls"),
                 send <- new_work!("o2g_send"),
                 blocked: AtomicUsize::new(0),
@@ -253,6 +274,39 @@ impl EndpointRx {
         let _ = work_queue::percpu().enqueue::<Arc<EndpointRx>, 0>(self.clone());
     }
 
+    /// Queues the unpin work to run [`UNPIN_LATER_MS`] from now, unless it
+    /// is queued already: a receive finished, and its process unpins the
+    /// buffer itself if it calls before then.
+    ///
+    /// Context: any.
+    pub(crate) fn schedule_unpin(self: &Arc<Self>) {
+        let later = kernel::time::msecs_to_jiffies(UNPIN_LATER_MS);
+        // Already queued is fine: one run unpins everything.
+        let _ = work_queue::percpu().enqueue_delayed::<Arc<EndpointRx>, 2>(self.clone(), later);
+    }
+
+    /// Unpins every finished buffer.
+    ///
+    /// Context: process context, may sleep; takes the rx lock briefly per
+    /// buffer, never across an unpin.
+    pub(crate) fn unpin_retired(&self) {
+        let mut unpinned = 0;
+        loop {
+            // The budget gets a buffer's bytes back once it is unpinned,
+            // in the next buffer's critical section.
+            let buf = self.with(|st| {
+                let r = st.recv.as_mut()?;
+                r.book.pinned = r.book.pinned.saturating_sub(unpinned);
+                r.book.pop_retired()
+            });
+            let Some(buf) = buf else {
+                return;
+            };
+            unpinned = buf.len() as u64;
+            drop(buf);
+        }
+    }
+
     /// Copies the stored messages the readers left to this work into their
     /// receives and completes them, then unpins every finished buffer.
     ///
@@ -283,19 +337,7 @@ impl EndpointRx {
             });
             self.notify();
         }
-        loop {
-            let Some(buf) = self.with(|st| st.recv.as_mut().and_then(|r| r.book.pop_retired()))
-            else {
-                return;
-            };
-            let len = buf.len() as u64;
-            drop(buf);
-            self.with(|st| {
-                if let Some(r) = st.recv.as_mut() {
-                    r.book.pinned = r.book.pinned.saturating_sub(len);
-                }
-            });
-        }
+        self.unpin_retired();
     }
 
     /// Queues the send work (messages for control connections wait, or
@@ -346,6 +388,24 @@ impl EndpointRx {
         // the caller's reference keeps alive for the call.
         unsafe { kernel::bindings::flush_work(Work::raw_get(&self.reclaim)) };
     }
+
+    /// Runs a pending unpin work now, rather than when its timer fires,
+    /// and waits until it has finished.
+    ///
+    /// Context: process context, may sleep; no locks held.
+    pub(crate) fn flush_unpin(&self) {
+        // SAFETY: `unpin_later` is an initialised delayed work inside
+        // `self`, which the caller's reference keeps alive for the call.
+        let work = unsafe { DelayedWork::raw_as_work(&self.unpin_later) };
+        // SAFETY: `work` points at the `work` field of the `delayed_work`
+        // that `unpin_later` wraps (`raw_as_work`), so the containing
+        // structure is that `delayed_work`.
+        let dwork = unsafe {
+            kernel::container_of!(Work::raw_get(work), kernel::bindings::delayed_work, work)
+        };
+        // SAFETY: `dwork` is the initialised `delayed_work` found above.
+        unsafe { kernel::bindings::flush_delayed_work(dwork) };
+    }
 }
 
 impl WorkItem for EndpointRx {
@@ -354,6 +414,17 @@ impl WorkItem for EndpointRx {
     /// Context: process context (system workqueue), may sleep.
     fn run(this: Arc<EndpointRx>) {
         this.reclaim_now();
+    }
+}
+
+impl WorkItem<2> for EndpointRx {
+    type Pointer = Arc<EndpointRx>;
+
+    /// Unpins what finished receives left pinned (see [`UNPIN_LATER_MS`]).
+    ///
+    /// Context: process context (system workqueue), may sleep.
+    fn run(this: Arc<EndpointRx>) {
+        this.unpin_retired();
     }
 }
 

@@ -262,7 +262,7 @@ impl Drop for PinnedBuf {
     /// Unpins the pages, marking them dirty.
     ///
     /// Context: process context only (may sleep on a page lock); the
-    /// softirq paths hand buffers to the reclaim work instead of dropping.
+    /// softirq paths park buffers in the retired list instead of dropping.
     fn drop(&mut self) {
         if self.pages.is_empty() {
             return;

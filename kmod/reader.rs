@@ -546,6 +546,7 @@ impl ConnReader {
             })
         });
         let mut retired = retired.unwrap_or(true);
+        let mut deferred = false;
         // Beyond a bound, the copy goes to the reclaim work: the reader
         // runs in softirq or with bottom halves off.
         let copy_out = copy_out.and_then(|d| {
@@ -566,7 +567,7 @@ impl ConnReader {
             // `None`: deferred. A refusal cannot happen (see
             // `RecvBuffers::deferred`); the copy is then done here.
             if refused.is_none() {
-                retired = true;
+                deferred = true;
             }
             refused
         });
@@ -592,8 +593,12 @@ impl ConnReader {
             }
         }
         conn.rx().notify();
-        if retired {
+        // A deferred copy is a receive still to finish; a finished one's
+        // buffer can wait for its process (`EndpointRx::unpin_retired`).
+        if deferred {
             conn.schedule_reclaim();
+        } else if retired {
+            conn.schedule_unpin();
         }
         if send {
             conn.schedule_send();

@@ -54,6 +54,7 @@ const CHECKS: &[Check] = &[
     ("recv-race", "[MESSAGES]", recv::race::race),
     ("recv-teardown", "", |_| recv::teardown::teardown()),
     ("recv-sigkill", "", |_| recv::teardown::sigkill()),
+    ("recv-unpin", "", |_| recv::unpin::unpin()),
     ("recv-scale", "[SOCKETS]", scale::scale),
     ("recv-remote", "[FLOOD_BYTES]", remote::remote),
     ("rndv-paths", "", |_| rendezvous::paths()),
