@@ -266,7 +266,8 @@ impl EndpointRx {
         }
     }
 
-    /// Queues the reclaim work (unpinning finished buffers).
+    /// Queues the reclaim work at once: copies the readers left to it, or
+    /// buffers a failure or the send work finished.
     ///
     /// Context: any.
     pub(crate) fn schedule_reclaim(self: &Arc<Self>) {
