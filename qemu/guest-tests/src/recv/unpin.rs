@@ -28,7 +28,10 @@ fn receive_one(ep: &mut Endpoint, tx: &mut Sender, tag: u32) -> CheckResult {
         match ep.reap().map_err(libo2g_error("reap"))? {
             Some(Reaped::Owned(c)) => {
                 if c.status.is_err() || c.data() != pattern(u64::from(tag), LEN) {
-                    return Err(format!("tag {tag}: completed with {:?}, wrong data", c.status));
+                    return Err(format!(
+                        "tag {tag}: completed with {:?}, wrong data",
+                        c.status
+                    ));
                 }
                 return Ok(());
             }
