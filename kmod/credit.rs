@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An endpoint's eager credit (`abi::O2G_INIT_CREDIT`): the windows its
-//! dump-area slots are divided into, the credit it owes each peer, and the
-//! credit each peer granted it.
+//! An endpoint's eager credit (`abi::O2G_INIT_CREDIT`): the window each
+//! peer gets (what its ring in the dump area has room for), the credit it
+//! owes each peer, and the credit each peer granted it.
 //!
 //! Each messages connection's `Inbound` keeps its peer's `Grant` (what
-//! the peer may still send, what it holds here); the dump area's slot
-//! store counts what leaves it per sender. The connection's reader joins
+//! the peer may still send, what it holds here); the dump area's sender
+//! rings count what each sender's ring reclaimed. The connection's reader joins
 //! the two (`ConnReader::settle_credit`) and hands what is due here, from
 //! where the send work writes it as a `Credit` message on the control
 //! connection to that peer. Credit from a peer arrives on the control
@@ -31,8 +31,6 @@ struct Owed {
 /// See the module documentation.
 pub(crate) struct CreditBook {
     window: Window,
-    /// Slots no messages connection has taken as its window yet.
-    slots_left: u32,
     /// By rank: credit to send.
     owed: KVVec<Owed>,
     /// By rank: credit granted to this endpoint and not taken yet.
@@ -40,11 +38,10 @@ pub(crate) struct CreditBook {
 }
 
 impl CreditBook {
-    /// A book for peers below `ranks`, each granted `window`, over
-    /// `slots` dump-area slots.
+    /// A book for peers below `ranks`, each granted `window`.
     ///
     /// Context: process context, may sleep.
-    pub(crate) fn new(window: Window, slots: u32, ranks: u32) -> Result<Self> {
+    pub(crate) fn new(window: Window, ranks: u32) -> Result<Self> {
         let n = ranks as usize;
         let mut owed = KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
         let mut granted = KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
@@ -54,7 +51,6 @@ impl CreditBook {
         }
         Ok(Self {
             window,
-            slots_left: slots,
             owed,
             granted,
         })
@@ -65,23 +61,18 @@ impl CreditBook {
         self.window
     }
 
-    /// Takes a window of slots for a new messages connection from `rank`.
-    /// Errors: `EINVAL` (rank beyond the table), `ENOSPC` (no window
-    /// left: the dump area is too small for one more peer).
-    pub(crate) fn reserve(&mut self, rank: u32) -> Result {
+    /// Whether a messages connection from `rank` may get a window: each
+    /// rank below the table has a ring of its own. `EINVAL` beyond it.
+    ///
+    /// A connection registered again for a rank starts with a whole
+    /// window while the ring may still hold what the last one sent; a
+    /// message that finds no room then stalls its connection until the
+    /// process takes the old ones (`receive.rs`), as without credit.
+    pub(crate) fn check_rank(&self, rank: u32) -> Result {
         if rank as usize >= self.owed.len() {
             return Err(EINVAL);
         }
-        self.slots_left = self
-            .slots_left
-            .checked_sub(self.window.msgs)
-            .ok_or(ENOSPC)?;
         Ok(())
-    }
-
-    /// Gives back the window of a messages connection that left.
-    pub(crate) fn unreserve(&mut self) {
-        self.slots_left = self.slots_left.saturating_add(self.window.msgs);
     }
 
     /// `credit` is due to `rank`; returns whether an `Outgoing::Credit`

@@ -28,7 +28,7 @@ use crate::proto::{
     envelope::{Envelope, Rank, Selector, SourceSel, TagSel},
     matching::{Bucket, Engine, MsgId, MsgInfo, Slot},
     receive::{is_request, Clear, Inbound, Receiver, Region, Store, Waiting},
-    slots::{SlotEntry, SlotStore},
+    sender_rings::{self, SenderRing, SenderRings},
 };
 use crate::shared::SharedArea;
 use crate::tx::{Outgoing, TxQueue};
@@ -66,32 +66,43 @@ pub(crate) struct Capacities {
 /// The eager-credit part of INIT.
 #[derive(Clone, Copy)]
 pub(crate) struct CreditCaps {
-    /// Bytes per dump-area slot: the longest eager message, rounded up
-    /// to 64.
-    pub(crate) slot: u64,
-    pub(crate) eager_limit: u64,
-    pub(crate) window_msgs: u32,
+    /// Bytes of the dump area per sending rank (`sender_rings`).
+    pub(crate) region: u64,
     pub(crate) ranks: u32,
+    /// What each peer may leave stored: `window_msgs` messages, of at most
+    /// the eager limit, and the bytes its ring has room for.
+    pub(crate) window: Window,
 }
 
 impl CreditCaps {
-    /// Slots in a dump area of `dump_bytes`, at most one per entry of
-    /// the unexpected queue (`max_unexpected`): every stored message
-    /// takes one, so more slots could never fill, and the slot table
-    /// stays bounded however short the eager limit.
-    pub(crate) fn slots(&self, dump_bytes: u64, max_unexpected: u32) -> u32 {
-        // At most `max_unexpected`, which fits.
-        (dump_bytes / self.slot).min(u64::from(max_unexpected)) as u32
+    /// Checks INIT's credit fields against the dump area: each rank's
+    /// ring must grant at least one message of the eager limit, and the
+    /// rings together hold at most `max_unexpected` messages (each stored
+    /// one takes an unexpected-queue entry, so more could never fill).
+    /// Errors: `EINVAL`.
+    fn new(a: &abi::InitArgs) -> Result<Self> {
+        if a.eager_limit == 0
+            || a.eager_limit > a.max_message
+            || a.window_msgs == 0
+            || !(1..=abi::O2G_MAX_SOCKETS).contains(&a.ranks)
+            || u64::from(a.window_msgs) * u64::from(a.ranks) > u64::from(a.max_unexpected)
+        {
+            return Err(EINVAL);
+        }
+        let region = a.dump_bytes / u64::from(a.ranks) / sender_rings::ALIGN * sender_rings::ALIGN;
+        let window =
+            sender_rings::window_for(region, a.window_msgs, a.eager_limit).ok_or(EINVAL)?;
+        Ok(Self {
+            region,
+            ranks: a.ranks,
+            window,
+        })
     }
 
-    /// The window each peer gets: `window_msgs` messages of up to
-    /// `eager_limit` bytes.
-    pub(crate) fn window(&self) -> Window {
-        Window {
-            bytes: u64::from(self.window_msgs).saturating_mul(self.eager_limit),
-            msgs: self.window_msgs,
-            largest: self.eager_limit,
-        }
+    /// Messages the rings hold at most, all senders together.
+    pub(crate) fn records(&self) -> u32 {
+        // At most `max_unexpected` (`new`), which fits.
+        self.window.msgs.saturating_mul(self.ranks)
     }
 }
 
@@ -112,20 +123,7 @@ impl Capacities {
             return Err(EINVAL);
         }
         let credit = if a.flags & abi::O2G_INIT_CREDIT != 0 {
-            if a.eager_limit == 0
-                || a.eager_limit > a.dump_bytes
-                || a.eager_limit > a.max_message
-                || a.window_msgs == 0
-                || !(1..=abi::O2G_MAX_SOCKETS).contains(&a.ranks)
-            {
-                return Err(EINVAL);
-            }
-            Some(CreditCaps {
-                slot: a.eager_limit.next_multiple_of(64),
-                eager_limit: a.eager_limit,
-                window_msgs: a.window_msgs,
-                ranks: a.ranks,
-            })
+            Some(CreditCaps::new(a)?)
         } else {
             None
         };
@@ -152,20 +150,20 @@ impl Capacities {
 /// The receive state machine over kernel storage.
 pub(crate) type Machine = Receiver<KVVec<Slot>, KVVec<Bucket>, DumpStore, KVVec<Waiting>>;
 
-/// How the dump area stores unexpected payloads: in slots that credit
-/// sizes (`abi::O2G_INIT_CREDIT`), or, without credit, in one circular
+/// How the dump area stores unexpected payloads: in one ring per sender
+/// that credit sizes (`abi::O2G_INIT_CREDIT`), or, without credit, in one circular
 /// range where a message of any length may go.
 pub(crate) enum DumpStore {
     Ring(DumpAlloc<KVVec<Record>>),
-    Slots(SlotStore<KVVec<SlotEntry>, KVVec<Credit>>),
+    Rings(SenderRings<KVVec<SenderRing<KVVec<Record>>>>),
 }
 
 impl DumpStore {
-    /// Bytes of the area taken now (whole slots, for the slot store).
+    /// Bytes of the area taken now, reclaimable or not.
     pub(crate) fn used(&self) -> u64 {
         match self {
             Self::Ring(r) => r.used(),
-            Self::Slots(s) => u64::from(s.in_use()) * s.slot_size(),
+            Self::Rings(s) => s.used(),
         }
     }
 
@@ -174,7 +172,7 @@ impl DumpStore {
     fn take_returned(&mut self, rank: Rank) -> Credit {
         match self {
             Self::Ring(_) => Credit::default(),
-            Self::Slots(s) => s.take_returned(rank),
+            Self::Rings(s) => s.take_returned(rank),
         }
     }
 }
@@ -183,21 +181,21 @@ impl Store for DumpStore {
     fn book(&mut self, source: Rank, len: u64) -> Option<u64> {
         match self {
             Self::Ring(r) => r.book(source, len),
-            Self::Slots(s) => s.book(source, len),
+            Self::Rings(s) => s.book(source, len),
         }
     }
 
     fn locate(&self, id: u64) -> u64 {
         match self {
             Self::Ring(r) => r.locate(id),
-            Self::Slots(s) => s.locate(id),
+            Self::Rings(s) => s.locate(id),
         }
     }
 
     fn give_back(&mut self, id: u64) {
         match self {
             Self::Ring(r) => r.give_back(id),
-            Self::Slots(s) => s.give_back(id),
+            Self::Rings(s) => s.give_back(id),
         }
     }
 }
@@ -261,14 +259,14 @@ impl DataPath {
         .map_err(|_| EINVAL)?;
         let (dump, credit) = match caps.credit {
             Some(cc) => {
-                let slots = cc.slots(caps.dump_bytes, caps.max_unexpected);
-                let store = SlotStore::new(
-                    filled(slots as usize, SlotEntry::EMPTY)?,
-                    filled(cc.ranks as usize, Credit::default())?,
-                    cc.slot,
-                );
-                let book = CreditBook::new(cc.window(), slots, cc.ranks)?;
-                (DumpStore::Slots(store), Some(book))
+                let mut rings = KVVec::with_capacity(cc.ranks as usize, GFP_KERNEL_ACCOUNT)?;
+                for _ in 0..cc.ranks {
+                    let records = filled(cc.window.msgs as usize, Record::EMPTY)?;
+                    rings.push(SenderRing::new(records, cc.region), GFP_KERNEL_ACCOUNT)?;
+                }
+                let store = SenderRings::new(rings, cc.region);
+                let book = CreditBook::new(cc.window, cc.ranks)?;
+                (DumpStore::Rings(store), Some(book))
             }
             // One record per unexpected message, stored or streaming.
             None => {

@@ -286,9 +286,9 @@ impl Endpoint {
             if is_self && st.self_rank.is_some() {
                 return Err(EEXIST);
             }
-            let window = match (role, st.credit.as_mut()) {
+            let window = match (role, st.credit.as_ref()) {
                 (Role::Messages, Some(book)) => {
-                    book.reserve(reg.rank)?;
+                    book.check_rank(reg.rank)?;
                     Some(book.window())
                 }
                 _ => None,
@@ -314,9 +314,6 @@ impl Endpoint {
                     st.rx.remove_conn(true);
                     if is_self {
                         st.self_rank = None;
-                    }
-                    if let (Some(book), Some(_)) = (st.credit.as_mut(), window) {
-                        book.unreserve();
                     }
                     Ok(())
                 });
@@ -397,9 +394,6 @@ impl Endpoint {
             if conn.role() == Role::Messages {
                 if st.self_rank == Some(conn.rank()) {
                     st.self_rank = None;
-                }
-                if let Some(book) = st.credit.as_mut() {
-                    book.unreserve();
                 }
             }
             Ok(())
@@ -663,9 +657,7 @@ impl Endpoint {
         let entries = caps.ring_entries();
         let shared = SharedArea::new(entries, caps.dump_bytes as usize)?;
         let seed = core::ptr::from_ref(self) as u64;
-        let eager_slots = caps
-            .credit
-            .map_or(0, |cc| cc.slots(caps.dump_bytes, caps.max_unexpected));
+        let eager_slots = caps.credit.map_or(0, |cc| cc.records());
         let recv = DataPath::new(caps, seed)?;
         let windows = WindowTable::entries()?;
         let (ring_entries, ring_offset, dump_offset, map_bytes) = shared.layout();

@@ -21,9 +21,9 @@
 pub const O2G_IOC_TYPE: u32 = 0xBB;
 
 /// Major ABI version: bumped on any incompatible change.
-pub const O2G_ABI_MAJOR: u16 = 3;
+pub const O2G_ABI_MAJOR: u16 = 4;
 /// Minor ABI version: bumped when opcodes or fields are added compatibly.
-pub const O2G_ABI_MINOR: u16 = 1;
+pub const O2G_ABI_MINOR: u16 = 0;
 
 /// `_IOC_NONE`: the ioctl moves no data.
 pub const IOC_NONE: u32 = 0;
@@ -67,7 +67,8 @@ pub mod feature {
     /// (ABI minor 1).
     pub const RENDEZVOUS: u64 = 2;
     /// Eager credit: INIT takes [`super::O2G_INIT_CREDIT`] and
-    /// [`super::O2G_IOC_TAKE_CREDIT`] exists (ABI 3.0).
+    /// [`super::O2G_IOC_TAKE_CREDIT`] exists (ABI 3.0; since 4.0 the dump
+    /// area is a ring per sender rather than slots of the eager limit).
     pub const CREDIT: u64 = 4;
     /// Memory windows: [`super::O2G_IOC_WIN_REGISTER`] and its siblings
     /// exist, and messages connections carry puts (ABI 3.1).
@@ -188,18 +189,18 @@ pub struct InitArgs {
     /// Out: length to pass to `mmap`.
     pub map_bytes: u64,
     /// In, with [`O2G_INIT_CREDIT`]: the longest eager message accepted,
-    /// `1..=dump_bytes` and at most `max_message`; the dump area is cut
-    /// into slots of this size rounded up to 64 bytes.
+    /// at least 1 and at most `max_message`; each rank's ring of the dump
+    /// area must have room for a window of at least one such message.
     pub eager_limit: u64,
     /// In, with [`O2G_INIT_CREDIT`]: eager messages each peer may leave
-    /// stored (its window), at least 1.
+    /// stored (its window), at least 1; `window_msgs * ranks` at most
+    /// `max_unexpected`.
     pub window_msgs: u32,
     /// In, with [`O2G_INIT_CREDIT`]: peers have ranks below this,
     /// `1..=O2G_MAX_SOCKETS`.
     pub ranks: u32,
-    /// Out, with [`O2G_INIT_CREDIT`]: the dump area's slots (`dump_bytes`
-    /// over the slot size, at most `max_unexpected`); each peer's messages
-    /// connection takes `window_msgs` of them.
+    /// Out, with [`O2G_INIT_CREDIT`]: eager messages the dump area holds
+    /// at most, all peers together (`window_msgs * ranks`).
     pub eager_slots: u32,
     /// Explicit padding; always zero.
     pub reserved: u32,
@@ -234,11 +235,16 @@ pub const O2G_RING_CONS: usize = 64;
 pub const O2G_INIT_NOTICES: u32 = 1;
 
 /// [`InitArgs::flags`]: grant eager credit (`docs/protocol.md`, Credits).
-/// The dump area becomes slots of [`InitArgs::eager_limit`] bytes, and
-/// every messages connection registered (also the one to oneself) takes
-/// a window of [`InitArgs::window_msgs`] slots, or fails with `ENOSPC`
-/// when no window is left: so an eager message within its sender's
-/// credit always finds a slot. The module sends each peer a whole window
+/// The dump area becomes one ring per rank below [`InitArgs::ranks`]
+/// (`dump_bytes / ranks`, rounded down to 64 bytes; rank `r`'s at `r`
+/// times that), and each peer's window is [`InitArgs::window_msgs`]
+/// messages and the bytes its ring has room for: what a ring holds is
+/// bounded by its peer's credit plus 64 bytes per message plus one
+/// `eager_limit` skipped at the wrap (`core/src/sender_rings.rs`). Since
+/// a ring reuses space in arrival order, credit comes back as it does:
+/// so an eager message within its sender's credit always finds room.
+/// The window's bytes are in the endpoint's statistics
+/// (`EndpointStats::window_bytes`). The module sends each peer a whole window
 /// as its first `Credit` on the control connection, gives credit back as
 /// the process takes stored messages (or as they are placed straight in
 /// receives), and fails a connection whose peer sends an eager message
@@ -731,7 +737,8 @@ pub struct RendezvousStats {
     /// Payload bytes the module sent from offers.
     pub offer_bytes_sent: u64,
     /// With [`O2G_INIT_CREDIT`]: the eager bytes each peer may leave
-    /// stored (`window_msgs` times `eager_limit`); zero without.
+    /// stored (what its ring has room for, see [`O2G_INIT_CREDIT`]);
+    /// zero without.
     pub window_bytes: u64,
     /// The most eager bytes any one peer had stored here at once,
     /// counted at each eager header: never above `window_bytes`.

@@ -132,7 +132,7 @@ impl Grant {
     }
 
     /// The receiver let go of `returned` eager bytes and messages at
-    /// once (as a store counts them: see `slots::SlotStore`).
+    /// once (as a store counts them: see `sender_rings::SenderRings`).
     pub fn give_back_all(&mut self, returned: Credit) {
         // Bounded by the window as long as only spent messages come back;
         // the minimum keeps the invariant if a caller errs.

@@ -40,6 +40,8 @@ pub struct Record {
     /// Bytes this region holds: its payload, the padding before it and the
     /// tail it skipped; zero for a zero-length region.
     held: u64,
+    /// Its payload's length.
+    len: u64,
     live: bool,
 }
 
@@ -48,6 +50,7 @@ impl Record {
     pub const EMPTY: Self = Self {
         offset: 0,
         held: 0,
+        len: 0,
         live: false,
     };
 }
@@ -56,6 +59,16 @@ impl Default for Record {
     fn default() -> Self {
         Self::EMPTY
     }
+}
+
+/// What one [`DumpAlloc::free_reclaiming`] made reusable: the regions
+/// reclaimed and their payload bytes (not their padding or skipped tails).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Reclaimed {
+    /// Regions reclaimed.
+    pub regions: u32,
+    /// Sum of their payload lengths.
+    pub payload: u64,
 }
 
 /// Names an allocated region until it is freed.
@@ -143,6 +156,7 @@ where
         *rec = Record {
             offset,
             held,
+            len,
             live: true,
         };
         self.count = self.count.saturating_add(1);
@@ -202,14 +216,20 @@ where
     /// Frees region `id`; returns false (and changes nothing) if it names
     /// no live region.
     pub fn free(&mut self, id: RegionId) -> bool {
+        self.free_reclaiming(id).is_some()
+    }
+
+    /// Frees region `id` and returns what became reusable: the oldest
+    /// regions, up to the first one still live (nothing if an older one
+    /// is). `None` (and nothing changes) if `id` names no live region.
+    pub fn free_reclaiming(&mut self, id: RegionId) -> Option<Reclaimed> {
         let in_use = Self::in_use(self.first, self.count, self.records.len(), id.0);
-        let Some(rec) = self.records.get_mut(id.0 as usize) else {
-            return false;
-        };
+        let rec = self.records.get_mut(id.0 as usize)?;
         if !rec.live || !in_use {
-            return false;
+            return None;
         }
         rec.live = false;
+        let mut reclaimed = Reclaimed::default();
         // Reclaim the oldest regions that are now free: each one's bytes
         // are the first `held` of the held range.
         while self.count > 0 {
@@ -219,7 +239,9 @@ where
             if oldest.live {
                 break;
             }
-            let held = oldest.held;
+            let (held, len) = (oldest.held, oldest.len);
+            reclaimed.regions = reclaimed.regions.saturating_add(1);
+            reclaimed.payload = reclaimed.payload.saturating_add(len);
             self.used = self.used.saturating_sub(held);
             // `head + held` modulo `size`, without overflowing near
             // `u64::MAX` (`head < size` while bytes are held).
@@ -236,7 +258,7 @@ where
                 .unwrap_or(0);
             self.count = self.count.saturating_sub(1);
         }
-        true
+        Some(reclaimed)
     }
 
     /// Bytes held by live regions and the free regions behind them.
@@ -346,6 +368,38 @@ mod tests {
         let e = d.alloc(64).unwrap();
         assert_eq!(d.offset(e), Some(0));
         assert!(d.free(c));
+    }
+
+    #[test]
+    fn frees_report_what_they_reclaim_in_order() {
+        let mut d = alloc(4, 96);
+        let a = d.alloc(30).unwrap();
+        let b = d.alloc(20).unwrap();
+        let z = d.alloc(0).unwrap();
+        let c = d.alloc(40).unwrap();
+        assert_eq!(
+            d.free_reclaiming(b),
+            Some(Reclaimed::default()),
+            "a is older"
+        );
+        assert_eq!(d.free_reclaiming(z), Some(Reclaimed::default()));
+        assert_eq!(
+            d.free_reclaiming(a),
+            Some(Reclaimed {
+                regions: 3,
+                payload: 50
+            }),
+            "payload only, not a's padding"
+        );
+        assert_eq!(d.free_reclaiming(a), None);
+        assert_eq!(
+            d.free_reclaiming(c),
+            Some(Reclaimed {
+                regions: 1,
+                payload: 40
+            })
+        );
+        assert_eq!((d.used(), d.records_used()), (0, 0));
     }
 
     #[test]

@@ -16,6 +16,8 @@
 //!   the caller provides.
 //! - [`credit`]: eager credit, the receiver's grant and the sender's
 //!   allowance per connection.
+//! - [`dump`]: the dump area's ring allocator, and [`sender_rings`]: the
+//!   area as one such ring per sender, whose space follows eager credit.
 //! - [`receive`]: the receive state machine over the engine, a payload
 //!   store and each connection's reassembler: where each message goes,
 //!   when a connection stalls, what completes and what fails. The module
@@ -40,7 +42,7 @@ pub mod envelope;
 mod list;
 pub mod matching;
 pub mod receive;
-pub mod slots;
+pub mod sender_rings;
 pub mod stream;
 pub mod window_lock;
 pub mod wire;

@@ -1288,7 +1288,7 @@ impl Inbound {
     }
 
     /// The peer's eager messages that `returned` counts left the store
-    /// at once (see `slots::SlotStore::take_returned`).
+    /// at once (see `sender_rings::SenderRings::take_returned`).
     pub fn give_back_all(&mut self, returned: Credit) {
         if let Role::Messages(g) | Role::Combined(g) = &mut self.role {
             g.give_back_all(returned);

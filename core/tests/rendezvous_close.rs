@@ -8,17 +8,18 @@
 //! control connection with `UnknownToken`, and a receive failed with the
 //! control connection its peer closed first.
 
-use o2g_core::proto::credit::{Credit, Window};
+use o2g_core::proto::credit::Window;
+use o2g_core::proto::dump::Record;
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::matching::{Bucket, Engine, Slot};
 use o2g_core::proto::receive::{
     Decision, Failure, Inbound, Next, OnEnd, OnPost, Receiver, Waiting,
 };
-use o2g_core::proto::slots::{SlotEntry, SlotStore};
+use o2g_core::proto::sender_rings::{SenderRing, SenderRings};
 use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
 
 type Machine =
-    Receiver<Vec<Slot>, Vec<Bucket>, SlotStore<Vec<SlotEntry>, Vec<Credit>>, Vec<Waiting>>;
+    Receiver<Vec<Slot>, Vec<Bucket>, SenderRings<Vec<SenderRing<Vec<Record>>>>, Vec<Waiting>>;
 
 const PEER: u32 = 1;
 const LIMITS: Limits = Limits { max_payload: 1024 };
@@ -31,7 +32,11 @@ fn machine() -> Machine {
         7,
     )
     .unwrap();
-    let store = SlotStore::new(vec![SlotEntry::EMPTY; 4], vec![Credit::default(); 2], 64);
+    // Two ranks, each a ring of 1 KiB for 4 messages.
+    let rings = (0..2)
+        .map(|_| SenderRing::new(vec![Record::EMPTY; 4], 1024))
+        .collect();
+    let store = SenderRings::new(rings, 1024);
     let mut rx = Receiver::new(engine, store, vec![Waiting::EMPTY; 4], 4);
     rx.add_conn();
     rx.add_conn();

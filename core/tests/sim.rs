@@ -5,7 +5,7 @@
 //!
 //! Each endpoint runs the real receive state machine (`proto::receive`),
 //! the one the kernel module runs, over a real dump area: a byte array
-//! with the module's slot store. The test only does what a reader does with
+//! with the module's store, one ring per sender. The test only does what a reader does with
 //! the machine's answers: copy header bytes in, copy payload pieces to the
 //! place it names, stop reading a stalled connection (the bytes stay in
 //! the pipe, as in a TCP socket) and retry it after a release, copy stored
@@ -25,29 +25,29 @@ use std::collections::HashMap;
 
 use common::{ArriveOut, Model, Msg, PostOut};
 use o2g_core::proto::credit::{Allowance, Credit, Window};
+use o2g_core::proto::dump::Record;
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
 use o2g_core::proto::matching::{Bucket, CancelError, Engine, QueueFull, RecvId, Slot};
 use o2g_core::proto::receive::{
     Control, Decision, Dest, Inbound, Next, OnEnd, OnPost, Place, Receiver, Region, Waiting,
 };
-use o2g_core::proto::slots::{SlotEntry, SlotStore};
+use o2g_core::proto::sender_rings::{SenderRing, SenderRings};
 use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
 use rand_core::{Rng as _, SeedableRng};
 use rand_xorshift::XorShiftRng;
 
 const MAX_PAYLOAD: u64 = 64;
-const DUMP_BYTES: u64 = 100;
 const CONTEXTS: u32 = 2;
 const TAGS: u32 = 3;
 /// Longer messages go by rendezvous.
 const THRESHOLD: u64 = 40;
-/// Dump-area slots: each holds one eager message of at most
-/// [`THRESHOLD`] bytes.
-const SLOTS: u64 = DUMP_BYTES / THRESHOLD;
+/// Each sender's ring of the dump area: at 64-byte alignment it holds two
+/// eager messages of at most [`THRESHOLD`] bytes.
+const REGION: u64 = 128;
 /// The eager credit each endpoint grants each peer: one window is more
-/// than the dump area's slots, so a full area still happens (the module
-/// grants no more than it has; the simulation also tries a receiver that
-/// breaks that rule, which must stall, never corrupt).
+/// than its ring holds, so a full ring still happens (the module grants
+/// no more than it has; the simulation tries a receiver that breaks that
+/// rule, which must stall, never corrupt).
 const WINDOW: Window = Window {
     bytes: 100,
     msgs: 3,
@@ -57,7 +57,7 @@ const WINDOW: Window = Window {
 const WAITING: usize = 5;
 
 type Machine =
-    Receiver<Vec<Slot>, Vec<Bucket>, SlotStore<Vec<SlotEntry>, Vec<Credit>>, Vec<Waiting>>;
+    Receiver<Vec<Slot>, Vec<Bucket>, SenderRings<Vec<SenderRing<Vec<Record>>>>, Vec<Waiting>>;
 
 /// A message for another endpoint's connection, besides the data
 /// messages `World::send` writes.
@@ -175,11 +175,10 @@ impl Node {
             u64::from(rank),
         )
         .unwrap();
-        let store = SlotStore::new(
-            vec![SlotEntry::EMPTY; SLOTS as usize],
-            vec![Credit::default(); ranks],
-            THRESHOLD,
-        );
+        let rings = (0..ranks)
+            .map(|_| SenderRing::new(vec![Record::EMPTY; WINDOW.msgs as usize], REGION))
+            .collect();
+        let store = SenderRings::new(rings, REGION);
         let waiting = vec![Waiting::EMPTY; WAITING];
         let mut rx = Receiver::new(engine, store, waiting, cap_posted as u32);
         let conns = (0..ranks)
@@ -198,7 +197,7 @@ impl Node {
             controls,
             counts: vec![0; ranks],
             rx,
-            dump: vec![0; DUMP_BYTES as usize],
+            dump: vec![0; ranks * REGION as usize],
             model: Model::new(cap_posted, cap_unexpected),
             streaming: 0,
             filling: 0,
@@ -612,8 +611,8 @@ impl Node {
         assert_eq!(self.rx.posted_len(), self.model.posted_len());
         assert_eq!(self.rx.unexpected_len(), self.model.unexpected_len());
         assert_eq!(self.rx.awaiting_data() as usize, self.awaiting.len());
-        assert!(self.rx.store().held_bytes() <= DUMP_BYTES);
-        assert!(u64::from(self.rx.store().in_use()) <= SLOTS);
+        assert!(self.rx.store().used() <= self.dump.len() as u64);
+        assert!(self.rx.store().records_used() <= self.conns.len() * WINDOW.msgs as usize);
         assert_eq!(self.rx.outstanding(), self.owed());
         self.check_credit();
     }
@@ -800,7 +799,7 @@ impl World {
                 .iter()
                 .chain(&node.controls)
                 .all(Inbound::at_boundary));
-            assert_eq!(node.rx.store().in_use(), 0, "dump area slots leaked");
+            assert_eq!(node.rx.store().records_used(), 0, "dump area leaked");
             // What the last releases returned, as the next read would take.
             for (src, conn) in node.conns.iter_mut().enumerate() {
                 conn.give_back_all(node.rx.store_mut().take_returned(src as u32));

@@ -1,5 +1,7 @@
 //! The capacities an endpoint asks for at `O2G_IOC_INIT`.
 
+use o2g_core::proto::{credit::Window, sender_rings};
+
 use crate::{abi, Error, Result};
 
 /// Capacities of an endpoint, checked against the ABI's limits before the
@@ -30,20 +32,40 @@ pub struct EndpointConfig {
 /// Eager credit for an endpoint (see [`abi::O2G_INIT_CREDIT`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CreditConfig {
-    /// Longest eager message accepted, `1..=dump_bytes`, at most
-    /// `max_message`: the size of a dump-area slot.
+    /// Longest eager message accepted, at least 1, at most `max_message`
+    /// and [`CreditConfig::largest`].
     pub eager_limit: u64,
-    /// Eager messages each peer may leave stored, at least 1.
+    /// Eager messages each peer may leave stored, at least 1;
+    /// `window_msgs * ranks` at most `max_unexpected`.
     pub window_msgs: u32,
     /// Peers have ranks below this, `1..=O2G_MAX_SOCKETS`.
     pub ranks: u32,
 }
 
 impl CreditConfig {
-    /// Slots a dump area of `dump_bytes` holds, as the module cuts it: at
-    /// most one per unexpected message (`max_unexpected`).
-    pub fn slots(&self, dump_bytes: u64, max_unexpected: u32) -> u64 {
-        (dump_bytes / self.eager_limit.max(1).next_multiple_of(64)).min(u64::from(max_unexpected))
+    /// Bytes of a dump area of `dump_bytes` that each rank's ring gets, as
+    /// the module cuts it.
+    pub fn region(&self, dump_bytes: u64) -> u64 {
+        let align = sender_rings::ALIGN;
+        dump_bytes / u64::from(self.ranks.max(1)) / align * align
+    }
+
+    /// The longest `eager_limit` a dump area of `dump_bytes` can grant
+    /// `window_msgs` messages of to each rank; 0 if none.
+    pub fn largest(&self, dump_bytes: u64) -> u64 {
+        sender_rings::largest_for(self.region(dump_bytes), self.window_msgs)
+    }
+
+    /// The window each peer gets, as the module computes it (`None`: the
+    /// ring has no room for one message of `eager_limit`).
+    pub fn window(&self, dump_bytes: u64) -> Option<Window> {
+        sender_rings::window_for(self.region(dump_bytes), self.window_msgs, self.eager_limit)
+    }
+
+    /// Eager messages the dump area holds at most, all peers together
+    /// (the module's `eager_slots`).
+    pub fn records(&self) -> u64 {
+        u64::from(self.window_msgs) * u64::from(self.ranks)
     }
 }
 
@@ -112,16 +134,6 @@ impl EndpointConfig {
             ));
         }
         if let Some(c) = self.credit {
-            let most = self.dump_bytes.min(self.max_message);
-            if !(1..=most).contains(&c.eager_limit) {
-                return Err(invalid(
-                    "credit.eager_limit",
-                    format!(
-                        "{} is outside 1..={most} (the dump area and max_message)",
-                        c.eager_limit
-                    ),
-                ));
-            }
             if !(1..=abi::O2G_MAX_SOCKETS).contains(&c.ranks) {
                 return Err(invalid(
                     "credit.ranks",
@@ -130,6 +142,27 @@ impl EndpointConfig {
             }
             if c.window_msgs == 0 {
                 return Err(invalid("credit.window_msgs", "must be at least 1".into()));
+            }
+            if c.records() > u64::from(self.max_unexpected) {
+                return Err(invalid(
+                    "credit.window_msgs",
+                    format!(
+                        "{} for each of {} ranks is more than max_unexpected ({})",
+                        c.window_msgs, c.ranks, self.max_unexpected
+                    ),
+                ));
+            }
+            let most = c.largest(self.dump_bytes).min(self.max_message);
+            if !(1..=most).contains(&c.eager_limit) {
+                return Err(invalid(
+                    "credit.eager_limit",
+                    format!(
+                        "{} is outside 1..={most} (max_message, and what each rank's \
+                         {}-byte ring of the dump area has room for)",
+                        c.eager_limit,
+                        c.region(self.dump_bytes)
+                    ),
+                ));
             }
         }
         Ok(())
@@ -204,12 +237,22 @@ mod tests {
             pin_budget: abi::O2G_MAX_PIN_BUDGET,
             notices: true,
             credit: Some(CreditConfig {
-                eager_limit: abi::O2G_MAX_DUMP,
+                eager_limit: sender_rings::largest_for(abi::O2G_MAX_DUMP, 1),
                 window_msgs: 1,
-                ranks: abi::O2G_MAX_SOCKETS,
+                ranks: 1,
             }),
         };
         cfg.validate().unwrap();
+        let most_ranks = EndpointConfig {
+            max_unexpected: abi::O2G_MAX_SOCKETS,
+            credit: Some(CreditConfig {
+                eager_limit: 1,
+                window_msgs: 1,
+                ranks: abi::O2G_MAX_SOCKETS,
+            }),
+            ..cfg
+        };
+        most_ranks.validate().unwrap();
         let small = EndpointConfig {
             max_posted: 1,
             max_unexpected: abi::O2G_MAX_QUEUE,
@@ -285,7 +328,11 @@ mod tests {
                 "pin_budget",
             ),
             (with_credit(d, 0, 1, 1), "credit.eager_limit"),
-            (with_credit(d, d.dump_bytes + 1, 1, 1), "credit.eager_limit"),
+            (with_credit(d, d.dump_bytes / 2, 1, 1), "credit.eager_limit"),
+            (
+                with_credit(d, 64, 2, d.max_unexpected),
+                "credit.window_msgs",
+            ),
             (with_credit(d, 64, 0, 1), "credit.window_msgs"),
             (with_credit(d, 64, 1, 0), "credit.ranks"),
             (

@@ -138,7 +138,8 @@ impl Endpoint {
         Ok((args.bytes, args.msgs))
     }
 
-    /// The dump area's slots, with eager credit (0 without).
+    /// Eager messages the dump area holds at most, all peers together,
+    /// with eager credit (0 without).
     pub fn eager_slots(&self) -> u32 {
         self.layout.eager_slots
     }

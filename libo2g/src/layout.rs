@@ -24,7 +24,8 @@ pub struct Layout {
     pub dump_bytes: usize,
     /// Length of the mapping.
     pub map_bytes: usize,
-    /// Dump-area slots, with eager credit (0 without).
+    /// Eager messages the dump area holds at most, with eager credit (0
+    /// without).
     pub eager_slots: u32,
 }
 
@@ -88,12 +89,10 @@ impl Layout {
                 args.map_bytes
             )));
         };
-        let slots_wanted = cfg
-            .credit
-            .map_or(0, |c| c.slots(cfg.dump_bytes, cfg.max_unexpected));
-        if u64::from(args.eager_slots) != slots_wanted {
+        let records_wanted = cfg.credit.map_or(0, |c| c.records());
+        if u64::from(args.eager_slots) != records_wanted {
             return Err(bad(format!(
-                "eager_slots {} where the dump area holds {slots_wanted}",
+                "eager_slots {} where the dump area holds {records_wanted} eager messages",
                 args.eager_slots
             )));
         }

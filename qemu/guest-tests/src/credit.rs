@@ -1,8 +1,9 @@
 //! In-guest checks of eager credit (`abi::O2G_INIT_CREDIT`): the window
-//! a receiving module grants and gives back on the wire, the bound on what
-//! a peer may leave stored, what a peer that sends beyond its credit gets,
-//! how windows divide the dump area, and credit taken through
-//! `O2G_IOC_TAKE_CREDIT` (from a peer's module and from oneself).
+//! a receiving module grants and gives back on the wire (in the order its
+//! sender's ring reclaims), the bound on what a peer may leave stored,
+//! what a peer that sends beyond its credit gets, a ring per rank, and
+//! credit taken through `O2G_IOC_TAKE_CREDIT` (from a peer's module and
+//! from oneself).
 //!
 //! The receiver is endpoint A (rank 0); its peer B (rank 1) is this test
 //! writing raw frames, or a second endpoint.
@@ -21,23 +22,36 @@ use crate::CheckResult;
 
 const A: u32 = 0;
 const B: u32 = 1;
-/// The longest eager message, and the dump area's slot size.
+/// The longest eager message.
 const LIMIT: usize = 4096;
 /// Eager messages each peer may leave stored.
 const WINDOW: u32 = 8;
+/// The dump area: a ring of 16 KiB per rank for 4 ranks.
+const DUMP: u64 = 64 << 10;
 
-/// A credited endpoint of a 64 KiB dump area (16 slots: two windows)
-/// for peers below `ranks`.
+fn credit_config(ranks: u32) -> CreditConfig {
+    CreditConfig {
+        eager_limit: LIMIT as u64,
+        window_msgs: WINDOW,
+        ranks,
+    }
+}
+
+/// A credited endpoint of a 64 KiB dump area for peers below `ranks`.
 fn credited(ranks: u32) -> Result<Endpoint, String> {
     endpoint(EndpointConfig {
-        dump_bytes: 64 << 10,
-        credit: Some(CreditConfig {
-            eager_limit: LIMIT as u64,
-            window_msgs: WINDOW,
-            ranks,
-        }),
+        dump_bytes: DUMP,
+        credit: Some(credit_config(ranks)),
         ..EndpointConfig::default()
     })
+}
+
+/// The window each peer of `credited(ranks)` gets: (bytes, messages).
+fn window(ranks: u32) -> Result<(u64, u32), String> {
+    let w = credit_config(ranks)
+        .window(DUMP)
+        .ok_or_else(|| format!("no window for {ranks} ranks in {DUMP} bytes"))?;
+    Ok((w.bytes, w.msgs))
 }
 
 /// Endpoint A with raw peer B: B writes messages on `msg` and reads what
@@ -111,49 +125,64 @@ fn env(tag: u32) -> Envelope {
 }
 
 /// The first window, a full window stored (and no more held than it),
-/// credit given back after the process took half of it, and a peer that
-/// sends one eager message beyond its credit failed with a protocol error.
+/// credit given back only as the ring reclaims (not for messages taken
+/// while an older one is stored), and a peer that sends one eager message
+/// beyond its credit failed with a protocol error.
 fn window_on_the_wire() -> CheckResult {
     let mut p = RawPeer::new()?;
-    let window_bytes = u64::from(WINDOW) * LIMIT as u64;
+    let (window_bytes, window_msgs) = window(4)?;
     let first = p.credit()?;
-    if first != (window_bytes, WINDOW) {
+    if first != (window_bytes, window_msgs) {
         return Err(format!(
-            "first credit {first:?}, want ({window_bytes}, {WINDOW})"
+            "first credit {first:?}, want ({window_bytes}, {window_msgs})"
         ));
     }
+    // A window of messages fills the credit in messages and bytes.
+    let len = (window_bytes / u64::from(WINDOW)) as usize;
+    let held = len as u64 * u64::from(WINDOW);
     for tag in 0..WINDOW {
-        p.eager(tag, &pattern(u64::from(tag), LIMIT))?;
+        p.eager(tag, &pattern(u64::from(tag), len))?;
     }
     wait_until(&p.a, "a window of messages stored", |s| {
         s.unexpected == WINDOW
     })?;
     let r = p.a.rndv_stats().map_err(libo2g_error("rndv stats"))?;
-    if r.window_bytes != window_bytes || r.held_peak != window_bytes {
+    if r.window_bytes != window_bytes || r.held_peak != held {
         return Err(format!(
-            "window {} held peak {} (want both {window_bytes})",
+            "window {} held peak {} (want {window_bytes} and {held})",
             r.window_bytes, r.held_peak
         ));
     }
-    for tag in 0..WINDOW / 2 {
-        let (got, status) = receive(&mut p.a, tag, LIMIT)?;
-        if status.is_err() || got != pattern(u64::from(tag), LIMIT) {
+    // Messages 1..=4 taken while 0 is stored: the ring reclaims nothing
+    // yet, so the next message on the connection (a request to send, as
+    // a sender out of credit writes) brings nothing back; once 0 is taken
+    // too, the next one brings all five.
+    let take = |a: &mut Endpoint, tag: u32| -> CheckResult {
+        let (got, status) = receive(a, tag, len)?;
+        if status.is_err() || got != pattern(u64::from(tag), len) {
             return Err(format!("stored message {tag}: {status:?} or wrong bytes"));
         }
+        Ok(())
+    };
+    for tag in 1..=WINDOW / 2 {
+        take(&mut p.a, tag)?;
     }
-    // The next message on the connection brings the credit back (a
-    // request to send, as a sender out of credit writes).
     p.rts(100, 10, 7)?;
+    take(&mut p.a, 0)?;
+    p.rts(101, 10, 8)?;
     let back = p.credit()?;
-    let half = (window_bytes / 2, WINDOW / 2);
-    if back != half {
-        return Err(format!("credit given back {back:?}, want {half:?}"));
+    let reclaimed = WINDOW / 2 + 1;
+    let want = (len as u64 * u64::from(reclaimed), reclaimed);
+    if back != want {
+        return Err(format!(
+            "credit given back {back:?}, want {want:?} (in the ring's order)"
+        ));
     }
-    for tag in WINDOW..WINDOW + WINDOW / 2 {
+    for tag in WINDOW..WINDOW + reclaimed {
         p.eager(tag, &pattern(u64::from(tag), 1))?;
     }
     wait_until(&p.a, "the returned credit spent", |s| {
-        s.unexpected == WINDOW + 1 && s.failed_sockets == 0
+        s.unexpected == WINDOW + 2 && s.failed_sockets == 0
     })?;
     p.eager(99, &[1])?;
     wait_until(&p.a, "an eager message beyond credit fails", |s| {
@@ -171,18 +200,24 @@ fn window_on_the_wire() -> CheckResult {
 
 /// An eager message longer than the limit breaks the protocol even
 /// within credit.
-fn longer_than_a_slot() -> CheckResult {
+fn longer_than_the_limit() -> CheckResult {
     let mut p = RawPeer::new()?;
-    p.credit()?;
+    let (bytes, _) = p.credit()?;
+    if bytes <= LIMIT as u64 {
+        return Err(format!(
+            "a window of {bytes} bytes covers no longer message"
+        ));
+    }
     p.eager(1, &vec![7u8; LIMIT + 1])?;
-    wait_until(&p.a, "an eager message longer than a slot fails", |s| {
+    wait_until(&p.a, "an eager message longer than the limit fails", |s| {
         s.failed_sockets == 1 && s.protocol_errors == 1
     })
 }
 
-/// Each messages connection takes a window of slots; ranks beyond the
-/// table and endpoints without credit are refused clearly.
-fn windows_divide_the_area() -> CheckResult {
+/// Each rank below the table has a ring and a window of its own, also
+/// when registered again; ranks beyond the table and endpoints without
+/// credit are refused clearly.
+fn a_ring_per_rank() -> CheckResult {
     let a = credited(4)?;
     let mut keep = Vec::new();
     let mut register = |rank: u32| -> Result<Result<(), Option<i32>>, String> {
@@ -191,19 +226,15 @@ fn windows_divide_the_area() -> CheckResult {
         keep.push((ours, theirs));
         Ok(r)
     };
-    for rank in [1, 2] {
+    for rank in [1, 2, 3] {
         register(rank)?.map_err(|e| format!("rank {rank}: {e:?}"))?;
-    }
-    let full = register(3)?;
-    if full != Err(Some(libc::ENOSPC)) {
-        return Err(format!("a third window in two windows' slots: {full:?}"));
     }
     let beyond = register(4)?;
     if beyond != Err(Some(libc::EINVAL)) {
         return Err(format!("a rank beyond the table: {beyond:?}"));
     }
     a.unregister_socket(2).map_err(libo2g_error("unregister"))?;
-    register(3)?.map_err(|e| format!("rank 3 after rank 2 left: {e:?}"))?;
+    register(2)?.map_err(|e| format!("rank 2 again after it left: {e:?}"))?;
     let beyond = a.take_credit(4).map_err(|e| e.raw_os_error());
     if beyond != Err(Some(libc::EINVAL)) {
         return Err(format!("credit of a rank beyond the table: {beyond:?}"));
@@ -236,7 +267,7 @@ fn take(ep: &Endpoint, rank: u32) -> Result<(u64, u32), String> {
 /// Credit from a peer's module reaches the process, once; credit to
 /// oneself comes from one's own window.
 fn taken_by_the_sender() -> CheckResult {
-    let window = (u64::from(WINDOW) * LIMIT as u64, WINDOW);
+    let window = window(2)?;
     let a = credited(2)?;
     let b = credited(2)?;
     let (a_msg, b_msg) = tcp_pair()?;
@@ -275,7 +306,7 @@ fn taken_by_the_sender() -> CheckResult {
 
 pub(crate) fn check() -> CheckResult {
     window_on_the_wire().map_err(|e| format!("window: {e}"))?;
-    longer_than_a_slot().map_err(|e| format!("limit: {e}"))?;
-    windows_divide_the_area().map_err(|e| format!("windows: {e}"))?;
+    longer_than_the_limit().map_err(|e| format!("limit: {e}"))?;
+    a_ring_per_rank().map_err(|e| format!("rings: {e}"))?;
     taken_by_the_sender().map_err(|e| format!("take: {e}"))
 }

@@ -63,40 +63,36 @@ pub(crate) fn open_endpoint(config: &Config, connections: u32) -> Result<(Endpoi
         .map(|ep| (ep, eager_limit))
 }
 
-/// The eager credit an endpoint grants: slots of the rendezvous
-/// threshold's size (the longest eager message), divided among the
-/// connections, at most `O2G_EAGER_CREDIT_MSGS` each. A dump area too
-/// small for one such slot per connection gets slots of what it holds
-/// per connection instead: a lower eager limit, which every rank of the
-/// job computes alike from the same settings.
+/// The eager credit an endpoint grants: each connection's rank gets a
+/// ring of the dump area (`O2G_DUMP_BYTES` over the connections) and a
+/// window of at most `O2G_EAGER_CREDIT_MSGS` messages (fewer if the
+/// unexpected queue could not hold them all), of up to
+/// `O2G_RNDV_THRESHOLD` bytes each, or of what the ring has room for:
+/// a lower eager limit, which every rank of the job computes alike from
+/// the same settings.
 pub(super) fn credit_for(
     config: &Config,
     connections: u32,
     max_message: u64,
 ) -> Result<CreditConfig> {
     let ranks = connections.max(1);
-    let per_connection = config.o2g.dump_bytes / u64::from(ranks) / 64 * 64;
-    if per_connection == 0 {
+    let window_msgs = (QUEUE / ranks).clamp(1, config.eager_credit.msgs);
+    let probe = CreditConfig {
+        eager_limit: 1,
+        window_msgs,
+        ranks,
+    };
+    let largest = probe.largest(config.o2g.dump_bytes);
+    if largest == 0 {
         return Err(Error::Config(format!(
-            "o2g: the dump area (O2G_DUMP_BYTES={}) is too small for one eager message \
-             slot for each of the {ranks} connections; raise O2G_DUMP_BYTES",
+            "o2g: the dump area (O2G_DUMP_BYTES={}) is too small to give each of the \
+             {ranks} connections a ring for {window_msgs} eager messages; raise \
+             O2G_DUMP_BYTES",
             config.o2g.dump_bytes
         )));
     }
-    let eager_limit = config
-        .rndv_threshold
-        .min(max_message)
-        .min(per_connection)
-        .max(1);
-    let probe = CreditConfig {
-        eager_limit,
-        window_msgs: 1,
-        ranks,
-    };
-    let slots = probe.slots(config.o2g.dump_bytes, QUEUE) / u64::from(ranks);
     Ok(CreditConfig {
-        // At least 1 (see above), at most the slots: a `u32` in the module.
-        window_msgs: slots.clamp(1, u64::from(config.eager_credit.msgs)) as u32,
+        eager_limit: config.rndv_threshold.min(max_message).min(largest).max(1),
         ..probe
     })
 }
