@@ -50,8 +50,9 @@
 //! On an endpoint with eager credit, a messages connection's peer may
 //! leave at most a window of eager messages stored (the machine checks
 //! each header against it and fails a peer that goes beyond); at each
-//! decision the reader adds what left the dump area's slots from that peer
-//! to its credit and queues what is due for the send work (`credit.rs`).
+//! decision the reader adds what that peer's ring of the dump area
+//! reclaimed to its credit and queues what is due for the send work
+//! (`credit.rs`).
 //!
 //! Every decision (where a header's payload goes, whether to stall, what a
 //! message's end completes, what a failure fails) is made by o2g-core's

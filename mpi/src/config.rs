@@ -13,10 +13,10 @@
 //! | `O2G_IF` | (none) | the interface `O2G_ADDR=auto` takes |
 //! | `O2G_CONNECT_TIMEOUT` | `60` | seconds the connection setup may take before it fails |
 //! | `O2G_PEER_TIMEOUT` | `60` | TCP transports (`sockets-*`, `o2g`): seconds a peer's host may stay silent before its connection fails (`TCP_USER_TIMEOUT`, with keepalive probes so that a rank waiting on a silent peer with nothing to send notices too); a live peer's kernel answers for it however busy the peer is. A PMI server reached over TCP (`PMI_PORT`) gets the same bound. `0`: TCP's own defaults (data unacknowledged for about 15 minutes; never while nothing is sent) |
-//! | `O2G_RNDV_THRESHOLD` | 64 KiB | socket transports and `o2g`: messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit |
+//! | `O2G_RNDV_THRESHOLD` | 64 KiB; `o2g`: 1 MiB on this host, 512 KiB to other hosts | socket transports and `o2g`: messages longer than this go by rendezvous (a request to send; the data follows once the receiver matched it, straight into the receive); shorter ones go eagerly while the sender has credit. Set, it applies to every peer |
 //! | `O2G_ZEROCOPY_MIN` | 512 KiB | socket transports: rendezvous data of at least this many bytes to a peer on another host goes with `MSG_ZEROCOPY` (TCP sends from the sender's pages; the send completes once the peer's kernel acknowledged them). On this host the kernel copies anyway, so it is never used there. `0`: never |
-//! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some. `o2g` uses the message count (`O2G_EAGER_CREDIT_MSGS`), within the slots its dump area holds |
-//! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096); when it is full the module stops reading and TCP holds senders back |
+//! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some. `o2g` uses the message count (`O2G_EAGER_CREDIT_MSGS`); its bytes are what the sender's ring of the dump area has room for |
+//! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096), a ring per rank; each sender's eager credit is what its ring has room for |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
 //! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
 //! | `O2G_MODEL_TIME` | `0` | `dimmnet` and `hyphenlink` transports: `1` makes `MPI_Wtime` read the NIC timing model's virtual clock of this rank's node; communication advances it by the model, computation between MPI calls by the calling thread's CPU time (`transport/model_time.rs`). Every rank of a job must set the same value |
@@ -65,9 +65,24 @@ pub(crate) enum Spin {
 pub(crate) struct O2gConfig {
     /// `O2G_DUMP_BYTES`: the area for unexpected messages.
     pub(crate) dump_bytes: u64,
+    /// Longest message sent eagerly to a peer on this host and to one on
+    /// another host: `O2G_RNDV_THRESHOLD` for both if set, otherwise
+    /// [`EAGER_ON_THIS_HOST`] and [`EAGER_TO_OTHER_HOSTS`].
+    pub(crate) eager_local: u64,
+    pub(crate) eager_remote: u64,
     /// `O2G_PIN_BUDGET`: most bytes of receive buffers pinned at once.
     pub(crate) pin_budget: u64,
 }
+
+/// `o2g`'s default eager limit on this host. A rendezvous costs the two
+/// modules a work item each (clear-to-send, data) and saves no copy on
+/// loopback, so messages up to 1 MiB are faster eager (`docs/results.md`,
+/// "The dump area as a ring per sender").
+pub(crate) const EAGER_ON_THIS_HOST: u64 = 1 << 20;
+/// `o2g`'s default eager limit to other hosts: from 1 MiB the module's
+/// rendezvous sends without a copy (`MSG_ZEROCOPY`), which a stream of
+/// such messages needs more than it needs the saved round trip.
+pub(crate) const EAGER_TO_OTHER_HOSTS: u64 = 512 << 10;
 
 /// `dimmnet`: where the emulated NIC lives and when a peer is dead.
 #[derive(Clone, Debug)]
@@ -276,6 +291,7 @@ impl Config {
                  (dimmnet and hyphenlink have one)"
             )));
         }
+        let rndv_threshold = parse(&var, "O2G_RNDV_THRESHOLD")?;
         let eager_credit = Window {
             bytes: parse(&var, "O2G_EAGER_CREDIT_BYTES")?.unwrap_or(4 << 20),
             msgs: parse(&var, "O2G_EAGER_CREDIT_MSGS")?.unwrap_or(256),
@@ -296,7 +312,7 @@ impl Config {
             sndbuf: parse(&var, "O2G_SNDBUF")?,
             rcvbuf: parse(&var, "O2G_RCVBUF")?,
             max_message: parse(&var, "O2G_MAX_MESSAGE")?.unwrap_or(4 << 30),
-            rndv_threshold: parse(&var, "O2G_RNDV_THRESHOLD")?.unwrap_or(64 << 10),
+            rndv_threshold: rndv_threshold.unwrap_or(64 << 10),
             zerocopy_min: parse(&var, "O2G_ZEROCOPY_MIN")?.unwrap_or(512 << 10),
             eager_credit,
             addr: crate::listen_addr::from_env(&var)?,
@@ -327,6 +343,8 @@ impl Config {
             },
             o2g: O2gConfig {
                 dump_bytes: parse(&var, "O2G_DUMP_BYTES")?.unwrap_or(64 << 20),
+                eager_local: rndv_threshold.unwrap_or(EAGER_ON_THIS_HOST),
+                eager_remote: rndv_threshold.unwrap_or(EAGER_TO_OTHER_HOSTS),
                 pin_budget: parse(&var, "O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
             },
             dimmnet: DimmnetConfig {
@@ -409,6 +427,10 @@ mod tests {
         assert_eq!(c.sndbuf, None);
         assert_eq!(c.max_message, 4 << 30);
         assert_eq!(c.rndv_threshold, 64 << 10);
+        assert_eq!(
+            (c.o2g.eager_local, c.o2g.eager_remote),
+            (EAGER_ON_THIS_HOST, EAGER_TO_OTHER_HOSTS)
+        );
         assert_eq!(c.zerocopy_min, 512 << 10);
         assert_eq!(c.spin, Spin::Auto);
     }
@@ -454,5 +476,14 @@ mod tests {
         }
         let c = with(&[("O2G_EAGER_CREDIT_MSGS", "3"), ("O2G_RNDV_THRESHOLD", "0")]).expect("ok");
         assert_eq!((c.eager_credit.msgs, c.rndv_threshold), (3, 0));
+    }
+
+    #[test]
+    fn a_set_threshold_applies_to_every_peer_of_o2g() {
+        let c = with(&[("O2G_RNDV_THRESHOLD", "4096")]).expect("ok");
+        assert_eq!(
+            (c.rndv_threshold, c.o2g.eager_local, c.o2g.eager_remote),
+            (4096, 4096, 4096)
+        );
     }
 }

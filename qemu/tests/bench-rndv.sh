@@ -1,9 +1,10 @@
 # The rendezvous threshold, A/B in one boot (figures, not assertions):
 # ping-pong over o2g from 1 KiB to 16 MiB and the NAS-IS-style sort on two
 # ranks, with O2G_RNDV_THRESHOLD at each of O2G_BENCH_THRESHOLDS. The
-# largest default (16 MiB) sends every ping-pong message eager, the way
-# o2g sent everything before rendezvous (now within eager credit: the
-# 64 MiB dump area holds four 16 MiB slots, two per connection).
+# largest default (16 MiB) sends nearly every ping-pong message eager, the
+# way o2g sent everything before rendezvous (now within eager credit: of
+# the 64 MiB dump area each rank's 32 MiB ring takes messages of just
+# under 16 MiB, so the 16 MiB one still goes by rendezvous).
 set -e -o pipefail
 csv=/tmp/csv-rndv
 rm -rf "$csv"

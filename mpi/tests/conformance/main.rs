@@ -151,6 +151,8 @@ fn matrix() -> Vec<Run> {
                     ("O2G_CONF_CASE", "large_recv".into()),
                     ("O2G_TRANSPORT", t.into()),
                     ("O2G_PIN_BUDGET", (64 << 10).to_string()),
+                    // Below the message (256 KiB): it goes by rendezvous.
+                    ("O2G_RNDV_THRESHOLD", (64 << 10).to_string()),
                 ],
                 name: format!("large_recv/{t}/np2/no-pins-rendezvous"),
                 expect_code: 1,

@@ -66,10 +66,10 @@ pub(crate) fn open_endpoint(config: &Config, connections: u32) -> Result<(Endpoi
 /// The eager credit an endpoint grants: each connection's rank gets a
 /// ring of the dump area (`O2G_DUMP_BYTES` over the connections) and a
 /// window of at most `O2G_EAGER_CREDIT_MSGS` messages (fewer if the
-/// unexpected queue could not hold them all), of up to
-/// `O2G_RNDV_THRESHOLD` bytes each, or of what the ring has room for:
-/// a lower eager limit, which every rank of the job computes alike from
-/// the same settings.
+/// unexpected queue could not hold them all), of up to the longer of the
+/// two eager limits (this host's and other hosts') each, or of what the
+/// ring has room for: a lower eager limit, which every rank of the job
+/// computes alike from the same settings.
 pub(super) fn credit_for(
     config: &Config,
     connections: u32,
@@ -92,7 +92,13 @@ pub(super) fn credit_for(
         )));
     }
     Ok(CreditConfig {
-        eager_limit: config.rndv_threshold.min(max_message).min(largest).max(1),
+        eager_limit: config
+            .o2g
+            .eager_local
+            .max(config.o2g.eager_remote)
+            .min(max_message)
+            .min(largest)
+            .max(1),
         ..probe
     })
 }

@@ -80,7 +80,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 
 use super::announced::Announcements;
-use super::bootstrap::Link;
+use super::bootstrap::{self, Link};
 use super::outbox::{Outbox, Sends};
 use super::spin::{self, SPIN};
 use super::{RecvToken, Transport};
@@ -148,9 +148,10 @@ pub(crate) struct O2g {
     /// Waiting receives that an announced request to send matched, to be
     /// posted to the module once the ring is read.
     requested: VecDeque<(WaitingRecv, Envelope)>,
-    /// Messages above this many bytes go as a request to send: the
-    /// threshold, or less if the dump area's slots are smaller.
-    rndv_threshold: u64,
+    /// By rank: messages to it above this many bytes go as a request to
+    /// send (the eager limit for a peer on this host or on another, at
+    /// most what the peers' dump areas take).
+    eager_max: Vec<u64>,
     /// Rendezvous sends the module holds, by offer user data.
     offers: HashMap<u64, Offered>,
     next_offer: u64,
@@ -172,7 +173,9 @@ impl O2g {
     /// Registers every connection of `links` (one per world rank, this
     /// process's own included) with `ep`, and the idle connections of
     /// `idle` under the ranks after them. Messages up to `eager_limit`
-    /// bytes (the endpoints' slot size) may go eager.
+    /// bytes (what the endpoints take) may go eager: up to
+    /// `O2G_RNDV_THRESHOLD`, or by default more on this host than to
+    /// another (`config::EAGER_ON_THIS_HOST`).
     pub(crate) fn new(
         me: u32,
         ep: Endpoint,
@@ -224,6 +227,17 @@ impl O2g {
             ep.register_socket(near, rank)
                 .map_err(|e| lib_err(&format!("registering idle connection {i}"), e))?;
         }
+        let eager_max = (peers.iter().enumerate())
+            .map(|(rank, p)| {
+                let local = rank as u32 == me || bootstrap::on_this_host(&p.registered);
+                let limit = if local {
+                    config.o2g.eager_local
+                } else {
+                    config.o2g.eager_remote
+                };
+                limit.min(eager_limit)
+            })
+            .collect();
         let spin = spin::decide(
             config.spin,
             (peers.iter().enumerate())
@@ -243,7 +257,7 @@ impl O2g {
             sync_matched: Vec::new(),
             held: Announcements::new(QUEUE as usize),
             requested: VecDeque::new(),
-            rndv_threshold: eager_limit,
+            eager_max,
             offers: HashMap::new(),
             next_offer: 1,
             credit: vec![Allowance::new(); size],

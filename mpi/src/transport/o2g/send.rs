@@ -146,6 +146,12 @@ impl O2g {
         }
     }
 
+    /// The longest message that may go eager to `dest` (0 beyond the
+    /// world).
+    fn eager_max(&self, dest: u32) -> u64 {
+        self.eager_max.get(dest as usize).copied().unwrap_or(0)
+    }
+
     /// Whether a message of `len` bytes to `dest` goes eager: no longer
     /// than the threshold, and within the credit `dest` granted (taken
     /// from the module when what is left does not cover it), which it
@@ -153,7 +159,7 @@ impl O2g {
     /// too: the module then copies the offer into the receive itself).
     pub(super) fn eager(&mut self, dest: u32, len: usize) -> Result<bool> {
         let len = len as u64;
-        if len > self.rndv_threshold {
+        if len > self.eager_max(dest) {
             return Ok(false);
         }
         let Some(allowance) = self.credit.get_mut(dest as usize) else {
@@ -323,7 +329,7 @@ impl SendHalf for O2g {
             self.progress(None)?;
         }
         let eager = self.eager(dest, data.len())?;
-        if !eager && data.len() as u64 <= self.rndv_threshold {
+        if !eager && data.len() as u64 <= self.eager_max(dest) {
             // Out of credit: a short message goes as a request to send
             // of a copy, and the caller goes on at once.
             let token = self.start_send(dest, env, data, false)?;
@@ -454,7 +460,7 @@ impl SendHalf for O2g {
     ) -> Result<Option<SendToken>> {
         self.check_size(len)?;
         self.peer(dest)?;
-        if len as u64 <= self.rndv_threshold {
+        if len as u64 <= self.eager_max(dest) {
             return Ok(None);
         }
         // SAFETY: The caller keeps the memory valid and unchanged until
