@@ -85,9 +85,18 @@ impl<R: DerefMut<Target = [Record]>> SenderRing<R> {
 
 /// The dump area as one [`SenderRing`] per rank; see the module
 /// documentation.
+///
+/// # Invariant
+///
+/// `used` and `records` are the sums of the rings' [`DumpAlloc::used`]
+/// and [`DumpAlloc::records_used`], kept so that reading them (the
+/// module's statistics, with bottom halves off) does not visit every
+/// rank.
 pub struct SenderRings<S> {
     rings: S,
     region: u64,
+    used: u64,
+    records: usize,
 }
 
 impl<S, R> SenderRings<S>
@@ -98,7 +107,13 @@ where
     /// Rings for the ranks below `rings.len()`, each `region` bytes (a
     /// multiple of [`ALIGN`]; the one each ring was built with).
     pub fn new(rings: S, region: u64) -> Self {
-        Self { rings, region }
+        // INVARIANT: the rings are new and hold nothing.
+        Self {
+            rings,
+            region,
+            used: 0,
+            records: 0,
+        }
     }
 
     /// What the ring of `rank` reclaimed since the last call, as credit to
@@ -111,17 +126,25 @@ where
     }
 
     /// Bytes the rings hold now, reclaimable or not.
-    pub fn used(&self) -> u64 {
-        self.rings
-            .iter()
-            .fold(0u64, |sum, r| sum.saturating_add(r.ring.used()))
+    pub const fn used(&self) -> u64 {
+        self.used
     }
 
     /// Messages the rings hold now, reclaimable or not.
-    pub fn records_used(&self) -> usize {
-        self.rings
-            .iter()
-            .fold(0usize, |sum, r| sum.saturating_add(r.ring.records_used()))
+    pub const fn records_used(&self) -> usize {
+        self.records
+    }
+
+    /// Moves the sums from what one ring held (`before`: bytes, records)
+    /// to what it holds (`after`).
+    fn account(&mut self, before: (u64, usize), after: (u64, usize)) {
+        // INVARIANT: the other rings did not change, and this one's part
+        // of each sum was `before`.
+        self.used = self.used.saturating_sub(before.0).saturating_add(after.0);
+        self.records = self
+            .records
+            .saturating_sub(before.1)
+            .saturating_add(after.1);
     }
 }
 
@@ -136,8 +159,11 @@ where
     R: DerefMut<Target = [Record]>,
 {
     fn book(&mut self, source: Rank, len: u64) -> Option<u64> {
-        let ring = self.rings.get_mut(source as usize)?;
-        let id = ring.ring.alloc(len)?;
+        let ring = &mut self.rings.get_mut(source as usize)?.ring;
+        let before = (ring.used(), ring.records_used());
+        let id = ring.alloc(len)?;
+        let after = (ring.used(), ring.records_used());
+        self.account(before, after);
         Some((u64::from(source) << 32) | u64::from(id.to_raw()))
     }
 
@@ -156,11 +182,15 @@ where
         let Some(ring) = self.rings.get_mut(rank) else {
             return;
         };
-        if let Some(r) = ring.ring.free_reclaiming(region) {
-            let c = &mut ring.returned;
-            c.bytes = c.bytes.saturating_add(r.payload);
-            c.msgs = c.msgs.saturating_add(r.regions);
-        }
+        let before = (ring.ring.used(), ring.ring.records_used());
+        let Some(r) = ring.ring.free_reclaiming(region) else {
+            return;
+        };
+        let c = &mut ring.returned;
+        c.bytes = c.bytes.saturating_add(r.payload);
+        c.msgs = c.msgs.saturating_add(r.regions);
+        let after = (ring.ring.used(), ring.ring.records_used());
+        self.account(before, after);
     }
 }
 
@@ -280,6 +310,9 @@ mod tests {
                     prop_assert!(len == 0 || l == 0 || at + len <= o || o + l <= at);
                 }
                 live.push((id, at, len));
+                let used: u64 = s.rings.iter().map(|r| r.ring.used()).sum();
+                let records: usize = s.rings.iter().map(|r| r.ring.records_used()).sum();
+                prop_assert_eq!((s.used(), s.records_used()), (used, records));
             }
         }
     }
