@@ -5,9 +5,9 @@
 //! owes each peer, and the credit each peer granted it.
 //!
 //! Each messages connection's `Inbound` keeps its peer's `Grant` (what
-//! the peer may still send, what it holds here); the dump area's sender
-//! rings count what each sender's ring reclaimed. The connection's reader joins
-//! the two (`ConnReader::settle_credit`) and hands what is due here, from
+//! the peer may still send, what it holds here); the dump area counts
+//! what each sender's ring reclaimed. The connection's reader joins the
+//! two (`ConnReader::settle_credit`) and hands what is due here, from
 //! where the send work writes it as a `Credit` message on the control
 //! connection to that peer. Credit from a peer arrives on the control
 //! connection and waits here until the process takes it

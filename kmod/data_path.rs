@@ -151,8 +151,8 @@ impl Capacities {
 pub(crate) type Machine = Receiver<KVVec<Slot>, KVVec<Bucket>, DumpStore, KVVec<Waiting>>;
 
 /// How the dump area stores unexpected payloads: in one ring per sender
-/// that credit sizes (`abi::O2G_INIT_CREDIT`), or, without credit, in one circular
-/// range where a message of any length may go.
+/// that credit sizes (`abi::O2G_INIT_CREDIT`), or, without credit, in
+/// one circular range where a message of any length may go.
 pub(crate) enum DumpStore {
     Ring(DumpAlloc<KVVec<Record>>),
     Rings(SenderRings<KVVec<SenderRing<KVVec<Record>>>>),
