@@ -93,7 +93,10 @@ step "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warning
 # own summary lines).
 cargo test --workspace 2>&1 | tee "$logdir/cargo-test.log"
 cargo_rc=${PIPESTATUS[0]}
-read -r p f < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$logdir/cargo-test.log")
+# Only whole summary lines count: a line that two processes' output
+# interleaved is skipped (a real failure still fails cargo's exit status).
+read -r p f < <(awk '/^test result: (ok|FAILED)\. [0-9]+ passed; [0-9]+ failed;/ {p += $4; f += $6}
+    END {print p+0, f+0}' "$logdir/cargo-test.log")
 passed=$((passed + p)); failed=$((failed + f))
 if ((cargo_rc != 0 && f == 0)); then
     failed=$((failed + 1))

@@ -5,7 +5,7 @@
 //! The parent re-runs this test binary with `O2G_HYPHEN_CHILD` set; the
 //! `child` test then acts as one node and does nothing otherwise.
 
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +58,10 @@ fn spawn(role: &str, shm: &Shm, node: u32) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child", "--nocapture", "--test-threads=1"])
         .env(CHILD_VAR, format!("{role}:{}:{node}", shm.0))
+        // A child's own test summary would mix with the parent's output,
+        // which scripts/test.sh counts; its failure shows in its status
+        // and on stderr.
+        .stdout(Stdio::null())
         .spawn()
         .unwrap()
 }
