@@ -89,7 +89,7 @@ impl CreditCaps {
         {
             return Err(EINVAL);
         }
-        let region = a.dump_bytes / u64::from(a.ranks) / sender_rings::ALIGN * sender_rings::ALIGN;
+        let region = sender_rings::region_for(a.dump_bytes, a.ranks);
         let window =
             sender_rings::window_for(region, a.window_msgs, a.eager_limit).ok_or(EINVAL)?;
         Ok(Self {

@@ -29,6 +29,16 @@ use super::receive::Store;
 /// Payloads start at multiples of this.
 pub const ALIGN: u64 = 64;
 
+/// Bytes of a dump area of `dump_bytes` that each of `ranks` rings gets:
+/// an equal share, rounded down to [`ALIGN`] (so every ring starts
+/// aligned); 0 for no ranks. The module and libo2g cut the area with it.
+pub const fn region_for(dump_bytes: u64, ranks: u32) -> u64 {
+    let Some(share) = dump_bytes.checked_div(ranks as u64) else {
+        return 0;
+    };
+    share.wrapping_sub(share.wrapping_rem(ALIGN))
+}
+
 /// The window a ring of `region` bytes with `msgs` records can grant for
 /// messages of at most `largest` bytes: `None` if that window would not
 /// cover one message of `largest` bytes.
@@ -259,6 +269,8 @@ mod tests {
         assert!(window_for(4096, 4, l + ALIGN).is_none());
         assert_eq!(l % ALIGN, 0);
         assert_eq!(largest_for(64, 4), 0);
+        assert_eq!(region_for(64 << 10, 3), 21824);
+        assert_eq!(region_for(100, 0), 0);
     }
 
     proptest! {

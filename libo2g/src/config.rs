@@ -46,8 +46,7 @@ impl CreditConfig {
     /// Bytes of a dump area of `dump_bytes` that each rank's ring gets, as
     /// the module cuts it.
     pub fn region(&self, dump_bytes: u64) -> u64 {
-        let align = sender_rings::ALIGN;
-        dump_bytes / u64::from(self.ranks.max(1)) / align * align
+        sender_rings::region_for(dump_bytes, self.ranks.max(1))
     }
 
     /// The longest `eager_limit` a dump area of `dump_bytes` can grant
