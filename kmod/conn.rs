@@ -66,6 +66,7 @@ use kernel::{
 use crate::abi;
 use crate::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::endpoint_rx::EndpointRx;
+use crate::flow_steering::Steering;
 use crate::proto::credit::Window;
 use crate::reader::ConnReader;
 use crate::shim::{self, ReadyFn};
@@ -110,6 +111,9 @@ pub(crate) struct Conn {
     /// rx lock.
     #[pin]
     tx: Mutex<ConnTx>,
+    /// Whether the socket's receive processing is steered to the
+    /// process's CPU (`flow_steering.rs`).
+    steering: Steering,
 }
 
 impl_has_work! {
@@ -148,12 +152,16 @@ impl Conn {
                 reader <- new_spinlock_bh!(reader, c"o2g_conn_reader"),
                 failed: AtomicBool::new(false),
                 live: AtomicBool::new(true),
+                steering: Steering::new(),
                 work <- new_work!("o2g_conn_read"),
                 tx <- new_mutex!(ConnTx::new(local_rank), "o2g_conn_tx"),
             }),
             GFP_KERNEL_ACCOUNT,
         )?;
         conn.install()?;
+        // The process's own reads before registering (its handshake) told
+        // RFS that it reads this socket; from here on the module does.
+        conn.sock.forget_flow();
         // Bytes that arrived before the hook are read now, not lost.
         conn.kick();
         Ok(conn)
@@ -223,6 +231,8 @@ impl Conn {
         }
         // SAFETY: `work` is initialised and lives as long as `self`.
         unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
+        // A plain socket again: RFS learns its reader from `recvmsg`.
+        self.end_steering();
         let mut reader = self.reader.lock();
         if self.role == Role::Control {
             // Nothing more comes or goes on it: offers to its rank and
@@ -286,6 +296,29 @@ impl Conn {
     /// (true exactly once). Called under the rx lock.
     pub(crate) fn leave_live(&self) -> bool {
         self.live.swap(false, Ordering::Relaxed)
+    }
+
+    /// Steers the socket's receive processing to the calling CPU (a large
+    /// receive from this rank was posted).
+    ///
+    /// Context: process context; any locks.
+    pub(crate) fn steer_here(&self) {
+        self.steering.steer_here(&self.sock);
+    }
+
+    /// Puts back the steering that the module's own `sendmsg` on this
+    /// socket overwrote: TCP records the sending CPU, the send work's.
+    ///
+    /// Context: process context (the send work).
+    pub(crate) fn restore_steering(&self) {
+        self.steering.restore(&self.sock);
+    }
+
+    /// Ends the steering of the socket's receive processing, if any.
+    ///
+    /// Context: any.
+    pub(crate) fn end_steering(&self) {
+        self.steering.end(&self.sock);
     }
 
     /// Whether the connection failed; stable under the rx lock.

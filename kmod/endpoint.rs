@@ -45,6 +45,7 @@ use crate::abi;
 use crate::conn::{Conn, Role};
 use crate::data_path::{self, Capacities, DataPath, PostedRecv};
 use crate::endpoint_rx::EndpointRx;
+use crate::flow_steering::{self, STEER_MIN};
 use crate::pinned::PinnedBuf;
 use crate::proto::{
     envelope::{self, SourceSel},
@@ -472,6 +473,19 @@ impl Endpoint {
     }
 
     /// The messages connection to `rank`, if registered.
+    /// Steers the receive processing of `rank`'s connections to the
+    /// caller's CPU (see `flow_steering.rs`).
+    ///
+    /// Context: process context; takes `inner`.
+    fn steer_to_caller(&self, rank: u32) {
+        let inner = self.inner.lock();
+        for role in [Role::Messages, Role::Control] {
+            if let Ok(i) = inner.position(rank, role) {
+                inner.conns[i].steer_here();
+            }
+        }
+    }
+
     fn find(&self, rank: u32) -> Option<Arc<Conn>> {
         let inner = self.inner.lock();
         inner
@@ -683,6 +697,11 @@ impl Endpoint {
             return Err(EINVAL);
         }
         let sel = data_path::selector(a.source, a.tag, a.context)?;
+        if let SourceSel::Rank(r) = sel.source {
+            if a.buf_len >= STEER_MIN && flow_steering::rfs_enabled() {
+                self.steer_to_caller(r);
+            }
+        }
         // Finished receives give their pins back before this one is
         // admitted against the budget and the table.
         self.rx.unpin_retired();

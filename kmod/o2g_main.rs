@@ -51,6 +51,7 @@ mod credit;
 mod data_path;
 mod endpoint;
 mod endpoint_rx;
+mod flow_steering;
 mod misc_registration;
 mod offer;
 mod pinned;

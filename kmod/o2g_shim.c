@@ -13,6 +13,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <net/inet_connection_sock.h>
+#include <net/rps.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 #include <net/tcp_states.h>
@@ -250,6 +251,44 @@ int o2g_next_online_cpu(void)
 			      cpu_online_mask);
 
 	return cpu < nr_cpu_ids ? cpu : raw_smp_processor_id();
+}
+
+bool o2g_rfs_enabled(void)
+{
+	return rfs_is_needed();
+}
+
+/*
+ * sock_rps_record_flow() for `cpu` rather than the calling CPU: the send
+ * work puts back its process's CPU after its own sendmsg() recorded the
+ * send work's (include/net/rps.h, rps_record_sock_flow()).
+ */
+void o2g_sk_record_flow_on(const struct sock *sk, unsigned int cpu)
+{
+#ifdef CONFIG_RPS
+	u32 hash = READ_ONCE(sk->sk_rxhash);
+	rps_tag_ptr tag_ptr;
+
+	if (!rfs_is_needed() || !hash || cpu >= nr_cpu_ids ||
+	    READ_ONCE(sk->sk_state) != TCP_ESTABLISHED)
+		return;
+	rcu_read_lock();
+	tag_ptr = READ_ONCE(net_hotdata.rps_sock_flow_table);
+	if (tag_ptr) {
+		struct rps_sock_flow_table *table = rps_tag_to_table(tag_ptr);
+		u32 index = hash & rps_tag_to_mask(tag_ptr);
+		u32 val = (hash & ~net_hotdata.rps_cpu_mask) | cpu;
+
+		if (READ_ONCE(table[index].ent) != val)
+			WRITE_ONCE(table[index].ent, val);
+	}
+	rcu_read_unlock();
+#endif
+}
+
+void o2g_sk_forget_flow(const struct sock *sk)
+{
+	sock_rps_delete_flow(sk);
 }
 
 bool o2g_sk_rcv_shutdown(const struct sock *sk)

@@ -80,6 +80,16 @@ void o2g_cond_resched(void);
 /* The next online CPU in turn: each new endpoint's send work gets one. */
 int o2g_next_online_cpu(void);
 
+/*
+ * Receive Flow Steering (Documentation/networking/scaling.rst): TCP records
+ * the CPU of a socket's reader in recvmsg(); the module's processes never
+ * call it, so the module records and deletes their flows itself
+ * (flow_steering.rs).
+ */
+bool o2g_rfs_enabled(void);
+void o2g_sk_record_flow_on(const struct sock *sk, unsigned int cpu);
+void o2g_sk_forget_flow(const struct sock *sk);
+
 /* spin_lock_bh() and friends are inline, with no Rust helper in 7.2. */
 void o2g_spin_lock_bh(spinlock_t *lock);
 void o2g_spin_unlock_bh(spinlock_t *lock);

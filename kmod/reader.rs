@@ -72,6 +72,7 @@ use kernel::{bindings, prelude::*};
 use crate::abi::socket_state;
 use crate::conn::{Conn, Role};
 use crate::data_path::{DataPath, DeferredCopy, PostedRecv};
+use crate::flow_steering;
 use crate::proto::{
     credit::Window,
     receive::{
@@ -243,6 +244,9 @@ impl ConnReader {
                 },
                 Next::End => self.finish(conn),
                 Next::Control(c) => {
+                    if conn.role() == Role::Control {
+                        conn.end_steering();
+                    }
                     if let Err(why) = self.control(conn, c) {
                         self.fail(conn, why);
                         return len;
@@ -265,6 +269,11 @@ impl ConnReader {
                     match self.inbound.feed_header(&buf[..k]) {
                         Ok(used) => {
                             pos += used;
+                            if let Some((h, 0)) = self.inbound.current() {
+                                if flow_steering::ends_steering(conn.role(), h.kind, h.len) {
+                                    conn.end_steering();
+                                }
+                            }
                             if let Err(why) = self.at_window_header(conn) {
                                 self.fail(conn, why);
                                 return len;

@@ -65,6 +65,9 @@ extern "C" {
 
     pub(crate) fn o2g_cond_resched();
     pub(crate) fn o2g_next_online_cpu() -> core::ffi::c_int;
+    pub(crate) fn o2g_rfs_enabled() -> bool;
+    pub(crate) fn o2g_sk_record_flow_on(sk: *const bindings::sock, cpu: core::ffi::c_uint);
+    pub(crate) fn o2g_sk_forget_flow(sk: *const bindings::sock);
 
     // `struct mm_struct` and `struct page` travel as opaque pointers: their
     // bindings are not FFI-safe types for an `extern` block.

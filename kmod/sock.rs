@@ -161,6 +161,28 @@ impl TcpSocket {
         unsafe { shim::o2g_sk_via_loopback(self.sk()) }
     }
 
+    /// Asks Receive Flow Steering, when the administrator enabled it, to
+    /// process what arrives on this socket on `cpu`: as TCP's `recvmsg`
+    /// does for the CPU of a process that reads its socket itself.
+    ///
+    /// Context: any; a hint, so a stale CPU (after preemption) is harmless.
+    pub(crate) fn record_flow_on(&self, cpu: u32) {
+        // SAFETY: `sock` is valid (type invariants); the helper reads the
+        // socket's state and receive hash, ignores a CPU beyond
+        // `nr_cpu_ids`, and writes RFS's global table under RCU.
+        unsafe { shim::o2g_sk_record_flow_on(self.sk(), cpu) }
+    }
+
+    /// Undoes [`TcpSocket::record_flow_on`]: RFS no longer steers this
+    /// socket's receive processing anywhere.
+    ///
+    /// Context: any.
+    pub(crate) fn forget_flow(&self) {
+        // SAFETY: `sock` is valid (type invariants); the helper reads the
+        // socket's receive hash and writes RFS's global table under RCU.
+        unsafe { shim::o2g_sk_forget_flow(self.sk()) }
+    }
+
     /// Takes the socket owner lock (`lock_sock`). May sleep.
     pub(crate) fn lock(&self) -> SockGuard<'_> {
         // SAFETY: `sk` is a valid socket (type invariants).

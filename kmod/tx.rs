@@ -668,7 +668,10 @@ fn local_transfer(rx: &Arc<EndpointRx>, rank: u32, token: u64, want: u64, offer:
 /// Writes what it can of `conn`'s partial message and ends it if done
 /// or broken.
 fn advance(rx: &Arc<EndpointRx>, conn: &Conn, tx: &mut ConnTx) {
-    match tx.pump(conn.sock()) {
+    let progress = tx.pump(conn.sock());
+    // `sendmsg` told RFS that this CPU reads the socket; it does not.
+    conn.restore_steering();
+    match progress {
         Progress::Blocked => tx.set_blocked(rx, true),
         Progress::Done => {
             tx.set_blocked(rx, false);

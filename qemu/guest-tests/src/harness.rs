@@ -28,6 +28,26 @@ pub(crate) fn tcp_pair() -> Result<(TcpStream, TcpStream), String> {
     Ok((ours, peer))
 }
 
+/// Pins the calling thread to `cpu`.
+pub(crate) fn pin_to_cpu(cpu: usize) -> Result<(), String> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(format!("CPU {cpu}: beyond CPU_SETSIZE"));
+    }
+    // SAFETY: `set` is a plain bit set that CPU_ZERO and CPU_SET
+    // initialise (`cpu` is within it); sched_setaffinity only reads it for
+    // the call.
+    let pinned = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if pinned != 0 {
+        return Err(format!("CPU {cpu}: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 pub(crate) fn endpoint(cfg: EndpointConfig) -> Result<Endpoint, String> {
     Device::open()
         .map_err(libo2g_error("open"))?

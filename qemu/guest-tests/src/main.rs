@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use libo2g::{abi, raw, Device};
 
 mod credit;
+mod flow_steering;
 mod harness;
 mod ivshmem;
 mod notices;
@@ -62,6 +63,7 @@ const CHECKS: &[Check] = &[
     ("rndv-errors", "", |_| rendezvous::errors()),
     ("rndv-teardown", "", |_| rendezvous::teardown()),
     ("credit", "", |_| credit::check()),
+    ("flow-steering", "", |_| flow_steering::check()),
     ("win-agent", "", |_| window::agent()),
     ("trust-children", "", |_| trust::listen_child()),
     ("trust-ulp", "", |_| trust::ulp()),

@@ -17,6 +17,8 @@
 
 use std::time::Duration;
 
+use crate::harness::pin_to_cpu;
+
 /// Pins this process to `cpu` and sleeps `ms` at a time, forever.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let usage = "tlb-keeper needs CPU MS";
@@ -28,20 +30,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .and_then(|s| s.parse().ok())
         .filter(|&m| m > 0)
         .ok_or(usage)?;
-    // SAFETY: `set` is a plain bit set that CPU_ZERO and CPU_SET
-    // initialise; sched_setaffinity only reads it for the call.
-    let pinned = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if pinned != 0 {
-        return Err(format!(
-            "tlb-keeper: CPU {cpu}: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
+    pin_to_cpu(cpu).map_err(|e| format!("tlb-keeper: {e}"))?;
     loop {
         std::thread::sleep(Duration::from_millis(ms));
     }
