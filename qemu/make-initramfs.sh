@@ -201,7 +201,8 @@ fi
 
 cp "$O2G_ROOT/qemu/guest/init" "$root/init"
 chmod +x "$root/init"
-cp "$O2G_ROOT/qemu/guest/o2grun-cluster" "$O2G_ROOT/qemu/guest/emit-csv" "$O2G_ROOT/qemu/guest/o2g-trace" "$root/bin/"
+cp "$O2G_ROOT/qemu/guest/o2grun-cluster" "$O2G_ROOT/qemu/guest/emit-csv" "$O2G_ROOT/qemu/guest/o2g-trace" \
+    "$O2G_ROOT/qemu/guest/with-rfs" "$root/bin/"
 cp "$O2G_ROOT/qemu/splat-patterns.txt" "$root/etc/o2g/"
 cp "$module" "$root/lib/o2g/o2g.ko"
 : >"$root/tests/list"

@@ -4,14 +4,17 @@
 # /etc/o2g/peers.sh), side by side, repetition after repetition.
 # Progress and results go straight to the console ("# " lines, which the
 # harness streams live); "# csv: " lines carry every measurement out.
+# o2g's runs have Receive Flow Steering on (with-rfs), the others off:
+# each library with its better setting (docs/results.md, "Receive Flow
+# Steering for the module's large receives").
 set -e -o pipefail
 class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-10}" np="${O2G_MAIN_NP:-2}"
 is="o2grun -n $np --timeout 1200 o2g-is $class"
 set -- \
     --run "sockets-select=O2G_TRANSPORT=sockets-select O2G_SELF=0 $is" \
     --run "sockets-epoll=O2G_TRANSPORT=sockets-epoll O2G_SELF=0 $is" \
-    --run "o2g=O2G_TRANSPORT=o2g $is" \
-    --run "o2g-C=O2G_TRANSPORT=o2g o2grun -n $np --timeout 1200 is-o2g $class"
+    --run "o2g=O2G_TRANSPORT=o2g with-rfs $is" \
+    --run "o2g-C=O2G_TRANSPORT=o2g with-rfs o2grun -n $np --timeout 1200 is-o2g $class"
 if [ -r /etc/o2g/peers.sh ]; then
     . /etc/o2g/peers.sh
     peers_setup

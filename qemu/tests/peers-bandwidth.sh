@@ -8,6 +8,9 @@
 # microseconds per MB moved, context switches per message), and o2g-judge
 # prints each size's medians, intervals and verdicts against the best peer.
 # Figures only, no assertions.
+# o2g's runs have Receive Flow Steering on (with-rfs), the others off:
+# each library with its better setting (docs/results.md, "Receive Flow
+# Steering for the module's large receives").
 set -e
 . /etc/o2g/peers.sh
 peers_setup
@@ -31,11 +34,13 @@ for dir in uni bi; do
     [ "$dir" = bi ] && suffix="-bi" flag="--bidirectional"
     echo "# windowed bandwidth ($dir), $min to $max bytes, $reps repetitions" >/dev/console
     for t in o2g sockets-epoll; do
-        # shellcheck disable=SC2086 # $flag is empty or one word
-        O2G_TRANSPORT=$t O2G_SELF=0 o2grun -n 2 --timeout 1800 \
+        rfs=""
+        [ "$t" = o2g ] && rfs=with-rfs
+        # shellcheck disable=SC2086 # $flag and $rfs are empty or one word
+        O2G_TRANSPORT=$t O2G_SELF=0 $rfs o2grun -n 2 --timeout 1800 \
             o2g-bandwidth $flag --reps "$reps" --sizes "$sizes" | record "$t$suffix"
     done
-    O2G_TRANSPORT=o2g o2grun -n 2 --timeout 1800 bandwidth-o2g "$max" "$dir" "$min" | record "o2g-C$suffix"
+    O2G_TRANSPORT=o2g with-rfs o2grun -n 2 --timeout 1800 bandwidth-o2g "$max" "$dir" "$min" | record "o2g-C$suffix"
     timeout 1800 sh /etc/o2g/peers.sh openmpi 2 bandwidth-openmpi "$max" "$dir" "$min" | record "openmpi$suffix"
     # MPICH over UCX's TCP sometimes hangs in MPI_Finalize after its last
     # line: the lines count, the hang is cut short.

@@ -7,6 +7,9 @@
 # Every repetition goes home as CSV (collective-NAME-runs:
 # series,bytes,rep,us), and o2g-judge prints each size's medians,
 # intervals and verdicts against the best peer. Figures only.
+# o2g's runs have Receive Flow Steering on (with-rfs), the others off:
+# each library with its better setting (docs/results.md, "Receive Flow
+# Steering for the module's large receives").
 set -e
 . /etc/o2g/peers.sh
 peers_setup
@@ -30,7 +33,7 @@ run() {
         END { if (!k) { print s ": no results" >"/dev/stderr"; exit 1 } }'
 }
 echo "# collectives per MPI, $np ranks, $min to $max bytes" >/dev/console
-run o2g env O2G_TRANSPORT=o2g o2grun -n "$np" --timeout 1800 collectives-o2g o2g "$max" "$min"
+run o2g env O2G_TRANSPORT=o2g with-rfs o2grun -n "$np" --timeout 1800 collectives-o2g o2g "$max" "$min"
 run sockets-epoll env O2G_TRANSPORT=sockets-epoll O2G_SELF=0 o2grun -n "$np" --timeout 1800 \
     collectives-o2g sockets-epoll "$max" "$min"
 run openmpi timeout 1800 sh /etc/o2g/peers.sh openmpi "$np" collectives-openmpi openmpi "$max" "$min"

@@ -3,6 +3,9 @@
 # program (bench/c/pingpong.c) on our libmpi_abi over o2g, on Open MPI and
 # on MPICH, both forced onto TCP by /etc/o2g/peers.sh. Figures only; node 0
 # sends them home as CSV (peers-latency, peers-bandwidth).
+# o2g's runs have Receive Flow Steering on (with-rfs), the others off:
+# each library with its better setting (docs/results.md, "Receive Flow
+# Steering for the module's large receives").
 set -e
 . /etc/o2g/peers.sh
 peers_setup
@@ -23,8 +26,8 @@ table() {
 }
 echo "# ping-pong per MPI, 0 B to $max" >/dev/console
 o2g-tcp-pingpong --max "$max" | table raw-tcp
-O2G_TRANSPORT=o2g O2G_SELF=0 o2grun -n 2 --timeout 1200 o2g-pingpong --max "$max" | table o2g
-O2G_TRANSPORT=o2g o2grun -n 2 --timeout 1200 pingpong-o2g "$bytes" | table o2g-C
+O2G_TRANSPORT=o2g O2G_SELF=0 with-rfs o2grun -n 2 --timeout 1200 o2g-pingpong --max "$max" | table o2g
+O2G_TRANSPORT=o2g with-rfs o2grun -n 2 --timeout 1200 pingpong-o2g "$bytes" | table o2g-C
 timeout 1200 sh /etc/o2g/peers.sh openmpi 2 pingpong-openmpi "$bytes" | table openmpi
 # MPICH over UCX's TCP sometimes hangs in MPI_Finalize after its last row:
 # the rows count, the hang is cut short.
