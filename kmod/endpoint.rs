@@ -472,7 +472,6 @@ impl Endpoint {
         Ok(())
     }
 
-    /// The messages connection to `rank`, if registered.
     /// Steers the receive processing of `rank`'s connections to the
     /// caller's CPU (see `flow_steering.rs`).
     ///
@@ -486,6 +485,7 @@ impl Endpoint {
         }
     }
 
+    /// The messages connection to `rank`, if registered.
     fn find(&self, rank: u32) -> Option<Arc<Conn>> {
         let inner = self.inner.lock();
         inner

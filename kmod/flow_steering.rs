@@ -17,8 +17,16 @@
 //! processing to another CPU costs an interrupt there, and for small
 //! messages, or when both ranks send at once and both CPUs are busy, that
 //! costs more than it gains (measured in `docs/results.md`, "Receive Flow
-//! Steering"). RFS is off unless the administrator enables it; then none of
-//! this does anything.
+//! Steering").
+//!
+//! Two other writers of RFS's table would undo that, and the module puts
+//! their entries back: TCP's `sendmsg`, when the send work writes a control
+//! connection from its own CPU ([`Steering::restore`]), and the process's
+//! reads of its handshake before it registers a socket (deleted at
+//! registration, `Conn::hook`).
+//!
+//! RFS is off unless the administrator enables it; then none of this does
+//! anything.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
