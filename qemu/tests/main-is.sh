@@ -11,16 +11,16 @@ set -e -o pipefail
 class="${O2G_MAIN_CLASS:-S}" reps="${O2G_MAIN_REPS:-10}" np="${O2G_MAIN_NP:-2}"
 is="o2grun -n $np --timeout 1200 o2g-is $class"
 set -- \
-    --run "sockets-select=O2G_TRANSPORT=sockets-select O2G_SELF=0 $is" \
-    --run "sockets-epoll=O2G_TRANSPORT=sockets-epoll O2G_SELF=0 $is" \
+    --run "sockets-select=O2G_TRANSPORT=sockets-select O2G_SELF=0 with-rfs off $is" \
+    --run "sockets-epoll=O2G_TRANSPORT=sockets-epoll O2G_SELF=0 with-rfs off $is" \
     --run "o2g=O2G_TRANSPORT=o2g with-rfs $is" \
     --run "o2g-C=O2G_TRANSPORT=o2g with-rfs o2grun -n $np --timeout 1200 is-o2g $class"
 if [ -r /etc/o2g/peers.sh ]; then
     . /etc/o2g/peers.sh
     peers_setup
     set -- "$@" \
-        --run "openmpi=sh /etc/o2g/peers.sh openmpi $np is-openmpi $class" \
-        --run "mpich=sh /etc/o2g/peers.sh mpich $np is-mpich $class" \
+        --run "openmpi=with-rfs off sh /etc/o2g/peers.sh openmpi $np is-openmpi $class" \
+        --run "mpich=with-rfs off sh /etc/o2g/peers.sh mpich $np is-mpich $class" \
         --peer openmpi --peer mpich
 fi
 echo "# NAS-IS-style class $class, $np ranks, $reps repetitions each" >/dev/console
