@@ -244,9 +244,6 @@ impl ConnReader {
                 },
                 Next::End => self.finish(conn),
                 Next::Control(c) => {
-                    if conn.role() == Role::Control {
-                        conn.end_steering();
-                    }
                     if let Err(why) = self.control(conn, c) {
                         self.fail(conn, why);
                         return len;
@@ -269,6 +266,8 @@ impl ConnReader {
                     match self.inbound.feed_header(&buf[..k]) {
                         Ok(used) => {
                             pos += used;
+                            // Header-only frames (clear-to-send, credit) are
+                            // current here too, with no payload left.
                             if let Some((h, 0)) = self.inbound.current() {
                                 if flow_steering::ends_steering(conn.role(), h.kind, h.len) {
                                     conn.end_steering();
