@@ -41,6 +41,11 @@ fn run_is(transport: &str, np: u32, class: &str) -> String {
         out.status.code(),
         String::from_utf8_lossy(&out.stderr)
     );
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !errors.contains("warning"),
+        "{transport} np{np}: o2g-is warned:\n{errors}"
+    );
     text
 }
 

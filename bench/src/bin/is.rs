@@ -59,6 +59,11 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     };
     let root = work.rank() == 0;
     if root {
+        if let Err(e) = o2g_bench::is::hot::check_placement() {
+            eprintln!(
+                "o2g-is: warning: {e}: under QEMU's TCG this run may take up to twice as long"
+            );
+        }
         println!("\n\n NAS Parallel Benchmarks 3.4 -- IS Benchmark (o2g, Rust)\n");
         println!(" Size:  {}  (class {class})", class.total_keys());
         println!(" Iterations:   {ITERATIONS}");

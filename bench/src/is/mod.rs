@@ -5,9 +5,11 @@
 //!
 //! - [`class`]: problem sizes and NPB's partial-verification values.
 //! - [`keys`]: NPB's random number generator and key sequence.
+//! - [`hot`]: the sort's loops over every key, kept on one page of code.
 //! - [`sort`]: one ranking iteration (allreduce of bucket sizes, alltoall
 //!   of counts, alltoallv of keys), the timed loop and the full check.
 
 pub mod class;
+pub mod hot;
 pub mod keys;
 pub mod sort;

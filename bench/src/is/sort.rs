@@ -7,11 +7,12 @@ use mpi::communicator::Communicator;
 use mpi::SystemOperation;
 
 use super::class::{Class, ITERATIONS, TEST_KEYS};
+use super::hot;
 use super::keys::keys_for;
 
-/// The most buckets of any class (a power of two: see
-/// [`IntegerSort::rank_keys`]).
-const MAX_BUCKETS: usize = 1024;
+/// The most buckets of any class (a power of two, so that a bucket index
+/// can be masked to it: see [`hot::count_per_bucket`]).
+pub const MAX_BUCKETS: usize = 1024;
 
 /// What a run measured and checked, as rank 0 sees it.
 #[derive(Clone, Copy, Debug)]
@@ -92,27 +93,20 @@ impl<'c> IntegerSort<'c> {
         }
 
         // The two passes over every key: count them per bucket, then
-        // group them by bucket. Keys lie in 0..max_key, so `k >> shift` is
-        // below `buckets`, and masking it to the arrays' fixed length
-        // changes nothing but lets the compiler drop the bounds checks:
-        // under QEMU's TCG, where every instruction costs time, they made
-        // these loops about 30% longer than the C version's.
+        // group them by bucket.
         assert!(buckets <= MAX_BUCKETS);
-        let bucket = |k: i32| (k >> shift) as usize % MAX_BUCKETS;
         let mut count = [0i32; MAX_BUCKETS];
-        for &k in &self.keys {
-            count[bucket(k)] += 1;
-        }
+        hot::count_per_bucket(&self.keys, shift, &mut count);
         let mut next = [0usize; MAX_BUCKETS];
         for b in 1..buckets {
             next[b] = next[b - 1] + count[b - 1] as usize;
         }
-        let by_bucket = &mut self.by_bucket[..per_rank];
-        for &k in &self.keys {
-            let b = bucket(k);
-            by_bucket[next[b]] = k;
-            next[b] += 1;
-        }
+        hot::group_by_bucket(
+            &self.keys,
+            shift,
+            &mut next,
+            &mut self.by_bucket[..per_rank],
+        );
         // Bucket counts, with the test keys' values hidden behind them so
         // the same allreduce tells every rank what they are.
         let mut sizes = vec![0i32; buckets + TEST_KEYS];
@@ -184,14 +178,8 @@ impl<'c> IntegerSort<'c> {
         let span = (max_key - min_key + 1).max(0) as usize;
         let counts = &mut self.counts[..span];
         counts.fill(0);
-        for &k in &self.received[..mine] {
-            counts[(k - min_key) as usize] += 1;
-        }
-        let mut below = 0;
-        for c in counts.iter_mut() {
-            below += *c;
-            *c = below;
-        }
+        hot::count_values(&self.received[..mine], min_key, counts);
+        hot::running_sum(counts);
 
         let mut passed = 0;
         for i in 0..TEST_KEYS {
