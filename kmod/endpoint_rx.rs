@@ -107,7 +107,9 @@ pub(crate) struct EndpointRx {
     /// Writes clear-to-send and rendezvous data (`tx.rs`).
     #[pin]
     send: Work<EndpointRx, 1>,
-    /// Control connections whose half-written message waits for room.
+    /// Control connections the send work must visit: a half-written
+    /// message waits for room, or an offer's data waits between two
+    /// pieces (`tx.rs`).
     blocked: AtomicUsize,
     /// Where the send work runs: endpoints take the online CPUs in turn,
     /// so that two ranks' rendezvous data, sent at once, are written and

@@ -94,6 +94,10 @@ pub(crate) struct ConnReader {
     /// The receive being filled straight from the socket, with its handle
     /// (still the machine's name for it; see `RecvBuffers::lend`).
     filling: Option<(u64, PostedRecv)>,
+    /// The receive that rendezvous data fills piece by piece, between two
+    /// pieces (`Kind::DataPart`), with its handle: lent out of the table
+    /// until its last piece ends.
+    pieces: Option<(u64, PostedRecv)>,
     /// The put being read: where it goes, and its length.
     placing: Option<(Target, u64)>,
     /// Whether a decision or a message end of the current `read` gave
@@ -127,6 +131,7 @@ impl ConnReader {
             inbound,
             credited,
             filling: None,
+            pieces: None,
             placing: None,
             settled: false,
             ack_now: false,
@@ -343,6 +348,7 @@ impl ConnReader {
         let Self {
             inbound,
             filling,
+            pieces,
             credited,
             settled,
             ..
@@ -386,7 +392,11 @@ impl ConnReader {
             }
             if let Some(Dest::Direct { handle } | Dest::Data { handle, .. }) = inbound.dest() {
                 let handle = *handle;
-                *filling = st.book.lend(handle).map(|recv| (handle, recv));
+                *filling = if pieces.as_ref().is_some_and(|(h, _)| *h == handle) {
+                    pieces.take()
+                } else {
+                    st.book.lend(handle).map(|recv| (handle, recv))
+                };
             }
             Ok(d)
         });
@@ -478,6 +488,10 @@ impl ConnReader {
             conn.rx().with_windows(|t| t.count(target, len));
         }
         let filling = self.filling.take();
+        // A piece of rendezvous data that more pieces follow: its receive
+        // waits for them, lent out.
+        let part = matches!(self.inbound.current(), Some((h, _)) if h.kind == Kind::DataPart);
+        let pieces = &mut self.pieces;
         // A receive posted while its message streamed into the dump area
         // gets the message copied after the lock is dropped: a large copy
         // must not hold the rx lock, with bottom halves off, for its whole
@@ -497,10 +511,14 @@ impl ConnReader {
             }
             let Some(end) = end else {
                 // A request to send ends here (it has no payload); a
-                // receive being filled cannot.
+                // receive being filled cannot, but between two pieces.
                 let Some((handle, recv)) = filling else {
                     return Ok(false);
                 };
+                if part && inbound.failure().is_none() {
+                    *pieces = Some((handle, recv));
+                    return Ok(false);
+                }
                 st.book.free_handle(handle);
                 st.book
                     .complete(shared, recv, Default::default(), 0, EINVAL.to_errno());
@@ -636,7 +654,10 @@ impl ConnReader {
         self.placing = None;
         self.forget_locks(conn);
         let Self {
-            inbound, filling, ..
+            inbound,
+            filling,
+            pieces,
+            ..
         } = self;
         let _ = conn.rx().with_recv(|shared, st, _| {
             if was_stalled {
@@ -651,7 +672,7 @@ impl ConnReader {
             }
             let DataPath { rx, book, .. } = st;
             rx.fail(inbound, why, was_live, |f| {
-                complete_failed(shared, book, filling, f, status)
+                complete_failed(shared, book, [&mut *filling, &mut *pieces], f, status)
             });
             Ok(())
         });
@@ -692,7 +713,10 @@ impl ConnReader {
         self.placing = None;
         self.forget_locks(conn);
         let Self {
-            inbound, filling, ..
+            inbound,
+            filling,
+            pieces,
+            ..
         } = self;
         let _ = conn.rx().with_recv(|shared, st, _| {
             if stalled {
@@ -700,7 +724,7 @@ impl ConnReader {
             }
             let DataPath { rx, book, .. } = st;
             rx.abort(inbound, |f| {
-                complete_failed(shared, book, filling, f, status)
+                complete_failed(shared, book, [&mut *filling, &mut *pieces], f, status)
             });
             Ok(())
         });
@@ -709,22 +733,27 @@ impl ConnReader {
     }
 }
 
-/// Completes a receive the machine failed with `status`: the one being
-/// filled (`filling`) or one still in the table.
+/// Completes a receive the machine failed with `status`: one the reader
+/// holds (`lent`: the one being filled, the one filled piece by piece) or
+/// one still in the table.
 ///
 /// Context: any; rx lock held.
 fn complete_failed(
     shared: &crate::shared::SharedArea,
     book: &mut crate::data_path::RecvBuffers,
-    filling: &mut Option<(u64, PostedRecv)>,
+    lent: [&mut Option<(u64, PostedRecv)>; 2],
     f: Failed,
     status: i32,
 ) {
-    let recv = if filling.as_ref().is_some_and(|(h, _)| *h == f.handle) {
-        book.free_handle(f.handle);
-        filling.take().map(|(_, recv)| recv)
-    } else {
-        book.take(f.handle)
+    let held = lent
+        .into_iter()
+        .find(|l| l.as_ref().is_some_and(|(h, _)| *h == f.handle));
+    let recv = match held {
+        Some(slot) => {
+            book.free_handle(f.handle);
+            slot.take().map(|(_, recv)| recv)
+        }
+        None => book.take(f.handle),
     };
     if let Some(recv) = recv {
         book.complete(shared, recv, f.envelope, f.len, status);

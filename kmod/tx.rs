@@ -61,6 +61,12 @@ pub(crate) enum Outgoing {
 }
 
 impl Outgoing {
+    /// Whether this is an offer's data (as opposed to a header-only
+    /// clear-to-send or credit).
+    fn is_data(&self) -> bool {
+        matches!(self, Outgoing::Data { .. })
+    }
+
     fn rank(&self) -> u32 {
         match *self {
             Outgoing::Cts { rank, .. }
@@ -120,12 +126,33 @@ impl TxQueue {
         Ok(())
     }
 
-    fn pop(&mut self) -> Option<Outgoing> {
-        if self.len == 0 {
-            return None;
+    /// Whether a clear-to-send or credit for `rank` waits: an offer's
+    /// data to `rank` then lets it go between two pieces.
+    fn header_only_for(&self, rank: u32) -> bool {
+        let cap = self.items.len();
+        (0..self.len).any(|i| {
+            self.items[(self.head + i) % cap]
+                .as_ref()
+                .is_some_and(|o| !o.is_data() && o.rank() == rank)
+        })
+    }
+
+    /// Takes the oldest message for which `pick` holds; the others keep
+    /// their order.
+    fn pop_first(&mut self, pick: impl Fn(&Outgoing) -> bool) -> Option<Outgoing> {
+        let cap = self.items.len();
+        let at = (0..self.len).find(|&i| {
+            self.items[(self.head + i) % cap]
+                .as_ref()
+                .is_some_and(&pick)
+        })?;
+        let o = self.items[(self.head + at) % cap].take();
+        // Close the gap: the older messages move up by one.
+        for i in (0..at).rev() {
+            let older = self.items[(self.head + i) % cap].take();
+            self.items[(self.head + i + 1) % cap] = older;
         }
-        let o = self.items[self.head].take();
-        self.head = (self.head + 1) % self.items.len();
+        self.head = (self.head + 1) % cap;
         self.len -= 1;
         if matches!(o, Some(Outgoing::Cts { .. })) {
             self.cts -= 1;
@@ -141,7 +168,11 @@ pub(crate) struct ConnTx {
     local_rank: u32,
     encoder: Encoder,
     partial: Option<Partial>,
-    /// `partial` waits for room and is counted in [`EndpointRx::blocked`].
+    /// An offer's data stopped between two pieces so that a clear-to-send
+    /// or credit could go first; it goes on before any other data.
+    suspended: Option<Partial>,
+    /// `partial` waits for room, or `suspended` waits, and the connection
+    /// is counted in [`EndpointRx::blocked`].
     counted: bool,
     /// A send failed: nothing more goes out on this connection.
     broken: bool,
@@ -162,14 +193,50 @@ enum Part {
     Answer { payload: AnswerPayload, sent: usize },
     /// Eager credit.
     Credit,
-    /// An offer's data; `zc` when sent without a copy (`zerocopy.rs`).
+    /// An offer's data, in pieces of at most [`PIECE`] bytes, each behind
+    /// a header of its own (`Kind::DataPart`, the last `Kind::Data`);
+    /// `zc` when sent without a copy (`zerocopy.rs`).
     Data {
         offer: u32,
+        /// The receive's token, which every piece's header names.
+        token: u64,
         buf: PinnedBuf,
         want: usize,
         sent: usize,
+        /// Where the piece being written ends.
+        piece_end: usize,
         zc: Option<ZcSend>,
     },
+}
+
+/// The most payload one piece of an offer's data carries. A clear-to-send
+/// or credit for the same peer waits behind at most one piece: when both
+/// ranks send large messages at once, a clear-to-send that waited behind
+/// a whole message held the other rank's data back until this rank's was
+/// written, and the two transfers took turns instead of running together.
+const PIECE: usize = 1 << 20;
+
+/// The header of the piece of an offer's data that starts with `left`
+/// bytes still to send, and that piece's length.
+fn piece_header(
+    encoder: &mut Encoder,
+    local_rank: u32,
+    token: u64,
+    offer: u32,
+    left: usize,
+) -> ([u8; HEADER_LEN], usize) {
+    let (kind, len) = if left > PIECE {
+        (Kind::DataPart, PIECE)
+    } else {
+        (Kind::Data, left)
+    };
+    let header = encoder.encode_ref(
+        kind,
+        Header::token_envelope(local_rank, token),
+        len as u64,
+        offer,
+    );
+    (header, len)
 }
 
 /// What an answer carries.
@@ -227,6 +294,9 @@ enum Progress {
     Done,
     /// The send buffer is full: `sk_write_space` resumes.
     Blocked,
+    /// An offer's data stopped between two pieces for a header-only
+    /// message waiting for the same peer.
+    Yield,
     Broken,
 }
 
@@ -237,9 +307,17 @@ impl ConnTx {
             local_rank,
             encoder: Encoder::new(),
             partial: None,
+            suspended: None,
             counted: false,
             broken: false,
         }
+    }
+
+    /// Whether an offer's data is written or suspended here: no other
+    /// data may start until it ends.
+    fn data_in_progress(&self) -> bool {
+        self.suspended.is_some()
+            || matches!(&self.partial, Some(p) if matches!(p.what, Part::Data { .. }))
     }
 
     /// Counts this connection in (`true`) or out of the endpoint's
@@ -251,11 +329,19 @@ impl ConnTx {
         }
     }
 
-    /// Writes what it can of the partial message.
+    /// Writes what it can of the partial message. Between two pieces of
+    /// an offer's data it stops if `header_only_waits()` says a message
+    /// without payload waits for the same peer.
     ///
     /// Context: process context, may sleep.
-    fn pump(&mut self, sock: &TcpSocket) -> Progress {
-        let Some(p) = self.partial.as_mut() else {
+    fn pump(&mut self, sock: &TcpSocket, header_only_waits: impl Fn() -> bool) -> Progress {
+        let Self {
+            partial,
+            encoder,
+            local_rank,
+            ..
+        } = self;
+        let Some(p) = partial.as_mut() else {
             return Progress::Done;
         };
         let step = |r: Result<usize>| match r {
@@ -264,48 +350,63 @@ impl ConnTx {
             Err(e) if e == EAGAIN => Err(Progress::Blocked),
             Err(_) => Err(Progress::Broken),
         };
-        while p.header_sent < HEADER_LEN {
-            // `MSG_MORE` only when a payload follows: an empty data
-            // message's header would otherwise wait in TCP for the cork
-            // timer (200 ms) before leaving.
-            let more = matches!(p.what, Part::Data { want, .. } if want > 0)
-                || matches!(&p.what, Part::Answer { payload, .. } if payload.len() > 0);
-            match step(sock.send_bytes(&p.header[p.header_sent..], more)) {
-                Ok(n) => p.header_sent += n,
-                Err(progress) => return progress,
+        loop {
+            while p.header_sent < HEADER_LEN {
+                // `MSG_MORE` only when a payload follows: an empty data
+                // message's header would otherwise wait in TCP for the cork
+                // timer (200 ms) before leaving.
+                let more = matches!(p.what, Part::Data { want, .. } if want > 0)
+                    || matches!(&p.what, Part::Answer { payload, .. } if payload.len() > 0);
+                match step(sock.send_bytes(&p.header[p.header_sent..], more)) {
+                    Ok(n) => p.header_sent += n,
+                    Err(progress) => return progress,
+                }
             }
-        }
-        if let Part::Answer { payload, sent } = &mut p.what {
-            while *sent < payload.len() {
-                let r = match payload {
-                    AnswerPayload::Empty => break,
-                    AnswerPayload::Lock(b) => sock.send_bytes(&b[*sent..], false),
-                    AnswerPayload::Get { pages, at, len } => {
-                        pages.send_on(sock, *at + *sent, *len - *sent, None)
+            if let Part::Answer { payload, sent } = &mut p.what {
+                while *sent < payload.len() {
+                    let r = match payload {
+                        AnswerPayload::Empty => break,
+                        AnswerPayload::Lock(b) => sock.send_bytes(&b[*sent..], false),
+                        AnswerPayload::Get { pages, at, len } => {
+                            pages.send_on(sock, *at + *sent, *len - *sent, None)
+                        }
+                    };
+                    match step(r) {
+                        Ok(n) => *sent += n,
+                        Err(progress) => return progress,
                     }
-                };
-                match step(r) {
+                }
+            }
+            let Part::Data {
+                offer,
+                token,
+                buf,
+                want,
+                sent,
+                piece_end,
+                zc,
+            } = &mut p.what
+            else {
+                return Progress::Done;
+            };
+            while *sent < *piece_end {
+                match step(buf.send_on(sock, *sent, *piece_end - *sent, zc.as_ref())) {
                     Ok(n) => *sent += n,
                     Err(progress) => return progress,
                 }
             }
-        }
-        if let Part::Data {
-            buf,
-            want,
-            sent,
-            zc,
-            ..
-        } = &mut p.what
-        {
-            while *sent < *want {
-                match step(buf.send_on(sock, *sent, *want - *sent, zc.as_ref())) {
-                    Ok(n) => *sent += n,
-                    Err(progress) => return progress,
-                }
+            if *sent >= *want {
+                return Progress::Done;
             }
+            // A piece ended and more follow.
+            if header_only_waits() {
+                return Progress::Yield;
+            }
+            let (header, len) = piece_header(encoder, *local_rank, *token, *offer, *want - *sent);
+            p.header = header;
+            p.header_sent = 0;
+            *piece_end = *sent + len;
         }
-        Progress::Done
     }
 
     /// Ends whatever is half-written, for teardown: its receive or offer
@@ -316,6 +417,9 @@ impl ConnTx {
         self.broken = true;
         self.set_blocked(rx, false);
         if let Some(p) = self.partial.take() {
+            end_part(rx, p.what, false);
+        }
+        if let Some(p) = self.suspended.take() {
             end_part(rx, p.what, false);
         }
     }
@@ -339,11 +443,39 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
             }
         }
     }
+    // Clear-to-send and credit start before any data: the peer's data
+    // waits for them, and each is one header.
+    start_queued(rx, controls, false);
+    // Data stopped between two pieces for them goes on before new data.
+    if rx.any_blocked() {
+        for conn in controls {
+            let mut tx = conn.tx().lock();
+            if conn.has_failed() {
+                tx.abandon(rx);
+            } else if tx.partial.is_none() {
+                if let Some(p) = tx.suspended.take() {
+                    tx.partial = Some(p);
+                    advance(rx, conn, &mut tx);
+                }
+            }
+        }
+    }
+    let self_rank = start_queued(rx, controls, true);
+    send_answers(rx, controls, self_rank);
+}
+
+/// Starts every queued message of one kind (`data`: offers' data, or else
+/// clear-to-send and credit) whose connection is free; returns this
+/// process's own rank, if it has a connection to itself.
+///
+/// Context: as [`send_pass`].
+fn start_queued(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>], data: bool) -> Option<u32> {
     let (n, self_rank) = rx
         .with_recv(|_, st, _| Ok((st.tx.len(), st.self_rank)))
         .unwrap_or((0, None));
     for _ in 0..n {
-        let Ok(Some(item)) = rx.with_recv(|_, st, _| Ok(st.tx.pop())) else {
+        let Ok(Some(item)) = rx.with_recv(|_, st, _| Ok(st.tx.pop_first(|o| o.is_data() == data)))
+        else {
             break;
         };
         if let Outgoing::Cts {
@@ -372,8 +504,9 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
             drop_item(rx, item);
             continue;
         }
-        if tx.partial.is_some() {
-            // Behind a half-written message: next pass.
+        if tx.partial.is_some() || (data && tx.data_in_progress()) {
+            // Behind a half-written message, or new data behind data
+            // between two pieces: next pass.
             let _ = rx.with_recv(|_, st, _| Ok(st.tx.push(item)));
             continue;
         }
@@ -423,19 +556,17 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
                     None
                 };
                 trace(Step::DataStart, conn.rank(), want as u64, offer.into());
+                let (header, len) = piece_header(&mut tx.encoder, local, c.token, offer, want);
                 Partial {
-                    header: tx.encoder.encode_ref(
-                        Kind::Data,
-                        Header::token_envelope(local, c.token),
-                        want as u64,
-                        offer,
-                    ),
+                    header,
                     header_sent: 0,
                     what: Part::Data {
                         offer,
+                        token: c.token,
                         buf: c.buf,
                         want,
                         sent: 0,
+                        piece_end: len,
                         zc,
                     },
                 }
@@ -444,7 +575,7 @@ pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
         tx.partial = Some(partial);
         advance(rx, conn, &mut tx);
     }
-    send_answers(rx, controls, self_rank);
+    self_rank
 }
 
 /// Writes the answers its windows owe, each on its origin's control
@@ -668,13 +799,27 @@ fn local_transfer(rx: &Arc<EndpointRx>, rank: u32, token: u64, want: u64, offer:
 /// Writes what it can of `conn`'s partial message and ends it if done
 /// or broken.
 fn advance(rx: &Arc<EndpointRx>, conn: &Conn, tx: &mut ConnTx) {
-    let progress = tx.pump(conn.sock());
+    let rank = conn.rank();
+    let progress = tx.pump(conn.sock(), || {
+        rx.with_recv(|_, st, _| Ok(st.tx.header_only_for(rank)))
+            .unwrap_or(false)
+    });
     // `sendmsg` told RFS that this CPU reads the socket; it does not.
     conn.restore_steering();
     match progress {
         Progress::Blocked => tx.set_blocked(rx, true),
+        Progress::Yield => {
+            // Counted like a blocked connection, so that the next pass
+            // visits it once the waiting header went; kicked, as this
+            // pass may be past its headers already.
+            tx.suspended = tx.partial.take();
+            tx.set_blocked(rx, true);
+            rx.schedule_send();
+        }
         Progress::Done => {
-            tx.set_blocked(rx, false);
+            // Data suspended for this message keeps the connection counted.
+            let suspended = tx.suspended.is_some();
+            tx.set_blocked(rx, suspended);
             if let Some(p) = tx.partial.take() {
                 match &p.what {
                     Part::Cts(token) => trace(Step::CtsSent, conn.rank(), 0, *token),

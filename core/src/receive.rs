@@ -135,6 +135,9 @@ pub enum Dest {
         envelope: Envelope,
         /// The message's size (the data may be shorter: truncation).
         size: u64,
+        /// Where this piece starts in the message (zero but for the
+        /// pieces after a [`Kind::DataPart`]).
+        at: u64,
     },
 }
 
@@ -146,6 +149,25 @@ impl Dest {
             Dest::Stored(region) => Place::Store { at: region.at },
         }
     }
+
+    /// Where the current payload starts in its message.
+    const fn base(&self) -> u64 {
+        match *self {
+            Dest::Data { at, .. } => at,
+            Dest::Direct { .. } | Dest::Stored(_) => 0,
+        }
+    }
+}
+
+/// Rendezvous data that arrives in pieces ([`Kind::DataPart`]): the
+/// receive it fills and how much of it the pieces so far filled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Piecewise {
+    token: u64,
+    handle: u64,
+    envelope: Envelope,
+    size: u64,
+    filled: u64,
 }
 
 /// What an unexpected message's engine location names: room in the store
@@ -604,6 +626,7 @@ where
                 handle,
                 envelope,
                 size,
+                ..
             } => {
                 self.filling = self.filling.saturating_sub(1);
                 OnEnd::Completed {
@@ -817,6 +840,7 @@ where
             handle: clear.handle,
             envelope: clear.envelope,
             size: clear.size,
+            at: 0,
         })
     }
 
@@ -1015,6 +1039,16 @@ where
     /// rank stay.
     pub fn abort(&mut self, conn: &mut Inbound, mut failed: impl FnMut(Failed)) {
         let current = conn.reasm.current().map(|(h, _)| h);
+        // A receive filled piece by piece, between pieces: nothing else
+        // names it any more.
+        if let (Some(p), None) = (conn.piecewise.take(), &conn.dest) {
+            self.filling = self.filling.saturating_sub(1);
+            failed(Failed {
+                handle: p.handle,
+                envelope: p.envelope,
+                len: p.size,
+            });
+        }
         if let Some(dest) = conn.dest.take() {
             let (envelope, len) = match (&dest, current) {
                 (Dest::Data { envelope, size, .. }, _) => (*envelope, *size),
@@ -1167,6 +1201,8 @@ pub struct Inbound {
     /// A header not yet decided; `true` once it stalled.
     undecided: Option<bool>,
     dest: Option<Dest>,
+    /// Rendezvous data that came in pieces so far, with more to come.
+    piecewise: Option<Piecewise>,
     failure: Option<Failure>,
     /// Whether [`Kind::Put`] is carried (see [`Inbound::with_windows`]).
     windows: bool,
@@ -1219,6 +1255,7 @@ impl Inbound {
             control: None,
             undecided: None,
             dest: None,
+            piecewise: None,
             failure: None,
             windows: false,
             stats: InboundStats {
@@ -1265,7 +1302,7 @@ impl Inbound {
     /// Whether the stream is between messages with nothing pending, so the
     /// peer may close here cleanly.
     pub const fn at_boundary(&self) -> bool {
-        self.reasm.at_boundary() && self.undecided.is_none()
+        self.reasm.at_boundary() && self.undecided.is_none() && self.piecewise.is_none()
     }
 
     /// Eager bytes the peer sent that this end still holds (zero without
@@ -1345,7 +1382,7 @@ impl Inbound {
             return match (&self.dest, put) {
                 (Some(dest), _) => Next::Payload {
                     to: dest.place(),
-                    offset,
+                    offset: dest.base().saturating_add(offset),
                     len,
                 },
                 (None, Some((h, _))) => Next::Payload {
@@ -1388,7 +1425,7 @@ impl Inbound {
                     self.undecided = Some(false);
                 }
                 (Kind::Rts, Role::Messages(_) | Role::Uncredited | Role::Combined(_))
-                | (Kind::Data, Role::Control | Role::Combined(_)) => {
+                | (Kind::Data | Kind::DataPart, Role::Control | Role::Combined(_)) => {
                     self.undecided = Some(false);
                 }
                 (Kind::Cts, Role::Control | Role::Combined(_)) => {
@@ -1412,6 +1449,64 @@ impl Inbound {
             }
         }
         Ok(step.consumed)
+    }
+
+    /// Where a piece of rendezvous data goes: the first piece takes the
+    /// waiting receive from `rx`, the ones after a [`Kind::DataPart`]
+    /// continue it, and must name the same token.
+    fn on_piece<S, B, St, W>(
+        &mut self,
+        rx: &mut Receiver<S, B, St, W>,
+        h: &Header,
+    ) -> Result<Dest, Failure>
+    where
+        S: DerefMut<Target = [Slot]>,
+        B: DerefMut<Target = [Bucket]>,
+        St: Store,
+        W: DerefMut<Target = [Waiting]>,
+    {
+        let token = h.token();
+        let Some(p) = self.piecewise else {
+            let dest = rx.on_data(self.rank, token, h.len)?;
+            if let (
+                Kind::DataPart,
+                Dest::Data {
+                    handle,
+                    envelope,
+                    size,
+                    ..
+                },
+            ) = (h.kind, &dest)
+            {
+                self.piecewise = Some(Piecewise {
+                    token,
+                    handle: *handle,
+                    envelope: *envelope,
+                    size: *size,
+                    filled: 0,
+                });
+            }
+            return Ok(dest);
+        };
+        // Another offer's data while this one's pieces are not all here:
+        // the sender broke the protocol.
+        if p.token != token {
+            return Err(Failure::UnknownToken(token));
+        }
+        let end = p.filled.saturating_add(h.len);
+        if end > p.size {
+            return Err(Failure::DataTooLong {
+                len: end,
+                size: p.size,
+            });
+        }
+        rx.stats.data_bytes = rx.stats.data_bytes.saturating_add(h.len);
+        Ok(Dest::Data {
+            handle: p.handle,
+            envelope: p.envelope,
+            size: p.size,
+            at: p.filled,
+        })
     }
 
     /// Asks `rx` what to do with the pending header: where an eager
@@ -1439,7 +1534,7 @@ impl Inbound {
             return Ok(Decision::Go);
         };
         let decided = match h.kind {
-            Kind::Data => rx.on_data(self.rank, h.token(), h.len).map(|dest| {
+            Kind::Data | Kind::DataPart => self.on_piece(rx, &h).map(|dest| {
                 self.dest = Some(dest);
                 Ok(Decision::Go)
             })?,
@@ -1488,6 +1583,16 @@ impl Inbound {
         };
         self.stats.messages = self.stats.messages.saturating_add(1);
         let dest = self.dest.take()?;
+        if h.kind == Kind::DataPart {
+            // More pieces follow: the receive is not complete yet.
+            if let Some(p) = self.piecewise.as_mut() {
+                p.filled = p.filled.saturating_add(h.len);
+            }
+            return None;
+        }
+        if h.kind == Kind::Data {
+            self.piecewise = None;
+        }
         if matches!(dest, Dest::Direct { .. }) {
             // Placed straight into a receive: nothing is held.
             self.give_back(h.len);

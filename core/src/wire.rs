@@ -18,12 +18,12 @@
 //! - The magic `"O2"`, the version and the kind catch a stream that lost
 //!   framing (or a peer that is not o2g) at the first header.
 //! - `kind` says what the message is and which fields mean what
-//!   ([`Kind`]); only [`Kind::Eager`], [`Kind::Data`], [`Kind::Put`] and
-//!   [`Kind::Answer`] carry payload bytes, the others are the header
+//!   ([`Kind`]); only [`Kind::Eager`], [`Kind::Data`], [`Kind::DataPart`],
+//!   [`Kind::Put`] and [`Kind::Answer`] carry payload bytes, the others are the header
 //!   alone, and their `length` is a size or a count. `docs/protocol.md`
 //!   is the protocol they make.
 //! - `reference` names a rendezvous offer of the sender ([`Kind::Rts`],
-//!   [`Kind::Cts`], [`Kind::Data`]) or counts messages ([`Kind::Credit`]);
+//!   [`Kind::Cts`], [`Kind::Data`], [`Kind::DataPart`]) or counts messages ([`Kind::Credit`]);
 //!   it is zero in an eager message.
 //! - The sequence number counts messages per connection and direction,
 //!   starting at 0 and wrapping at 2^32. TCP cannot reorder or lose bytes,
@@ -89,6 +89,13 @@ pub enum Kind {
     /// ([`Header::window_offset`]), answered under `reference`. No
     /// payload.
     Get,
+    /// A piece of a rendezvous payload that more pieces follow: `length`
+    /// bytes for the receive whose token is in tag and context, from offer
+    /// `reference`, going where the last piece ended. The last piece is a
+    /// [`Kind::Data`]. Between pieces the sender may write messages
+    /// without payload and answers, never another offer's data: so a
+    /// clear-to-send does not wait behind a whole large message.
+    DataPart,
 }
 
 /// The operations of a [`Kind::Lock`] request (its tag).
@@ -154,6 +161,7 @@ impl Kind {
             Kind::Lock => 7,
             Kind::Answer => 8,
             Kind::Get => 9,
+            Kind::DataPart => 10,
         }
     }
 
@@ -169,13 +177,17 @@ impl Kind {
             7 => Some(Kind::Lock),
             8 => Some(Kind::Answer),
             9 => Some(Kind::Get),
+            10 => Some(Kind::DataPart),
             _ => None,
         }
     }
 
     /// Whether `length` payload bytes follow the header.
     pub const fn carries_payload(self) -> bool {
-        matches!(self, Kind::Eager | Kind::Data | Kind::Put | Kind::Answer)
+        matches!(
+            self,
+            Kind::Eager | Kind::Data | Kind::DataPart | Kind::Put | Kind::Answer
+        )
     }
 
     /// Whether `length` is the size of an MPI message (checked against the
@@ -183,7 +195,13 @@ impl Kind {
     pub const fn sizes_a_message(self) -> bool {
         matches!(
             self,
-            Kind::Eager | Kind::Rts | Kind::Data | Kind::Put | Kind::Answer | Kind::Get
+            Kind::Eager
+                | Kind::Rts
+                | Kind::Data
+                | Kind::DataPart
+                | Kind::Put
+                | Kind::Answer
+                | Kind::Get
         )
     }
 }
@@ -477,16 +495,20 @@ mod tests {
             Kind::Data,
             Kind::Credit,
             Kind::Put,
+            Kind::DataPart,
         ];
         for kind in kinds {
             let b = Encoder::new().encode_ref(kind, ENV, 7, 3);
             let h = Header::decode(&b).expect("decodes");
             assert_eq!((h.kind, h.len, h.reference), (kind, 7, 3));
-            let payload = matches!(kind, Kind::Eager | Kind::Data | Kind::Put | Kind::Answer);
+            let payload = matches!(
+                kind,
+                Kind::Eager | Kind::Data | Kind::DataPart | Kind::Put | Kind::Answer
+            );
             assert_eq!(h.payload_len(), if payload { 7 } else { 0 }, "{kind:?}");
         }
         assert_eq!(Kind::from_wire(0), None);
-        assert_eq!(Kind::from_wire(10), None);
+        assert_eq!(Kind::from_wire(11), None);
     }
 
     #[test]

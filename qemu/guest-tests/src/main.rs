@@ -60,6 +60,7 @@ const CHECKS: &[Check] = &[
     ("recv-remote", "[FLOOD_BYTES]", remote::remote),
     ("rndv-paths", "", |_| rendezvous::paths()),
     ("rndv-misbehaviour", "", |_| rendezvous::misbehaviour()),
+    ("rndv-pieces", "", |_| rendezvous::pieces()),
     ("rndv-errors", "", |_| rendezvous::errors()),
     ("rndv-teardown", "", |_| rendezvous::teardown()),
     ("credit", "", |_| credit::check()),

@@ -438,6 +438,26 @@ impl Hostile {
         Header::decode(&raw).map_err(|e| format!("the module's {what}: {e}"))
     }
 
+    /// Reads an offer's `len` bytes of data as the module writes them:
+    /// pieces (`DataPart`), the last a `Data`.
+    fn read_pieces(&mut self, len: usize) -> Result<Vec<u8>, String> {
+        let mut got = Vec::with_capacity(len);
+        loop {
+            let f = self.read_header("data")?;
+            if !matches!(f.kind, Kind::Data | Kind::DataPart) || got.len() + f.len as usize > len {
+                return Err(format!("a piece at byte {}: {f:?}", got.len()));
+            }
+            let at = got.len();
+            got.resize(at + f.len as usize, 0);
+            self.ctl
+                .read_exact(&mut got[at..])
+                .map_err(|e| format!("reading data at byte {at}: {e}"))?;
+            if f.kind == Kind::Data {
+                return Ok(got);
+            }
+        }
+    }
+
     /// Clears offer `id` for all its `len` bytes, as a receiver would.
     fn clear(&mut self, id: u32, len: usize) -> CheckResult {
         self.ctl_frame(Kind::Cts, Header::token_envelope(B, 5), len as u64, id)
@@ -591,6 +611,138 @@ pub(crate) fn misbehaviour() -> CheckResult {
     Ok(())
 }
 
+/// Rendezvous data in pieces, both ways, read and written raw by this
+/// test as the peer:
+/// - the module sends a 24 MiB offer as pieces of 1 MiB (`DataPart`, the
+///   last a `Data`), each naming the token and the offer, with the offered
+///   bytes; a clear-to-send the module owes this peer meanwhile goes
+///   between two pieces, not after the whole offer;
+/// - the module fills a receive from pieces with a credit between them,
+///   and completes it once, at the last piece;
+/// - a piece naming another token fails the connection, and the receive
+///   it was filling with it.
+pub(crate) fn pieces() -> CheckResult {
+    const PIECE: usize = 1 << 20;
+    let token_env = |token: u64| Header::token_envelope(B, token);
+    let env = |tag: u32| Envelope {
+        source: B,
+        tag,
+        context: 0,
+    };
+
+    // The module's pieces. This test does not read until it has asked for
+    // a clear-to-send, so the send work waits for room in the middle of
+    // the offer when the request arrives.
+    let mut h = Hostile::new()?;
+    let len = 24 * PIECE;
+    let offered = pattern(11, len);
+    let id = h.ep.offer(&offered, B, 11).map_err(libo2g_error("offer"))?;
+    let token = 0x0042_0000_0007;
+    h.ctl_frame(Kind::Cts, token_env(token), len as u64, id)?;
+    h.ep.post(vec![0u8; 100], sel(12), 12)
+        .map_err(|p| p.error.to_string())?;
+    h.msg
+        .write_all(&h.msg_enc.encode_ref(Kind::Rts, env(12), 100, 5))
+        .map_err(|e| e.to_string())?;
+    let mut got = Vec::with_capacity(len);
+    let mut pieces = 0;
+    let mut cts_after = None;
+    loop {
+        let f = h.read_header("data or Cts")?;
+        if f.kind == Kind::Cts {
+            if f.len != 100 || f.reference != 5 || cts_after.is_some() {
+                return Err(format!("the module's Cts among the pieces: {f:?}"));
+            }
+            cts_after = Some(got.len());
+            continue;
+        }
+        let last = f.kind == Kind::Data;
+        let want = if last { len - got.len() } else { PIECE };
+        if !matches!(f.kind, Kind::Data | Kind::DataPart)
+            || f.token() != token
+            || f.reference != id
+            || f.len != want as u64
+        {
+            return Err(format!("piece {pieces} at byte {}: {f:?}", got.len()));
+        }
+        let at = got.len();
+        got.resize(at + want, 0);
+        h.ctl
+            .read_exact(&mut got[at..])
+            .map_err(|e| format!("reading piece {pieces}: {e}"))?;
+        pieces += 1;
+        if last {
+            break;
+        }
+    }
+    if got != offered {
+        return Err("the pieces differ from the offer".into());
+    }
+    match cts_after {
+        Some(at) if at < len => println!(
+            "a {} MiB offer went as {pieces} pieces; the Cts asked meanwhile went after {} MiB",
+            len >> 20,
+            at >> 20
+        ),
+        _ => {
+            return Err(format!(
+                "the Cts the module owed did not come between the pieces of a {len}-byte offer"
+            ))
+        }
+    }
+    let s = next_sent(&mut h.ep)?;
+    if s.user_data != 11 || s.len != len as u64 || s.status.is_err() {
+        return Err(format!("the offer's record: {s:?}"));
+    }
+    drop(h);
+
+    // A receive filled from pieces, with a credit between two of them.
+    let mut h = Hostile::new()?;
+    h.ep.post(vec![0u8; 3000], sel(13), 13)
+        .map_err(|p| p.error.to_string())?;
+    h.msg
+        .write_all(&h.msg_enc.encode_ref(Kind::Rts, env(13), 3000, 6))
+        .map_err(|e| e.to_string())?;
+    let cts = h.read_header("Cts")?;
+    let data = pattern(13, 3000);
+    h.ctl_frame(Kind::DataPart, token_env(cts.token()), 1000, 6)?;
+    h.ctl.write_all(&data[..1000]).map_err(|e| e.to_string())?;
+    h.ctl_frame(Kind::Credit, token_env(0), 0, 1)?;
+    h.ctl_frame(Kind::DataPart, token_env(cts.token()), 1500, 6)?;
+    h.ctl
+        .write_all(&data[1000..2500])
+        .map_err(|e| e.to_string())?;
+    h.ctl_frame(Kind::Data, token_env(cts.token()), 500, 6)?;
+    h.ctl.write_all(&data[2500..]).map_err(|e| e.to_string())?;
+    let c = next_completion(&mut h.ep)?;
+    if c.status.is_err() || c.len != 3000 || c.buf[..c.written] != data[..] {
+        return Err(format!(
+            "a receive filled from pieces: {:?} len {} written {}",
+            c.status, c.len, c.written
+        ));
+    }
+    drop(h);
+
+    // A piece for another receive, in the middle of one.
+    let mut h = Hostile::new()?;
+    h.ep.post(vec![0u8; 3000], sel(14), 14)
+        .map_err(|p| p.error.to_string())?;
+    h.msg
+        .write_all(&h.msg_enc.encode_ref(Kind::Rts, env(14), 3000, 7))
+        .map_err(|e| e.to_string())?;
+    let cts = h.read_header("Cts")?;
+    h.ctl_frame(Kind::DataPart, token_env(cts.token()), 1000, 7)?;
+    h.ctl.write_all(&data[..1000]).map_err(|e| e.to_string())?;
+    h.ctl_frame(Kind::Data, token_env(cts.token() ^ 1), 2000, 7)?;
+    h.failed("a piece naming another token", 1)?;
+    let c = next_completion(&mut h.ep)?;
+    if c.status != Err(RecvError::ConnectionFailed) {
+        return Err(format!("a receive whose pieces broke off: {:?}", c.status));
+    }
+    println!("rendezvous data goes and comes in pieces, with headers between them");
+    Ok(())
+}
+
 /// OFFER and REGISTER refuse bad arguments with the documented errors,
 /// and an unprivileged caller's offers count against its `RLIMIT_MEMLOCK`.
 pub(crate) fn errors() -> CheckResult {
@@ -693,11 +845,7 @@ fn resumes() -> CheckResult {
     h.clear(id, big.len())?;
     // The module sends until the socket buffers are full, then waits.
     std::thread::sleep(Duration::from_secs(1));
-    h.read_header("Data")?;
-    let mut got = vec![0u8; big.len()];
-    h.ctl
-        .read_exact(&mut got)
-        .map_err(|e| format!("reading 32 MiB of data: {e}"))?;
+    let got = h.read_pieces(big.len())?;
     if got != big {
         return Err("the resumed data differs from the offer".into());
     }
