@@ -2,7 +2,8 @@
 //! `osu_bw` and `osu_bibw`: rank 0 starts a window of nonblocking sends of
 //! one size, rank 1 a window of nonblocking receives; both wait for all,
 //! and rank 1 answers each window with an empty message. With
-//! `--bidirectional` both ranks send and receive a window at once.
+//! `--bidirectional` both ranks send and receive a window at once; with
+//! `--sends-first` too, rank 1 posts its sends before its receives.
 //!
 //! ```text
 //! O2G_TRANSPORT=o2g o2grun -n 2 o2g-bandwidth --max 16M
@@ -49,6 +50,10 @@ struct Args {
     /// Both ranks send and receive a window at once (`osu_bibw`).
     #[arg(long)]
     bidirectional: bool,
+    /// With `--bidirectional`, rank 1 posts its sends before its receives,
+    /// as one side of a shift exchange does (rank 0 receives first).
+    #[arg(long, requires = "bidirectional")]
+    sends_first: bool,
 }
 
 /// Messages per window and windows per repetition at `size`.
@@ -114,14 +119,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 let sends = rank == 0 || args.bidirectional;
                 // In a scope, so the transport sends from `send` and
                 // receives into `recv` directly, as a C program's would.
+                let sends_first = args.sends_first && rank == 1;
                 mpi::scope::scope(|s| -> mpi::Result<()> {
                     let mut requests = Vec::with_capacity(2 * window);
+                    if sends && sends_first {
+                        for _ in 0..window {
+                            requests.push(world.isend_scoped(s, &send[..size], peer, 1)?);
+                        }
+                    }
                     if receives {
                         for chunk in recv[..window * size].chunks_mut(size.max(1)) {
                             requests.push(world.irecv_scoped(s, chunk, peer, 1)?);
                         }
                     }
-                    if sends {
+                    if sends && !sends_first {
                         for _ in 0..window {
                             requests.push(world.isend_scoped(s, &send[..size], peer, 1)?);
                         }
