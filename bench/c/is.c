@@ -130,7 +130,13 @@ static void generate(struct is *s)
     }
 }
 
-static void rank_keys(struct is *s, int it)
+/* One ranking iteration. Page-aligned, and shorter than a page, so that
+ * its loops over every key never straddle a page boundary: under QEMU's
+ * TCG a jump to another page costs a hash lookup, and where the compiler
+ * happens to put the function would change every library's figures
+ * (docs/results.md, "The Rust IS's speed depends on where its code
+ * lands"). bench/c/build.sh checks both. */
+__attribute__((aligned(4096))) static void rank_keys(struct is *s, int it)
 {
     const int nb = s->buckets;
 
