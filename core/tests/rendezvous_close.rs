@@ -8,74 +8,13 @@
 //! control connection with `UnknownToken`, and a receive failed with the
 //! control connection its peer closed first.
 
+mod common;
+
+use common::receiver::{decide, machine, waiting_receive, Machine, LIMITS, PEER};
 use o2g_core::proto::credit::Window;
-use o2g_core::proto::dump::Record;
-use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
-use o2g_core::proto::matching::{Bucket, Engine, Slot};
-use o2g_core::proto::receive::{
-    Decision, Failure, Inbound, Next, OnEnd, OnPost, Receiver, Waiting,
-};
-use o2g_core::proto::sender_rings::{SenderRing, SenderRings};
-use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
-
-type Machine =
-    Receiver<Vec<Slot>, Vec<Bucket>, SenderRings<Vec<SenderRing<Vec<Record>>>>, Vec<Waiting>>;
-
-const PEER: u32 = 1;
-const LIMITS: Limits = Limits { max_payload: 1024 };
-
-fn machine() -> Machine {
-    let engine = Engine::new(
-        vec![Slot::EMPTY; 4],
-        vec![Slot::EMPTY; 4],
-        vec![Bucket::EMPTY; 4],
-        7,
-    )
-    .unwrap();
-    // Two ranks, each a ring of 1 KiB for 4 messages.
-    let rings = (0..2)
-        .map(|_| SenderRing::new(vec![Record::EMPTY; 4], 1024))
-        .collect();
-    let store = SenderRings::new(rings, 1024);
-    let mut rx = Receiver::new(engine, store, vec![Waiting::EMPTY; 4], 4);
-    rx.add_conn();
-    rx.add_conn();
-    rx
-}
-
-/// Feeds `bytes` to `conn` up to the first decision, decides it, and
-/// returns the decision.
-fn decide(rx: &mut Machine, conn: &mut Inbound, bytes: &[u8]) -> Decision {
-    let mut pos = 0;
-    loop {
-        match conn.next(bytes.len() - pos) {
-            Next::Header { max } => pos += conn.feed_header(&bytes[pos..pos + max]).unwrap(),
-            Next::Decide => return conn.decide(rx).unwrap(),
-            other => panic!("{other:?} before a decision"),
-        }
-    }
-}
-
-/// A receive for `PEER`'s zero-length message, matched by its request to
-/// send on the messages connection: the token its data will name.
-fn waiting_receive(rx: &mut Machine, msgs: &mut Inbound) -> u64 {
-    let sel = Selector {
-        source: SourceSel::Rank(PEER),
-        tag: TagSel::Tag(3),
-        context: 0,
-    };
-    assert!(matches!(rx.post(sel, 42), Ok(OnPost::Queued(_))));
-    let env = Envelope {
-        source: PEER,
-        tag: 3,
-        context: 0,
-    };
-    let rts = Encoder::new().encode_ref(Kind::Rts, env, 0, 9);
-    match decide(rx, msgs, &rts) {
-        Decision::Clear(clear) => clear.token,
-        other => panic!("request to send: {other:?}"),
-    }
-}
+use o2g_core::proto::envelope::{Selector, SourceSel, TagSel};
+use o2g_core::proto::receive::{Decision, Failure, Inbound, Next, OnEnd, OnPost};
+use o2g_core::proto::wire::{Encoder, Header, Kind};
 
 fn window() -> Window {
     Window {
@@ -87,10 +26,10 @@ fn window() -> Window {
 
 #[test]
 fn a_closed_messages_connection_leaves_the_data_to_come() {
-    let mut rx = machine();
+    let mut rx = machine(2);
     let mut msgs = Inbound::messages(PEER, LIMITS, window());
     let mut ctl = Inbound::control(PEER, LIMITS);
-    let token = waiting_receive(&mut rx, &mut msgs);
+    let token = waiting_receive(&mut rx, &mut msgs, 42, 0);
     let mut failed = Vec::new();
     rx.fail(&mut msgs, Failure::Closed, true, |f| failed.push(f.handle));
     assert!(
@@ -110,10 +49,10 @@ fn a_closed_messages_connection_leaves_the_data_to_come() {
 
 #[test]
 fn a_failed_control_connection_fails_the_receive() {
-    let mut rx = machine();
+    let mut rx = machine(2);
     let mut msgs = Inbound::messages(PEER, LIMITS, window());
     let mut ctl = Inbound::control(PEER, LIMITS);
-    waiting_receive(&mut rx, &mut msgs);
+    waiting_receive(&mut rx, &mut msgs, 42, 0);
     let mut failed = Vec::new();
     rx.fail(&mut ctl, Failure::Closed, true, |f| failed.push(f.handle));
     assert_eq!(failed, [42]);
@@ -132,7 +71,7 @@ fn posted(rx: &mut Machine) {
 
 #[test]
 fn a_closed_control_connection_leaves_the_messages_to_come() {
-    let mut rx = machine();
+    let mut rx = machine(2);
     let mut msgs = Inbound::messages(PEER, LIMITS, window());
     let mut ctl = Inbound::control(PEER, LIMITS);
     posted(&mut rx);

@@ -4,44 +4,20 @@
 //! piece that names another receive, runs past the message, or a
 //! connection that fails between pieces, fails it.
 
+mod common;
+
+use common::receiver::{machine, waiting_receive, Machine, LIMITS, PEER};
 use o2g_core::proto::credit::Window;
-use o2g_core::proto::dump::Record;
-use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
-use o2g_core::proto::matching::{Bucket, Engine, Slot};
-use o2g_core::proto::receive::{
-    Control, Decision, Failure, Inbound, Next, OnEnd, OnPost, Place, Receiver, Waiting,
-};
-use o2g_core::proto::sender_rings::{SenderRing, SenderRings};
-use o2g_core::proto::wire::{Encoder, Header, Kind, Limits};
+use o2g_core::proto::receive::{Control, Decision, Failure, Inbound, Next, OnEnd, Place};
+use o2g_core::proto::wire::{Encoder, Header, Kind};
 
-type Machine =
-    Receiver<Vec<Slot>, Vec<Bucket>, SenderRings<Vec<SenderRing<Vec<Record>>>>, Vec<Waiting>>;
-
-const PEER: u32 = 1;
 const HANDLE: u64 = 42;
-const LIMITS: Limits = Limits { max_payload: 1024 };
 
-fn machine() -> Machine {
-    let engine = Engine::new(
-        vec![Slot::EMPTY; 4],
-        vec![Slot::EMPTY; 4],
-        vec![Bucket::EMPTY; 4],
-        7,
-    )
-    .unwrap();
-    let rings = (0..2)
-        .map(|_| SenderRing::new(vec![Record::EMPTY; 4], 1024))
-        .collect();
-    let store = SenderRings::new(rings, 1024);
-    let mut rx = Receiver::new(engine, store, vec![Waiting::EMPTY; 4], 4);
-    rx.add_conn();
-    rx.add_conn();
-    rx
-}
-
-/// A receive for `PEER`'s message of `size` bytes, matched by its request
-/// to send: the token its data names.
-fn waiting_receive(rx: &mut Machine, size: u64) -> u64 {
+/// A machine with a receive of `size` bytes that matched its request to
+/// send, and the control connection its data comes on, with the first
+/// piece (`DataPart`, `first` bytes) through it: the token.
+fn after_first_piece(size: u64, first: usize) -> (Machine, Inbound, Encoder, u64) {
+    let mut rx = machine(2);
     let mut msgs = Inbound::messages(
         PEER,
         LIMITS,
@@ -51,22 +27,13 @@ fn waiting_receive(rx: &mut Machine, size: u64) -> u64 {
             largest: 64,
         },
     );
-    let sel = Selector {
-        source: SourceSel::Rank(PEER),
-        tag: TagSel::Tag(3),
-        context: 0,
-    };
-    assert!(matches!(rx.post(sel, HANDLE), Ok(OnPost::Queued(_))));
-    let env = Envelope {
-        source: PEER,
-        tag: 3,
-        context: 0,
-    };
-    let rts = Encoder::new().encode_ref(Kind::Rts, env, size, 9);
-    match header(rx, &mut msgs, &rts) {
-        Ok(Some(Decision::Clear(clear))) => clear.token,
-        other => panic!("request to send: {other:?}"),
-    }
+    let token = waiting_receive(&mut rx, &mut msgs, HANDLE, size);
+    let mut ctl = Inbound::control(PEER, LIMITS);
+    let mut enc = Encoder::new();
+    let head = piece(&mut enc, Kind::DataPart, token, first as u64);
+    assert_eq!(header(&mut rx, &mut ctl, &head), Ok(Some(Decision::Go)));
+    assert_eq!(payload(&mut rx, &mut ctl, first), (0, None));
+    (rx, ctl, enc, token)
 }
 
 /// Feeds one header that needs a decision to `conn` and decides it: the
@@ -105,14 +72,7 @@ fn piece(enc: &mut Encoder, kind: Kind, token: u64, len: u64) -> [u8; 32] {
 
 #[test]
 fn pieces_fill_one_receive_in_order_and_complete_it_once() {
-    let mut rx = machine();
-    let token = waiting_receive(&mut rx, 10);
-    let mut ctl = Inbound::control(PEER, LIMITS);
-    let mut enc = Encoder::new();
-
-    let first = piece(&mut enc, Kind::DataPart, token, 4);
-    assert_eq!(header(&mut rx, &mut ctl, &first), Ok(Some(Decision::Go)));
-    assert_eq!(payload(&mut rx, &mut ctl, 4), (0, None));
+    let (mut rx, mut ctl, mut enc, token) = after_first_piece(10, 4);
     assert!(
         !ctl.at_boundary(),
         "a receive half filled is no place to close"
@@ -148,13 +108,7 @@ fn pieces_fill_one_receive_in_order_and_complete_it_once() {
 
 #[test]
 fn a_piece_for_another_receive_fails_the_connection() {
-    let mut rx = machine();
-    let token = waiting_receive(&mut rx, 10);
-    let mut ctl = Inbound::control(PEER, LIMITS);
-    let mut enc = Encoder::new();
-    let first = piece(&mut enc, Kind::DataPart, token, 4);
-    assert_eq!(header(&mut rx, &mut ctl, &first), Ok(Some(Decision::Go)));
-    assert_eq!(payload(&mut rx, &mut ctl, 4), (0, None));
+    let (mut rx, mut ctl, mut enc, token) = after_first_piece(10, 4);
     let other = piece(&mut enc, Kind::Data, token ^ 1, 6);
     assert_eq!(
         header(&mut rx, &mut ctl, &other),
@@ -164,13 +118,7 @@ fn a_piece_for_another_receive_fails_the_connection() {
 
 #[test]
 fn pieces_past_the_message_fail_the_connection() {
-    let mut rx = machine();
-    let token = waiting_receive(&mut rx, 10);
-    let mut ctl = Inbound::control(PEER, LIMITS);
-    let mut enc = Encoder::new();
-    let first = piece(&mut enc, Kind::DataPart, token, 8);
-    assert_eq!(header(&mut rx, &mut ctl, &first), Ok(Some(Decision::Go)));
-    assert_eq!(payload(&mut rx, &mut ctl, 8), (0, None));
+    let (mut rx, mut ctl, mut enc, token) = after_first_piece(10, 8);
     let last = piece(&mut enc, Kind::Data, token, 3);
     assert_eq!(
         header(&mut rx, &mut ctl, &last),
@@ -180,13 +128,7 @@ fn pieces_past_the_message_fail_the_connection() {
 
 #[test]
 fn a_connection_failing_between_pieces_fails_the_receive_once() {
-    let mut rx = machine();
-    let token = waiting_receive(&mut rx, 10);
-    let mut ctl = Inbound::control(PEER, LIMITS);
-    let mut enc = Encoder::new();
-    let first = piece(&mut enc, Kind::DataPart, token, 4);
-    assert_eq!(header(&mut rx, &mut ctl, &first), Ok(Some(Decision::Go)));
-    assert_eq!(payload(&mut rx, &mut ctl, 4), (0, None));
+    let (mut rx, mut ctl, _, _) = after_first_piece(10, 4);
     let mut failed = Vec::new();
     rx.fail(&mut ctl, Failure::Closed, true, |f| {
         failed.push((f.handle, f.len))
@@ -196,13 +138,7 @@ fn a_connection_failing_between_pieces_fails_the_receive_once() {
 
 #[test]
 fn a_connection_failing_inside_a_piece_fails_the_receive_once() {
-    let mut rx = machine();
-    let token = waiting_receive(&mut rx, 10);
-    let mut ctl = Inbound::control(PEER, LIMITS);
-    let mut enc = Encoder::new();
-    let first = piece(&mut enc, Kind::DataPart, token, 4);
-    assert_eq!(header(&mut rx, &mut ctl, &first), Ok(Some(Decision::Go)));
-    assert_eq!(payload(&mut rx, &mut ctl, 4), (0, None));
+    let (mut rx, mut ctl, mut enc, token) = after_first_piece(10, 4);
     let second = piece(&mut enc, Kind::Data, token, 6);
     assert_eq!(header(&mut rx, &mut ctl, &second), Ok(Some(Decision::Go)));
     let mut failed = Vec::new();

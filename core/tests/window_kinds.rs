@@ -5,42 +5,19 @@
 //! fails; every other connection refuses them, and the stream goes on
 //! after each as after any message.
 
+mod common;
+
+use common::receiver::{machine, Machine, LIMITS, PEER};
 use o2g_core::proto::credit::Window;
-use o2g_core::proto::dump::Record;
 use o2g_core::proto::envelope::{Envelope, Selector, SourceSel, TagSel};
-use o2g_core::proto::matching::{Bucket, Engine, Slot};
-use o2g_core::proto::receive::{Failure, Inbound, Next, OnEnd, OnPost, Place, Receiver, Waiting};
-use o2g_core::proto::sender_rings::{SenderRing, SenderRings};
-use o2g_core::proto::wire::{lock_op, Encoder, Kind, Limits, LockAnswer};
+use o2g_core::proto::receive::{Failure, Inbound, Next, OnEnd, OnPost, Place};
+use o2g_core::proto::wire::{lock_op, Encoder, Kind, LockAnswer};
 
-type Machine =
-    Receiver<Vec<Slot>, Vec<Bucket>, SenderRings<Vec<SenderRing<Vec<Record>>>>, Vec<Waiting>>;
-
-const PEER: u32 = 1;
-const LIMITS: Limits = Limits { max_payload: 1024 };
 const WINDOW: Window = Window {
     bytes: 64,
     msgs: 1,
     largest: 64,
 };
-
-fn machine() -> Machine {
-    let engine = Engine::new(
-        vec![Slot::EMPTY; 4],
-        vec![Slot::EMPTY; 4],
-        vec![Bucket::EMPTY; 4],
-        7,
-    )
-    .unwrap();
-    // Two ranks, each a ring of 1 KiB for 4 messages.
-    let rings = (0..2)
-        .map(|_| SenderRing::new(vec![Record::EMPTY; 4], 1024))
-        .collect();
-    let store = SenderRings::new(rings, 1024);
-    let mut rx = Receiver::new(engine, store, vec![Waiting::EMPTY; 4], 4);
-    rx.add_conn();
-    rx
-}
 
 /// A put of `len` bytes at `offset` of window `context`.
 fn put(enc: &mut Encoder, context: u32, offset: u32, len: u64) -> Vec<u8> {
@@ -84,7 +61,7 @@ fn run(rx: &mut Machine, conn: &mut Inbound, bytes: &[u8]) -> Result<(Pieces, us
 
 #[test]
 fn a_put_goes_to_its_window_in_pieces_and_spends_no_credit() {
-    let mut rx = machine();
+    let mut rx = machine(1);
     let mut conn = Inbound::messages(PEER, LIMITS, WINDOW).with_windows();
     let mut enc = Encoder::new();
     // Longer than the whole eager window: a put is not eager data.
@@ -126,7 +103,7 @@ fn a_put_goes_to_its_window_in_pieces_and_spends_no_credit() {
 
 #[test]
 fn an_eager_message_after_a_put_is_matched_as_usual() {
-    let mut rx = machine();
+    let mut rx = machine(1);
     let mut conn = Inbound::uncredited(PEER, LIMITS).with_windows();
     let mut enc = Encoder::new();
     let mut s = put(&mut enc, 2, 8, 4);
@@ -156,7 +133,7 @@ fn a_connection_without_windows_refuses_a_put() {
         Inbound::combined(PEER, LIMITS, WINDOW).with_windows(),
     ];
     for mut conn in refusing {
-        let mut rx = machine();
+        let mut rx = machine(1);
         assert_eq!(
             run(&mut rx, &mut conn, &s).map(|_| ()),
             Err(Failure::Unsupported(Kind::Put))
@@ -166,7 +143,7 @@ fn a_connection_without_windows_refuses_a_put() {
 
 #[test]
 fn a_put_longer_than_the_limit_is_a_protocol_error() {
-    let mut rx = machine();
+    let mut rx = machine(1);
     let mut conn = Inbound::messages(PEER, LIMITS, WINDOW).with_windows();
     let s = put(&mut Encoder::new(), 1, 0, LIMITS.max_payload + 1);
     assert!(matches!(
@@ -187,7 +164,7 @@ fn request(enc: &mut Encoder, context: u32, op: u32, tag: u32) -> Vec<u8> {
 
 #[test]
 fn a_lock_request_passes_to_the_reader_between_puts() {
-    let mut rx = machine();
+    let mut rx = machine(1);
     let mut conn = Inbound::messages(PEER, LIMITS, WINDOW).with_windows();
     let mut enc = Encoder::new();
     let mut s = request(&mut enc, 3, lock_op::EXCLUSIVE, 90);
@@ -220,7 +197,7 @@ fn a_lock_request_passes_to_the_reader_between_puts() {
 
 #[test]
 fn an_answer_fills_the_receive_posted_for_it() {
-    let mut rx = machine();
+    let mut rx = machine(1);
     let sel = Selector {
         source: SourceSel::Rank(PEER),
         tag: TagSel::Tag(90),
@@ -248,7 +225,7 @@ fn an_answer_fills_the_receive_posted_for_it() {
 
 #[test]
 fn an_answer_nobody_asked_for_fails_its_connection() {
-    let mut rx = machine();
+    let mut rx = machine(1);
     let mut conn = Inbound::control(PEER, LIMITS);
     let env = Envelope {
         source: PEER,
@@ -283,7 +260,7 @@ fn window_kinds_on_the_wrong_connection_fail_it() {
         ),
     ];
     for (mut conn, kind) in cases {
-        let mut rx = machine();
+        let mut rx = machine(1);
         let env = Envelope {
             source: PEER,
             tag: 1,

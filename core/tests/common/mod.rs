@@ -1,7 +1,9 @@
 //! Test support shared by the integration tests (and the matching fuzz
-//! target): a reference model of MPI matching. Each test binary uses a
-//! different part of it.
+//! target): a reference model of MPI matching, and ([`receiver`]) a small
+//! receive machine. Each test binary uses a different part of it.
 #![allow(dead_code)]
+
+pub(crate) mod receiver;
 
 use o2g_core::proto::envelope::{Envelope, Selector};
 
