@@ -431,37 +431,49 @@ impl ConnTx {
 /// Context: process context (the endpoint's send work), may sleep; the
 /// caller holds the list of control connections, sorted by rank.
 pub(crate) fn send_pass(rx: &Arc<EndpointRx>, controls: &[Arc<Conn>]) {
-    // Only while some connection waits for room: an endpoint with many
-    // idle connections does not visit them all for every message.
-    if rx.any_blocked() {
-        for conn in controls {
-            let mut tx = conn.tx().lock();
-            if conn.has_failed() {
-                tx.abandon(rx);
-            } else if tx.partial.is_some() {
-                advance(rx, conn, &mut tx);
-            }
+    visit_waiting(rx, controls, |conn, tx| {
+        if tx.partial.is_some() {
+            advance(rx, conn, tx);
         }
-    }
+    });
     // Clear-to-send and credit start before any data: the peer's data
     // waits for them, and each is one header.
     start_queued(rx, controls, false);
     // Data stopped between two pieces for them goes on before new data.
-    if rx.any_blocked() {
-        for conn in controls {
-            let mut tx = conn.tx().lock();
-            if conn.has_failed() {
-                tx.abandon(rx);
-            } else if tx.partial.is_none() {
-                if let Some(p) = tx.suspended.take() {
-                    tx.partial = Some(p);
-                    advance(rx, conn, &mut tx);
-                }
+    visit_waiting(rx, controls, |conn, tx| {
+        if tx.partial.is_none() {
+            if let Some(p) = tx.suspended.take() {
+                tx.partial = Some(p);
+                advance(rx, conn, tx);
             }
         }
-    }
+    });
     let self_rank = start_queued(rx, controls, true);
     send_answers(rx, controls, self_rank);
+}
+
+/// Calls `go` on every control connection that has not failed, ending
+/// what a failed one holds; only while some connection waits (for room,
+/// or between two pieces), so that an endpoint with many idle connections
+/// does not visit them all for every message.
+///
+/// Context: as [`send_pass`].
+fn visit_waiting(
+    rx: &Arc<EndpointRx>,
+    controls: &[Arc<Conn>],
+    mut go: impl FnMut(&Conn, &mut ConnTx),
+) {
+    if !rx.any_blocked() {
+        return;
+    }
+    for conn in controls {
+        let mut tx = conn.tx().lock();
+        if conn.has_failed() {
+            tx.abandon(rx);
+        } else {
+            go(conn, &mut tx);
+        }
+    }
 }
 
 /// Starts every queued message of one kind (`data`: offers' data, or else
