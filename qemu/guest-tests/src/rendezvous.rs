@@ -438,6 +438,24 @@ impl Hostile {
         Header::decode(&raw).map_err(|e| format!("the module's {what}: {e}"))
     }
 
+    /// Posts a receive of `len` bytes for `tag`, writes the request to
+    /// send a message of `len` bytes under offer `offer`, and reads the
+    /// module's clear-to-send.
+    fn request(&mut self, tag: u32, len: usize, offer: u32) -> Result<Header, String> {
+        self.ep
+            .post(vec![0u8; len], sel(tag), u64::from(tag))
+            .map_err(|p| p.error.to_string())?;
+        let env = Envelope {
+            source: B,
+            tag,
+            context: 0,
+        };
+        self.msg
+            .write_all(&self.msg_enc.encode_ref(Kind::Rts, env, len as u64, offer))
+            .map_err(|e| e.to_string())?;
+        self.read_header("Cts")
+    }
+
     /// Reads an offer's `len` bytes of data as the module writes them:
     /// pieces (`DataPart`), the last a `Data`.
     fn read_pieces(&mut self, len: usize) -> Result<Vec<u8>, String> {
@@ -590,13 +608,7 @@ pub(crate) fn misbehaviour() -> CheckResult {
     // The peer's control connection closes while a receive waits for its
     // data: the receive fails instead of waiting.
     let mut h = Hostile::new()?;
-    h.ep.post(vec![0u8; 100], sel(4), 4)
-        .map_err(|p| p.error.to_string())?;
-    let env4 = Envelope { tag: 4, ..env };
-    h.msg
-        .write_all(&h.msg_enc.encode_ref(Kind::Rts, env4, 100, 1))
-        .map_err(|e| e.to_string())?;
-    h.read_header("Cts")?;
+    h.request(4, 100, 1)?;
     h.ctl
         .shutdown(std::net::Shutdown::Both)
         .map_err(|e| e.to_string())?;
@@ -698,12 +710,7 @@ pub(crate) fn pieces() -> CheckResult {
 
     // A receive filled from pieces, with a credit between two of them.
     let mut h = Hostile::new()?;
-    h.ep.post(vec![0u8; 3000], sel(13), 13)
-        .map_err(|p| p.error.to_string())?;
-    h.msg
-        .write_all(&h.msg_enc.encode_ref(Kind::Rts, env(13), 3000, 6))
-        .map_err(|e| e.to_string())?;
-    let cts = h.read_header("Cts")?;
+    let cts = h.request(13, 3000, 6)?;
     let data = pattern(13, 3000);
     h.ctl_frame(Kind::DataPart, token_env(cts.token()), 1000, 6)?;
     h.ctl.write_all(&data[..1000]).map_err(|e| e.to_string())?;
@@ -725,12 +732,7 @@ pub(crate) fn pieces() -> CheckResult {
 
     // A piece for another receive, in the middle of one.
     let mut h = Hostile::new()?;
-    h.ep.post(vec![0u8; 3000], sel(14), 14)
-        .map_err(|p| p.error.to_string())?;
-    h.msg
-        .write_all(&h.msg_enc.encode_ref(Kind::Rts, env(14), 3000, 7))
-        .map_err(|e| e.to_string())?;
-    let cts = h.read_header("Cts")?;
+    let cts = h.request(14, 3000, 7)?;
     h.ctl_frame(Kind::DataPart, token_env(cts.token()), 1000, 7)?;
     h.ctl.write_all(&data[..1000]).map_err(|e| e.to_string())?;
     h.ctl_frame(Kind::Data, token_env(cts.token() ^ 1), 2000, 7)?;
