@@ -74,13 +74,25 @@ use crate::sock::{self, Callbacks, TcpSocket};
 use crate::tx::ConnTx;
 use crate::work_queue;
 
-/// Which of a pair's two connections this is (see `abi::O2G_REGISTER_CONTROL`).
+/// Which of a pair's connections this is (see `abi::O2G_REGISTER_CONTROL`
+/// and `abi::O2G_REGISTER_CONTROL_IN`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Role {
     /// The process writes `Eager` and `Rts` messages; the module reads.
     Messages,
-    /// The modules write and read clear-to-send, data and credit.
+    /// The modules write and read clear-to-send, data and credit; with a
+    /// `ControlIn` beside it, this module writes it and the peer's reads.
     Control,
+    /// The peer's module writes its clear-to-send, data and credit; this
+    /// module only reads it.
+    ControlIn,
+}
+
+impl Role {
+    /// Whether the connection carries the modules' control traffic.
+    pub(crate) fn is_control(self) -> bool {
+        matches!(self, Role::Control | Role::ControlIn)
+    }
 }
 
 /// A TCP socket attached to an endpoint as the connection to one peer rank.
@@ -114,6 +126,10 @@ pub(crate) struct Conn {
     /// Whether the socket's receive processing is steered to the
     /// process's CPU (`flow_steering.rs`).
     steering: Steering,
+    /// Of a `ControlIn`, the `Control` connection this module writes to the
+    /// same rank. Failing either direction fails both: a clear-to-send
+    /// must not go out for data that can no longer arrive.
+    outgoing: Option<Arc<Conn>>,
 }
 
 impl_has_work! {
@@ -125,7 +141,8 @@ impl Conn {
     /// messages of up to `max_message` bytes, and reads what is already
     /// queued on it. `local_rank` is this process's rank, the source of
     /// what the module writes on a control connection. A messages
-    /// connection of an endpoint with credit grants its peer `window`.
+    /// connection of an endpoint with credit grants its peer `window`. A
+    /// `ControlIn` names its rank's `Control` connection in `outgoing`.
     ///
     /// Errors: `ENOTCONN` (not established), `EBUSY` (already claimed),
     /// `ENOMEM`.
@@ -140,6 +157,7 @@ impl Conn {
         rx: Arc<EndpointRx>,
         max_message: u64,
         window: Option<Window>,
+        outgoing: Option<Arc<Conn>>,
     ) -> Result<Arc<Conn>> {
         let reader = ConnReader::new(rank, role, max_message, window);
         let conn = Arc::pin_init(
@@ -155,6 +173,7 @@ impl Conn {
                 steering: Steering::new(),
                 work <- new_work!("o2g_conn_read"),
                 tx <- new_mutex!(ConnTx::new(local_rank), "o2g_conn_tx"),
+                outgoing,
             }),
             GFP_KERNEL_ACCOUNT,
         )?;
@@ -234,7 +253,7 @@ impl Conn {
         // A plain socket again: RFS learns its reader from `recvmsg`.
         self.end_steering();
         let mut reader = self.reader.lock();
-        if self.role == Role::Control {
+        if self.role.is_control() {
             // Nothing more comes or goes on it: offers to its rank and
             // receives waiting for its data end now.
             reader.fail(self, crate::proto::receive::Failure::Closed);
@@ -287,9 +306,13 @@ impl Conn {
         self.rx.schedule_send();
     }
 
-    /// Records the failure; called under the rx lock.
+    /// Records the failure, and of a `ControlIn` its outgoing twin's;
+    /// called under the rx lock.
     pub(crate) fn mark_failed(&self) {
         self.failed.store(true, Ordering::Relaxed);
+        if let Some(out) = &self.outgoing {
+            out.failed.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Stops counting this connection as live; returns whether it was

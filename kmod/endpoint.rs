@@ -180,7 +180,8 @@ impl MiscDevice for Endpoint {
                     features: abi::feature::NOTICES
                         | abi::feature::RENDEZVOUS
                         | abi::feature::CREDIT
-                        | abi::feature::WINDOWS,
+                        | abi::feature::WINDOWS
+                        | abi::feature::CONTROL_IN,
                 },
             ),
             abi::O2G_IOC_REGISTER_SOCKET => me.register(input(arg)?).map(|()| 0),
@@ -238,11 +239,13 @@ impl Endpoint {
     /// Attaches the caller's connected TCP socket `reg.fd` as the connection
     /// to `reg.rank`.
     ///
-    /// With `O2G_REGISTER_CONTROL` it is the pair's control connection;
-    /// with `O2G_REGISTER_SELF`, the connection of this process to itself.
+    /// With `O2G_REGISTER_CONTROL` it is the pair's control connection,
+    /// with `O2G_REGISTER_CONTROL_IN` the one the peer's module writes; with
+    /// `O2G_REGISTER_SELF`, the connection of this process to itself.
     ///
-    /// Errors: `EINVAL` (unknown flags, `local_rank` without the control
-    /// flag, a rank out of range), `EBADF`, `ENOTSOCK`, `EPROTOTYPE` (not
+    /// Errors: `EINVAL` (unknown flags, `local_rank` without a control
+    /// flag, a rank out of range, `O2G_REGISTER_CONTROL_IN` before that
+    /// rank's control connection), `EBADF`, `ENOTSOCK`, `EPROTOTYPE` (not
     /// TCP), `ENOTCONN`, `EBUSY` (socket already claimed, here or
     /// elsewhere), `EEXIST` (that connection of the rank is registered
     /// already), `ENOSPC` (endpoint full), `EBADFD` (before INIT).
@@ -251,6 +254,9 @@ impl Endpoint {
             0 if reg.local_rank == 0 => (Role::Messages, false),
             abi::O2G_REGISTER_CONTROL if reg.local_rank < abi::O2G_MAX_RANK => {
                 (Role::Control, false)
+            }
+            abi::O2G_REGISTER_CONTROL_IN if reg.local_rank < abi::O2G_MAX_RANK => {
+                (Role::ControlIn, false)
             }
             abi::O2G_REGISTER_SELF if reg.local_rank == reg.rank => (Role::Messages, true),
             _ => return Err(EINVAL),
@@ -270,6 +276,16 @@ impl Endpoint {
         if inner.conns.len() >= MAX_SOCKETS {
             return Err(ENOSPC);
         }
+        // The other direction's control traffic needs this one's writer.
+        let outgoing = match role {
+            Role::ControlIn => {
+                let out = inner
+                    .position(reg.rank, Role::Control)
+                    .map_err(|_| EINVAL)?;
+                Some(inner.conns[out].clone())
+            }
+            _ => None,
+        };
         inner.conns.reserve(1, GFP_KERNEL_ACCOUNT)?;
         let mut controls = self.rx.controls();
         // `inner` has no control connection to this rank, so neither has
@@ -308,6 +324,7 @@ impl Endpoint {
             self.rx.clone(),
             max_message,
             window,
+            outgoing,
         ) {
             Ok(conn) => conn,
             Err(e) => {
@@ -351,14 +368,14 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Detaches the connections to `rank` (both, if it has a control
-    /// connection); their sockets work as plain sockets again. Errors:
+    /// Detaches the connections to `rank` (its control connections too);
+    /// their sockets work as plain sockets again. Errors:
     /// `ENOENT` if no such rank is registered.
     fn unregister(&self, rank: u32) -> Result {
         let mut gone = KVec::new();
         {
             let mut inner = self.inner.lock();
-            for role in [Role::Control, Role::Messages] {
+            for role in [Role::ControlIn, Role::Control, Role::Messages] {
                 if let Ok(idx) = inner.position(rank, role) {
                     gone.push(inner.conns.remove(idx)?, GFP_KERNEL)?;
                 }
@@ -478,7 +495,7 @@ impl Endpoint {
     /// Context: process context; takes `inner`.
     fn steer_to_caller(&self, rank: u32) {
         let inner = self.inner.lock();
-        for role in [Role::Messages, Role::Control] {
+        for role in [Role::Messages, Role::Control, Role::ControlIn] {
             if let Ok(i) = inner.position(rank, role) {
                 inner.conns[i].steer_here();
             }
@@ -519,6 +536,7 @@ impl Endpoint {
             } else {
                 Role::Control
             };
+            // A failed `ControlIn` fails its `Control` too (`Conn::mark_failed`).
             inner
                 .position(a.rank, role)
                 .ok()

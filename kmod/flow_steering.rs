@@ -54,7 +54,7 @@ pub(crate) fn rfs_enabled() -> bool {
 pub(crate) fn ends_steering(role: Role, kind: Kind, len: u64) -> bool {
     match role {
         Role::Messages => matches!(kind, Kind::Eager | Kind::Rts) && len < STEER_MIN,
-        Role::Control => !matches!(kind, Kind::Data | Kind::DataPart),
+        Role::Control | Role::ControlIn => !matches!(kind, Kind::Data | Kind::DataPart),
     }
 }
 

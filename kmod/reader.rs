@@ -125,7 +125,7 @@ impl ConnReader {
         let (inbound, credited) = match (role, window) {
             (Role::Messages, Some(w)) => (Inbound::messages(rank, limits, w).with_windows(), true),
             (Role::Messages, None) => (Inbound::uncredited(rank, limits).with_windows(), false),
-            (Role::Control, _) => (Inbound::control(rank, limits), false),
+            (Role::Control | Role::ControlIn, _) => (Inbound::control(rank, limits), false),
         };
         Self {
             inbound,
@@ -667,7 +667,7 @@ impl ConnReader {
             let was_live = conn.leave_live();
             // Offers go out on the control connection, or, to oneself,
             // through the connection to oneself.
-            if conn.role() == Role::Control || st.self_rank == Some(rank) {
+            if conn.role().is_control() || st.self_rank == Some(rank) {
                 st.fail_offers(shared, rank, status);
             }
             let DataPath { rx, book, .. } = st;
@@ -677,7 +677,7 @@ impl ConnReader {
             Ok(())
         });
         conn.rx().notify();
-        if conn.role() == Role::Control {
+        if conn.role().is_control() {
             // A message the send work left half-written on this connection
             // waits for `sk_write_space`, which a dead connection never
             // calls: the work's next pass ends it, and its offer or receive

@@ -23,7 +23,7 @@ pub const O2G_IOC_TYPE: u32 = 0xBB;
 /// Major ABI version: bumped on any incompatible change.
 pub const O2G_ABI_MAJOR: u16 = 4;
 /// Minor ABI version: bumped when opcodes or fields are added compatibly.
-pub const O2G_ABI_MINOR: u16 = 0;
+pub const O2G_ABI_MINOR: u16 = 1;
 
 /// `_IOC_NONE`: the ioctl moves no data.
 pub const IOC_NONE: u32 = 0;
@@ -73,6 +73,9 @@ pub mod feature {
     /// Memory windows: [`super::O2G_IOC_WIN_REGISTER`] and its siblings
     /// exist, and messages connections carry puts (ABI 3.1).
     pub const WINDOWS: u64 = 8;
+    /// REGISTER takes [`super::O2G_REGISTER_CONTROL_IN`]: a pair's control
+    /// traffic may have a connection per direction (ABI 4.1).
+    pub const CONTROL_IN: u64 = 16;
 }
 
 /// Reads the module's ABI version into a [`VersionInfo`].
@@ -91,11 +94,12 @@ pub struct SocketRegistration {
     pub fd: i32,
     /// The peer rank this socket leads to, below [`O2G_MAX_RANK`].
     pub rank: u32,
-    /// [`O2G_REGISTER_CONTROL`], [`O2G_REGISTER_SELF`] or zero.
+    /// [`O2G_REGISTER_CONTROL`], [`O2G_REGISTER_CONTROL_IN`],
+    /// [`O2G_REGISTER_SELF`] or zero.
     pub flags: u32,
-    /// With [`O2G_REGISTER_CONTROL`]: this process's own rank, the source
-    /// of the headers the module writes; with [`O2G_REGISTER_SELF`],
-    /// `rank` again; otherwise must be zero.
+    /// With [`O2G_REGISTER_CONTROL`] or [`O2G_REGISTER_CONTROL_IN`]: this
+    /// process's own rank, the source of the headers the module writes;
+    /// with [`O2G_REGISTER_SELF`], `rank` again; otherwise must be zero.
     pub local_rank: u32,
 }
 
@@ -108,6 +112,18 @@ pub struct SocketRegistration {
 /// process must not write a control socket; bytes it writes there break
 /// the peer's framing, and the peer fails the connection.
 pub const O2G_REGISTER_CONTROL: u32 = 1;
+
+/// [`SocketRegistration::flags`]: the socket carries the peer's control
+/// traffic only (feature [`feature::CONTROL_IN`]). Registered after the
+/// rank's [`O2G_REGISTER_CONTROL`] socket (else `EINVAL`), it splits the
+/// pair's control traffic by direction: this module writes the control
+/// socket and never writes this one, and the peer's module does the
+/// opposite. Why: on one host the receiving socket's work runs in the
+/// sender's system call under that socket's lock, so two modules writing
+/// both ends of one connection wait on each other. A failure of either
+/// socket fails both directions (offers to the rank and receives waiting
+/// for its data end with `ECONNRESET`). The process must not write it.
+pub const O2G_REGISTER_CONTROL_IN: u32 = 4;
 
 /// [`SocketRegistration::flags`]: the socket is the messages connection of
 /// this process to itself (`rank == local_rank`; the process writes the

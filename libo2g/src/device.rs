@@ -101,6 +101,23 @@ impl Device {
             .map_err(|e| Error::io("register control socket", e))
     }
 
+    /// Attaches a connected TCP socket as the control connection that peer
+    /// `rank`'s module writes, after that rank's [`Device::register_control`]
+    /// (see [`abi::O2G_REGISTER_CONTROL_IN`]); `local_rank` is this
+    /// process's rank. The process must not write to it afterwards. Errors
+    /// as [`Device::register_socket`], and `EINVAL` before the rank's
+    /// control connection.
+    pub fn register_control_in(&self, sock: &impl AsFd, rank: u32, local_rank: u32) -> Result<()> {
+        let reg = abi::SocketRegistration {
+            fd: sock.as_fd().as_raw_fd(),
+            rank,
+            flags: abi::O2G_REGISTER_CONTROL_IN,
+            local_rank,
+        };
+        raw::register_socket(self.fd.as_fd(), &reg)
+            .map_err(|e| Error::io("register incoming control socket", e))
+    }
+
     /// Attaches a connected TCP socket as this process's connection to
     /// itself, rank `rank` (see [`abi::O2G_REGISTER_SELF`]): the process
     /// writes the other end. Errors as [`Device::register_socket`], and

@@ -101,6 +101,12 @@ impl Endpoint {
         self.device.register_control(sock, rank, local_rank)
     }
 
+    /// Attaches a connected TCP socket as the control connection peer
+    /// `rank`'s module writes; see [`Device::register_control_in`].
+    pub fn register_control_in(&self, sock: &impl AsFd, rank: u32, local_rank: u32) -> Result<()> {
+        self.device.register_control_in(sock, rank, local_rank)
+    }
+
     /// Attaches a connected TCP socket as this process's connection to
     /// itself; see [`Device::register_self`].
     pub fn register_self(&self, sock: &impl AsFd, rank: u32) -> Result<()> {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use libo2g::{abi, raw, Device};
 
+mod control_in;
 mod credit;
 mod flow_steering;
 mod harness;
@@ -61,6 +62,7 @@ const CHECKS: &[Check] = &[
     ("rndv-paths", "", |_| rendezvous::paths()),
     ("rndv-misbehaviour", "", |_| rendezvous::misbehaviour()),
     ("rndv-pieces", "", |_| rendezvous::pieces()),
+    ("rndv-control-in", "", |_| control_in::control_in()),
     ("rndv-errors", "", |_| rendezvous::errors()),
     ("rndv-teardown", "", |_| rendezvous::teardown()),
     ("credit", "", |_| credit::check()),

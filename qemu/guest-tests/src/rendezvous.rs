@@ -84,7 +84,7 @@ impl Pair {
 }
 
 /// Waits (bounded) for B's next `SENT` record.
-fn next_sent(ep: &mut Endpoint) -> Result<Sent, String> {
+pub(crate) fn next_sent(ep: &mut Endpoint) -> Result<Sent, String> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         match ep.reap().map_err(libo2g_error("reap"))? {
@@ -102,7 +102,7 @@ fn next_sent(ep: &mut Endpoint) -> Result<Sent, String> {
 }
 
 /// Checks one received message against what was sent.
-fn check(
+pub(crate) fn check(
     c: &libo2g::Completed,
     tag: u32,
     data: &[u8],
@@ -394,17 +394,31 @@ pub(crate) fn wait_until(
 
 /// An endpoint of rank 0 whose peer (rank 1) is this test, writing raw
 /// frames on both connections.
-struct Hostile {
-    ep: Endpoint,
-    msg: TcpStream,
-    ctl: TcpStream,
+pub(crate) struct Hostile {
+    pub(crate) ep: Endpoint,
+    pub(crate) msg: TcpStream,
+    /// Where this test reads what the module writes on its control
+    /// connection (and, with one control connection, writes its own).
+    pub(crate) ctl: TcpStream,
+    /// With a control connection per direction, where this test writes
+    /// what the module reads (its `O2G_REGISTER_CONTROL_IN` socket).
+    pub(crate) ctl_in: Option<TcpStream>,
     msg_enc: Encoder,
     ctl_enc: Encoder,
     _keep: Vec<TcpStream>,
 }
 
 impl Hostile {
-    fn new() -> Result<Self, String> {
+    pub(crate) fn new() -> Result<Self, String> {
+        Self::with_controls(false)
+    }
+
+    /// With a control connection per direction.
+    pub(crate) fn per_direction() -> Result<Self, String> {
+        Self::with_controls(true)
+    }
+
+    fn with_controls(per_direction: bool) -> Result<Self, String> {
         let ep = endpoint(EndpointConfig::default())?;
         let (ours_msg, msg) = tcp_pair()?;
         let (ours_ctl, ctl) = tcp_pair()?;
@@ -414,23 +428,45 @@ impl Hostile {
             .map_err(libo2g_error("register control"))?;
         ctl.set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(|e| e.to_string())?;
+        let mut keep = vec![ours_msg, ours_ctl];
+        let ctl_in = if per_direction {
+            let (ours_in, theirs) = tcp_pair()?;
+            ep.register_control_in(&ours_in, B, A)
+                .map_err(libo2g_error("register incoming control"))?;
+            keep.push(ours_in);
+            Some(theirs)
+        } else {
+            None
+        };
         Ok(Self {
             ep,
             msg,
             ctl,
+            ctl_in,
             msg_enc: Encoder::new(),
             ctl_enc: Encoder::new(),
-            _keep: vec![ours_msg, ours_ctl],
+            _keep: keep,
         })
     }
 
-    fn ctl_frame(&mut self, kind: Kind, env: Envelope, len: u64, reference: u32) -> CheckResult {
+    /// Where this test writes the module's incoming control traffic.
+    pub(crate) fn ctl_writer(&mut self) -> &mut TcpStream {
+        self.ctl_in.as_mut().unwrap_or(&mut self.ctl)
+    }
+
+    pub(crate) fn ctl_frame(
+        &mut self,
+        kind: Kind,
+        env: Envelope,
+        len: u64,
+        reference: u32,
+    ) -> CheckResult {
         let h = self.ctl_enc.encode_ref(kind, env, len, reference);
-        self.ctl.write_all(&h).map_err(|e| e.to_string())
+        self.ctl_writer().write_all(&h).map_err(|e| e.to_string())
     }
 
     /// Reads the next header the module wrote on the control connection.
-    fn read_header(&mut self, what: &str) -> Result<Header, String> {
+    pub(crate) fn read_header(&mut self, what: &str) -> Result<Header, String> {
         let mut raw = [0u8; HEADER_LEN];
         self.ctl
             .read_exact(&mut raw)
@@ -441,7 +477,7 @@ impl Hostile {
     /// Posts a receive of `len` bytes for `tag`, writes the request to
     /// send a message of `len` bytes under offer `offer`, and reads the
     /// module's clear-to-send.
-    fn request(&mut self, tag: u32, len: usize, offer: u32) -> Result<Header, String> {
+    pub(crate) fn request(&mut self, tag: u32, len: usize, offer: u32) -> Result<Header, String> {
         self.ep
             .post(vec![0u8; len], sel(tag), u64::from(tag))
             .map_err(|p| p.error.to_string())?;
@@ -458,7 +494,7 @@ impl Hostile {
 
     /// Reads an offer's `len` bytes of data as the module writes them:
     /// pieces (`DataPart`), the last a `Data`.
-    fn read_pieces(&mut self, len: usize) -> Result<Vec<u8>, String> {
+    pub(crate) fn read_pieces(&mut self, len: usize) -> Result<Vec<u8>, String> {
         let mut got = Vec::with_capacity(len);
         loop {
             let f = self.read_header("data")?;
@@ -477,13 +513,13 @@ impl Hostile {
     }
 
     /// Clears offer `id` for all its `len` bytes, as a receiver would.
-    fn clear(&mut self, id: u32, len: usize) -> CheckResult {
+    pub(crate) fn clear(&mut self, id: u32, len: usize) -> CheckResult {
         self.ctl_frame(Kind::Cts, Header::token_envelope(B, 5), len as u64, id)
     }
 
     /// Waits for the endpoint to count `n` failed connections, all of
     /// them protocol errors.
-    fn failed(&self, what: &str, n: u32) -> CheckResult {
+    pub(crate) fn failed(&self, what: &str, n: u32) -> CheckResult {
         wait_until(&self.ep, what, |s| {
             s.failed_sockets == n && s.protocol_errors == u64::from(n)
         })
@@ -859,7 +895,7 @@ fn resumes() -> CheckResult {
 }
 
 /// Issues `op` on `ep`'s device with `arg`; the errno if it failed.
-fn raw_ioctl<T>(ep: &Endpoint, op: u32, arg: &mut T) -> Option<i32> {
+pub(crate) fn raw_ioctl<T>(ep: &Endpoint, op: u32, arg: &mut T) -> Option<i32> {
     // SAFETY: Each caller passes the argument struct that `op` reads and
     // writes, valid for the call.
     let rc = unsafe { libc::ioctl(ep.as_fd().as_raw_fd(), op as _, std::ptr::from_mut(arg)) };
