@@ -15,7 +15,8 @@
 //! `o2g-back-secret`, so that each direction of such a pair has its own
 //! ([`one_way_on_this_host`]); and the control connections its kernel
 //! modules write (no connection to itself), under `o2g-ctl-addr-<rank>`
-//! and `o2g-ctl-secret`.
+//! and `o2g-ctl-secret`, with a second one to each peer on this host under
+//! `o2g-ctl-back-addr-<rank>` and `o2g-ctl-back-secret`.
 //!
 //! # The hello and the job secret
 //!
@@ -402,10 +403,12 @@ pub(crate) fn connect_round(
 }
 
 /// Gives each pair of ranks on this host a connection per direction, for
-/// the `o2g` transport: a second round of connections to those peers, and
-/// each link of `links` becomes the connection the peer writes (read here,
-/// by the module) and the one this process writes. Of a pair, the higher
-/// rank writes the first round's connection, the lower one the second's.
+/// the `o2g` transport: a second round of connections to those peers
+/// (under PMI keys of `round`), and each link of `links` becomes the
+/// connection the peer writes (read here, by the module) and the one this
+/// end writes. Of a pair, the higher rank writes the first round's
+/// connection, the lower one the second's. Used for the messages
+/// connections and for the modules' control connections alike.
 ///
 /// Why: on loopback the receiver's whole work runs in the sender's
 /// `writev` (TCP's softirq), the module's reader included, under the
@@ -417,9 +420,10 @@ pub(crate) fn one_way_on_this_host(
     links: &mut [Option<Link>],
     config: &Config,
     pmi: &mut impl Kvs,
+    round: &str,
 ) -> Result<()> {
     let me = pmi.rank();
-    let back = connect_round(config, pmi, false, "back-", Pairs::OnThisHost)?;
+    let back = connect_round(config, pmi, false, round, Pairs::OnThisHost)?;
     for (peer, back) in back.into_iter().enumerate() {
         let Some((second, _)) = back else {
             continue;
@@ -859,7 +863,7 @@ mod tests {
                         size: SIZE,
                     };
                     let mut links = connect_all(&cfg, &mut me, true).expect("connect");
-                    one_way_on_this_host(&mut links, &cfg, &mut me).expect("second round");
+                    one_way_on_this_host(&mut links, &cfg, &mut me, "back-").expect("second round");
                     for (peer, link) in links.iter_mut().enumerate() {
                         let (read, write) = link.as_mut().expect("a link to every rank");
                         let write = write.as_mut().expect("a separate writer");

@@ -110,8 +110,9 @@ impl O2g {
 /// What TCP says broke the peer's connections (`SO_ERROR`, which the
 /// module leaves to the process), if it says anything.
 fn socket_error(p: &Peer) -> Option<std::io::Error> {
-    [Some(&p.registered), p.writer.as_ref(), p.control.as_ref()]
+    [Some(&p.registered), p.writer.as_ref()]
         .into_iter()
         .flatten()
+        .chain(p.controls())
         .find_map(|s| s.take_error().ok().flatten())
 }

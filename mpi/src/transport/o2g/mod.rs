@@ -39,7 +39,8 @@
 //!   `O2G_RNDV_THRESHOLD`, or one without credit, is offered to the module
 //!   (`O2G_IOC_OFFER`) and only its request to send is written; the
 //!   receiver's module asks for the data on the pair's control
-//!   connection, which only the modules write, and this process's module
+//!   connection, which only the modules write (on one host, one per
+//!   direction: `control_per_direction`), and this process's module
 //!   sends it from the offered pages, without this process (see
 //!   `docs/protocol.md`); to itself, the module copies the offer into the
 //!   receive. An announced request is taken by posting the receive with
@@ -117,8 +118,12 @@ struct Peer {
     /// (`bootstrap::one_way_on_this_host`).
     writer: Option<TcpStream>,
     /// The control connection, which only the modules write (none for
-    /// oneself); kept open while registered.
+    /// oneself); kept open while registered. To a peer on this host, the
+    /// one this process's module writes.
     control: Option<TcpStream>,
+    /// To a peer on this host, the control connection its module writes
+    /// (`control_per_direction`).
+    control_in: Option<TcpStream>,
     outbox: Outbox,
     dead: Option<String>,
 }
@@ -192,11 +197,25 @@ impl O2g {
         let mut peers = Vec::with_capacity(links.len());
         let mut controls = controls.into_iter();
         for (rank, link) in links.into_iter().enumerate() {
-            let control = controls.next().flatten().map(|(s, _)| s);
+            // With a connection per direction, the one this end writes
+            // comes second, and is registered first.
+            let (control, control_in) = match controls.next().flatten() {
+                Some((read, Some(write))) => (Some(write), Some(read)),
+                Some((both, None)) => (Some(both), None),
+                None => (None, None),
+            };
             if let Some(c) = &control {
                 ep.register_control(c, rank as u32, me).map_err(|e| {
                     lib_err(&format!("registering the control socket of rank {rank}"), e)
                 })?;
+                if let Some(c) = &control_in {
+                    ep.register_control_in(c, rank as u32, me).map_err(|e| {
+                        lib_err(
+                            &format!("registering the incoming control socket of rank {rank}"),
+                            e,
+                        )
+                    })?;
+                }
             } else if rank as u32 != me {
                 return Err(Error::Config(format!(
                     "rank {me}: no control connection to rank {rank}"
@@ -218,6 +237,7 @@ impl O2g {
                 registered,
                 writer,
                 control,
+                control_in,
                 outbox: Outbox::new(),
                 dead: None,
             });
@@ -271,6 +291,21 @@ impl Peer {
     fn wstream(&mut self) -> &mut TcpStream {
         self.writer.as_mut().unwrap_or(&mut self.registered)
     }
+
+    /// The control connections to this peer: one, or one per direction.
+    fn controls(&self) -> impl Iterator<Item = &TcpStream> {
+        self.control.iter().chain(self.control_in.iter())
+    }
+}
+
+/// Whether the modules of two ranks on this host split their control
+/// traffic by direction (`abi::O2G_REGISTER_CONTROL_IN`): on loopback the
+/// receiving socket's work runs in the sender's `sendmsg` under that
+/// socket's lock, so two modules writing both ends of one connection at
+/// once wait on each other. Both ends decide alike: they load one module.
+pub(crate) fn control_per_direction(ep: &Endpoint) -> bool {
+    ep.version()
+        .is_ok_and(|v| v.features & abi::feature::CONTROL_IN != 0)
 }
 
 impl Drop for O2g {
@@ -285,14 +320,16 @@ impl Drop for O2g {
     /// until the peer does the same, for at most [`CLOSE_WAIT`].
     fn drop(&mut self) {
         for (rank, p) in self.peers.iter().enumerate() {
-            if let Some(c) = &p.control {
+            if p.control.is_some() {
                 let _ = self.ep.unregister_socket(rank as u32);
+            }
+            for c in p.controls() {
                 let _ = c.shutdown(Shutdown::Write);
             }
         }
         let deadline = Instant::now() + CLOSE_WAIT;
         let mut scratch = [0u8; 4096];
-        for c in self.peers.iter_mut().filter_map(|p| p.control.as_mut()) {
+        for mut c in self.peers.iter().flat_map(Peer::controls) {
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() || c.set_read_timeout(Some(left)).is_err() {
