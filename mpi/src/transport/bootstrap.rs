@@ -279,6 +279,9 @@ pub(crate) enum Pairs {
     /// both a loopback one): those on this host, as both ends of a pair
     /// see alike from the same published addresses.
     OnThisHost,
+    /// None: the process takes part in the round (its PMI barrier), and
+    /// connects to nobody.
+    Nobody,
 }
 
 /// Whether ranks that published `a` and `b` share a host for [`Pairs`].
@@ -335,7 +338,11 @@ pub(crate) fn connect_round(
     // The addresses this process needs: those it connects to, and for
     // `OnThisHost` every peer's, to know who connects to it. (Each is a
     // PMI request; a full round needs only the lower ranks'.)
-    let needed = |p: u32| pairs == Pairs::OnThisHost || p < me || (p == me && with_self);
+    let needed = |p: u32| match pairs {
+        Pairs::All => p < me || (p == me && with_self),
+        Pairs::OnThisHost => true,
+        Pairs::Nobody => false,
+    };
     let mut addrs = vec![None; size as usize];
     for peer in (0..size).filter(|&p| needed(p)) {
         let text = pmi.get(&format!("o2g-{round}addr-{peer}"))?;
@@ -347,6 +354,7 @@ pub(crate) fn connect_round(
     let reached = |peer: u32| match pairs {
         Pairs::All => true,
         Pairs::OnThisHost => addrs[peer as usize].is_some_and(|(a, _)| same_host(a, addr)),
+        Pairs::Nobody => false,
     };
     for peer in (0..me)
         .filter(|&p| reached(p))
@@ -410,6 +418,11 @@ pub(crate) fn connect_round(
 /// connection, the lower one the second's. Used for the messages
 /// connections and for the modules' control connections alike.
 ///
+/// With `pairs` [`Pairs::Nobody`] the process takes part in the round
+/// and changes nothing, so that a rank that wants no second connections
+/// cannot leave the others waiting at the round's barrier (ranks on one
+/// host decide alike).
+///
 /// Why: on loopback the receiver's whole work runs in the sender's
 /// `writev` (TCP's softirq), the module's reader included, under the
 /// receiving socket's lock. Over one connection a rank that answers or
@@ -421,9 +434,10 @@ pub(crate) fn one_way_on_this_host(
     config: &Config,
     pmi: &mut impl Kvs,
     round: &str,
+    pairs: Pairs,
 ) -> Result<()> {
     let me = pmi.rank();
-    let back = connect_round(config, pmi, false, round, Pairs::OnThisHost)?;
+    let back = connect_round(config, pmi, false, round, pairs)?;
     for (peer, back) in back.into_iter().enumerate() {
         let Some((second, _)) = back else {
             continue;
@@ -863,7 +877,8 @@ mod tests {
                         size: SIZE,
                     };
                     let mut links = connect_all(&cfg, &mut me, true).expect("connect");
-                    one_way_on_this_host(&mut links, &cfg, &mut me, "back-").expect("second round");
+                    one_way_on_this_host(&mut links, &cfg, &mut me, "back-", Pairs::OnThisHost)
+                        .expect("second round");
                     for (peer, link) in links.iter_mut().enumerate() {
                         let (read, write) = link.as_mut().expect("a link to every rank");
                         let write = write.as_mut().expect("a separate writer");
@@ -884,6 +899,44 @@ mod tests {
                         read.read_exact(&mut b).expect("read");
                         assert_eq!(u32::from(b[0]), peer as u32, "rank {rank} read");
                     }
+                })
+            })
+            .collect();
+        for r in ranks {
+            r.join().expect("a rank failed");
+        }
+    }
+
+    /// A round that connects nobody still completes in every rank (its
+    /// barrier), leaves the links as they were, and lets the next round
+    /// run.
+    #[test]
+    fn a_round_for_nobody_completes_and_changes_nothing() {
+        const SIZE: u32 = 3;
+        let job = Job::new(SIZE as usize);
+        let ranks: Vec<_> = (0..SIZE)
+            .map(|rank| {
+                let job = job.clone();
+                thread::spawn(move || {
+                    let cfg = config(Some(SECRET));
+                    let mut me = Member {
+                        job,
+                        rank,
+                        size: SIZE,
+                    };
+                    let mut links = connect_round(&cfg, &mut me, false, "ctl-", Pairs::All)
+                        .expect("first round");
+                    one_way_on_this_host(&mut links, &cfg, &mut me, "ctl-back-", Pairs::Nobody)
+                        .expect("a round for nobody");
+                    for (peer, link) in links.iter().enumerate() {
+                        match link {
+                            None => assert_eq!(peer as u32, rank, "rank {rank}: no link to {peer}"),
+                            Some((_, writer)) => assert!(writer.is_none(), "rank {rank}: a writer"),
+                        }
+                    }
+                    one_way_on_this_host(&mut links, &cfg, &mut me, "back-", Pairs::OnThisHost)
+                        .expect("the next round");
+                    assert!(links.iter().flatten().all(|(_, w)| w.is_some()));
                 })
             })
             .collect();

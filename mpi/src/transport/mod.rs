@@ -396,12 +396,17 @@ pub(crate) fn open(config: &Config, pmi: &mut Pmi) -> Result<Box<dyn Transport>>
             let (ep, eager_limit) =
                 o2g::open_endpoint(config, size + config.idle_connections as u32)?;
             let mut conns = bootstrap::connect_all(config, pmi, true)?;
-            bootstrap::one_way_on_this_host(&mut conns, config, pmi, "back-")?;
+            let on_this_host = bootstrap::Pairs::OnThisHost;
+            bootstrap::one_way_on_this_host(&mut conns, config, pmi, "back-", on_this_host)?;
             let mut controls =
                 bootstrap::connect_round(config, pmi, false, "ctl-", bootstrap::Pairs::All)?;
-            if o2g::control_per_direction(&ep) {
-                bootstrap::one_way_on_this_host(&mut controls, config, pmi, "ctl-back-")?;
-            }
+            // Every rank takes part; ranks on one host load one module.
+            let pairs = if o2g::control_per_direction(&ep) {
+                on_this_host
+            } else {
+                bootstrap::Pairs::Nobody
+            };
+            bootstrap::one_way_on_this_host(&mut controls, config, pmi, "ctl-back-", pairs)?;
             let idle = bootstrap::idle_pairs(config.idle_connections, config)?;
             Ok(Box::new(o2g::O2g::new(
                 rank,
