@@ -864,41 +864,48 @@ mod tests {
     /// a rank's two sockets to a peer are not the same connection.
     #[test]
     fn peers_on_this_host_get_a_connection_per_direction() {
+        on_three_ranks(|rank, cfg, mut me| {
+            let mut links = connect_all(&cfg, &mut me, true).expect("connect");
+            one_way_on_this_host(&mut links, &cfg, &mut me, "back-", Pairs::OnThisHost)
+                .expect("second round");
+            for (peer, link) in links.iter_mut().enumerate() {
+                let (read, write) = link.as_mut().expect("a link to every rank");
+                let write = write.as_mut().expect("a separate writer");
+                assert_ne!(read.local_addr().unwrap(), write.local_addr().unwrap());
+                // To itself: the two ends of one connection.
+                if peer as u32 != rank {
+                    write.write_all(&[rank as u8]).expect("write");
+                }
+            }
+            me.barrier().expect("barrier");
+            for (peer, link) in links.iter_mut().enumerate() {
+                if peer as u32 == rank {
+                    continue;
+                }
+                let (read, _) = link.as_mut().expect("link");
+                read.set_read_timeout(Some(PATIENCE)).expect("timeout");
+                let mut b = [0u8; 1];
+                read.read_exact(&mut b).expect("read");
+                assert_eq!(u32::from(b[0]), peer as u32, "rank {rank} read");
+            }
+        });
+    }
+
+    /// Runs `rank` on three ranks of one job (threads, on loopback), each
+    /// with its rank, configuration and PMI member; panics if one did.
+    fn on_three_ranks(rank: impl Fn(u32, Config, Member) + Clone + Send + 'static) {
         const SIZE: u32 = 3;
         let job = Job::new(SIZE as usize);
         let ranks: Vec<_> = (0..SIZE)
-            .map(|rank| {
-                let job = job.clone();
+            .map(|r| {
+                let (job, run) = (job.clone(), rank.clone());
                 thread::spawn(move || {
-                    let cfg = config(Some(SECRET));
-                    let mut me = Member {
+                    let me = Member {
                         job,
-                        rank,
+                        rank: r,
                         size: SIZE,
                     };
-                    let mut links = connect_all(&cfg, &mut me, true).expect("connect");
-                    one_way_on_this_host(&mut links, &cfg, &mut me, "back-", Pairs::OnThisHost)
-                        .expect("second round");
-                    for (peer, link) in links.iter_mut().enumerate() {
-                        let (read, write) = link.as_mut().expect("a link to every rank");
-                        let write = write.as_mut().expect("a separate writer");
-                        assert_ne!(read.local_addr().unwrap(), write.local_addr().unwrap());
-                        // To itself: the two ends of one connection.
-                        if peer as u32 != rank {
-                            write.write_all(&[rank as u8]).expect("write");
-                        }
-                    }
-                    me.barrier().expect("barrier");
-                    for (peer, link) in links.iter_mut().enumerate() {
-                        if peer as u32 == rank {
-                            continue;
-                        }
-                        let (read, _) = link.as_mut().expect("link");
-                        read.set_read_timeout(Some(PATIENCE)).expect("timeout");
-                        let mut b = [0u8; 1];
-                        read.read_exact(&mut b).expect("read");
-                        assert_eq!(u32::from(b[0]), peer as u32, "rank {rank} read");
-                    }
+                    run(r, config(Some(SECRET)), me)
                 })
             })
             .collect();
@@ -912,37 +919,21 @@ mod tests {
     /// run.
     #[test]
     fn a_round_for_nobody_completes_and_changes_nothing() {
-        const SIZE: u32 = 3;
-        let job = Job::new(SIZE as usize);
-        let ranks: Vec<_> = (0..SIZE)
-            .map(|rank| {
-                let job = job.clone();
-                thread::spawn(move || {
-                    let cfg = config(Some(SECRET));
-                    let mut me = Member {
-                        job,
-                        rank,
-                        size: SIZE,
-                    };
-                    let mut links = connect_round(&cfg, &mut me, false, "ctl-", Pairs::All)
-                        .expect("first round");
-                    one_way_on_this_host(&mut links, &cfg, &mut me, "ctl-back-", Pairs::Nobody)
-                        .expect("a round for nobody");
-                    for (peer, link) in links.iter().enumerate() {
-                        match link {
-                            None => assert_eq!(peer as u32, rank, "rank {rank}: no link to {peer}"),
-                            Some((_, writer)) => assert!(writer.is_none(), "rank {rank}: a writer"),
-                        }
-                    }
-                    one_way_on_this_host(&mut links, &cfg, &mut me, "back-", Pairs::OnThisHost)
-                        .expect("the next round");
-                    assert!(links.iter().flatten().all(|(_, w)| w.is_some()));
-                })
-            })
-            .collect();
-        for r in ranks {
-            r.join().expect("a rank failed");
-        }
+        on_three_ranks(|rank, cfg, mut me| {
+            let mut links =
+                connect_round(&cfg, &mut me, false, "ctl-", Pairs::All).expect("first round");
+            one_way_on_this_host(&mut links, &cfg, &mut me, "ctl-back-", Pairs::Nobody)
+                .expect("a round for nobody");
+            for (peer, link) in links.iter().enumerate() {
+                match link {
+                    None => assert_eq!(peer as u32, rank, "rank {rank}: no link to {peer}"),
+                    Some((_, writer)) => assert!(writer.is_none(), "rank {rank}: a writer"),
+                }
+            }
+            one_way_on_this_host(&mut links, &cfg, &mut me, "back-", Pairs::OnThisHost)
+                .expect("the next round");
+            assert!(links.iter().flatten().all(|(_, w)| w.is_some()));
+        });
     }
 
     #[test]
