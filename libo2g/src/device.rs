@@ -78,12 +78,7 @@ impl Device {
     /// user such as kTLS, KCM or sockmap), `EEXIST` (rank taken), `EINVAL`
     /// (rank out of range), `ENOSPC` (too many sockets).
     pub fn register_socket(&self, sock: &impl AsFd, rank: u32) -> Result<()> {
-        let reg = abi::SocketRegistration {
-            fd: sock.as_fd().as_raw_fd(),
-            rank,
-            ..Default::default()
-        };
-        raw::register_socket(self.fd.as_fd(), &reg).map_err(|e| Error::io("register socket", e))
+        self.register(sock, rank, 0, 0, "register socket")
     }
 
     /// Attaches a connected TCP socket as the control connection to peer
@@ -91,14 +86,13 @@ impl Device {
     /// process's rank. The process must not write to it afterwards. Errors
     /// as [`Device::register_socket`].
     pub fn register_control(&self, sock: &impl AsFd, rank: u32, local_rank: u32) -> Result<()> {
-        let reg = abi::SocketRegistration {
-            fd: sock.as_fd().as_raw_fd(),
+        self.register(
+            sock,
             rank,
-            flags: abi::O2G_REGISTER_CONTROL,
+            abi::O2G_REGISTER_CONTROL,
             local_rank,
-        };
-        raw::register_socket(self.fd.as_fd(), &reg)
-            .map_err(|e| Error::io("register control socket", e))
+            "register control socket",
+        )
     }
 
     /// Attaches a connected TCP socket as the control connection that peer
@@ -108,14 +102,13 @@ impl Device {
     /// as [`Device::register_socket`], and `EINVAL` before the rank's
     /// control connection.
     pub fn register_control_in(&self, sock: &impl AsFd, rank: u32, local_rank: u32) -> Result<()> {
-        let reg = abi::SocketRegistration {
-            fd: sock.as_fd().as_raw_fd(),
+        self.register(
+            sock,
             rank,
-            flags: abi::O2G_REGISTER_CONTROL_IN,
+            abi::O2G_REGISTER_CONTROL_IN,
             local_rank,
-        };
-        raw::register_socket(self.fd.as_fd(), &reg)
-            .map_err(|e| Error::io("register incoming control socket", e))
+            "register incoming control socket",
+        )
     }
 
     /// Attaches a connected TCP socket as this process's connection to
@@ -123,14 +116,32 @@ impl Device {
     /// writes the other end. Errors as [`Device::register_socket`], and
     /// `EEXIST` for a second one.
     pub fn register_self(&self, sock: &impl AsFd, rank: u32) -> Result<()> {
+        self.register(
+            sock,
+            rank,
+            abi::O2G_REGISTER_SELF,
+            rank,
+            "register self socket",
+        )
+    }
+
+    /// `O2G_IOC_REGISTER_SOCKET` for `sock` as rank `rank`'s connection of
+    /// the role `flags` names; `what` names the call in an error.
+    fn register(
+        &self,
+        sock: &impl AsFd,
+        rank: u32,
+        flags: u32,
+        local_rank: u32,
+        what: &'static str,
+    ) -> Result<()> {
         let reg = abi::SocketRegistration {
             fd: sock.as_fd().as_raw_fd(),
             rank,
-            flags: abi::O2G_REGISTER_SELF,
-            local_rank: rank,
+            flags,
+            local_rank,
         };
-        raw::register_socket(self.fd.as_fd(), &reg)
-            .map_err(|e| Error::io("register self socket", e))
+        raw::register_socket(self.fd.as_fd(), &reg).map_err(|e| Error::io(what, e))
     }
 
     /// Detaches the sockets of peer `rank` (its control connection too);

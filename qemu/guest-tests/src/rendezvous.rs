@@ -396,10 +396,10 @@ pub(crate) fn wait_until(
 /// frames on both connections.
 pub(crate) struct Hostile {
     pub(crate) ep: Endpoint,
-    pub(crate) msg: TcpStream,
+    msg: TcpStream,
     /// Where this test reads what the module writes on its control
     /// connection (and, with one control connection, writes its own).
-    pub(crate) ctl: TcpStream,
+    ctl: TcpStream,
     /// With a control connection per direction, where this test writes
     /// what the module reads (its `O2G_REGISTER_CONTROL_IN` socket).
     pub(crate) ctl_in: Option<TcpStream>,
