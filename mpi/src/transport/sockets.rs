@@ -88,7 +88,7 @@ use o2g_core::proto::wire::{Header, Kind, Limits, HEADER_LEN};
 use super::bootstrap::{on_this_host, socket_error_in_words, Link};
 use super::matcher::Matcher;
 use super::outbox::{Out, Outbox, Payload, Sending, Sends};
-use super::spin::{self, SPIN};
+use super::spin;
 use super::zerocopy::ZeroCopy;
 use super::{pool, ReceivesThroughMatcher, SendHalf, SendToken, Transport};
 use crate::config::Config;
@@ -232,8 +232,8 @@ pub(crate) struct Sockets<P: Poller> {
     zerocopy_min: u64,
     sends: Sends,
     ready: Vec<Ready>,
-    /// Whether idle waits ask the poller without waiting for up to
-    /// [`SPIN`] before they sleep in it.
+    /// Whether idle waits ask the poller without waiting for a while
+    /// before they sleep in it, and for how long ([`spin::Spinner`]).
     spin: spin::Spinner,
     /// The other ends of the idle connections, kept open.
     _idle_far_ends: Vec<TcpStream>,
@@ -910,8 +910,14 @@ impl<P: Poller> Sockets<P> {
             }
         }
         let mut res = Ok(false);
-        if timeout != Some(Duration::ZERO) && self.spin.begin() {
-            let limit = timeout.map_or(SPIN, |t| t.min(SPIN));
+        let began = Instant::now();
+        let spin = if timeout == Some(Duration::ZERO) {
+            None
+        } else {
+            self.spin.begin()
+        };
+        if let Some(window) = spin {
+            let limit = timeout.map_or(window, |t| t.min(window));
             res = spin::spin_until(limit, || {
                 self.poller
                     .wait(&interest, Some(Duration::ZERO), &mut ready)
@@ -926,6 +932,9 @@ impl<P: Poller> Sockets<P> {
                 .poller
                 .wait(&interest, timeout, &mut ready)
                 .map(|()| true);
+        }
+        if timeout != Some(Duration::ZERO) && ready.iter().any(|r| r.readable || r.ending) {
+            self.spin.waited(began.elapsed());
         }
         drop(interest);
         res.map_err(|e| Error::io("waiting for sockets", e))?;

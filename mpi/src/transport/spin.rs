@@ -7,10 +7,19 @@ use std::time::{Duration, Instant};
 use super::bootstrap::on_this_host;
 use crate::config::Spin;
 
-/// How long an idle rank looks for work without sleeping: an answer
-/// within it costs no sleep and no wake-up, which take longer than a small
-/// message's whole round trip (on loopback, and in the module's ring).
+/// The shortest spin of an idle rank: an answer within it costs no sleep
+/// and no wake-up, which take longer than a small message's whole round
+/// trip (on loopback, and in the module's ring).
 pub(crate) const SPIN: Duration = Duration::from_micros(100);
+
+/// The longest spin: [`Spinner`] stretches its spins up to this to cover
+/// the waits it sees, where a round trip takes longer than [`SPIN`] (a
+/// slower host, or the partner's system call in the way). Longer spins
+/// cover waits that a sleep adds little to: between the 4 one-vCPU VMs of
+/// the harness's cluster, a 1 ms cap made IS class A 0.88x as fast, while
+/// 300 us changed nothing (`docs/results.md`, "A spin as long as the
+/// waits").
+pub(crate) const SPIN_MAX: Duration = Duration::from_micros(300);
 
 /// Whether idle waits may spin: only when this host has a CPU for each of
 /// the job's `local` ranks on it; otherwise spinning only delays a peer
@@ -44,13 +53,28 @@ const MISSES_BEFORE_PAUSE: u32 = 4;
 /// Waits that then sleep at once, before one spins again to see whether
 /// spinning pays now.
 const PAUSED_WAITS: u32 = 64;
+/// A spin lasts this many times the typical wait it learned.
+const WINDOW_PER_WAIT: u32 = 2;
+/// The typical wait follows each new one by 1/`TYPICAL_WEIGHT`.
+const TYPICAL_WEIGHT: u32 = 8;
 
-/// Whether an idle wait spins first, learned from how the last ones ended.
+/// Whether an idle wait spins first, and for how long, learned from how
+/// the last ones ended.
 ///
-/// A spin pays only when the awaited message arrives within [`SPIN`].
-/// Where a round trip takes longer (between virtual machines on a busy
-/// host, or while the partner computes), a spin only burns the CPU that
-/// the host needs to move the message: an 8 B ping-pong between two
+/// A spin pays only when the awaited message arrives within it. How soon
+/// that is depends on the host: where a small message's round trip takes
+/// longer than a fixed spin, every wait spins in vain, sleeps, and the
+/// wake-up makes the partner's next wait longer still, until both ranks
+/// sleep on every message (an 8 B ping-pong over `sockets-epoll` in a
+/// guest took 470-815 us a round trip that way, against 110-270 with
+/// the spin below). So the spin's length follows
+/// the waits that ended with work: [`WINDOW_PER_WAIT`] times their typical
+/// length (a moving average, each wait counted up to [`SPIN_MAX`]), and
+/// never below [`SPIN`] or above [`SPIN_MAX`].
+///
+/// Where a round trip takes longer than that (between virtual machines on
+/// a busy host, or while the partner computes), a spin only burns the CPU
+/// that the host needs to move the message: an 8 B ping-pong between two
 /// one-vCPU VMs took 261-277 us per half round trip spinning, 230-237 not.
 /// So after [`MISSES_BEFORE_PAUSE`] full spins in a row find nothing, the
 /// next [`PAUSED_WAITS`] waits sleep at once; then one spins again, and a
@@ -62,6 +86,8 @@ pub(crate) struct Spinner {
     misses: u32,
     /// Waits left that sleep without spinning.
     paused: u32,
+    /// The typical wait that ended with work (moving average).
+    typical: Duration,
 }
 
 /// Which waits spin: by `O2G_SPIN` and the host's CPUs.
@@ -79,6 +105,7 @@ impl Spinner {
             mode,
             misses: 0,
             paused: 0,
+            typical: Duration::ZERO,
         }
     }
 
@@ -94,17 +121,23 @@ impl Spinner {
         Self::with(Mode::Adaptive)
     }
 
-    /// Whether the wait starting now spins first; if so, the caller
-    /// spins for at most [`SPIN`] and reports with [`Spinner::ended`].
-    pub(crate) fn begin(&mut self) -> bool {
+    /// How long a full spin lasts now.
+    pub(crate) fn window(&self) -> Duration {
+        (self.typical * WINDOW_PER_WAIT).clamp(SPIN, SPIN_MAX)
+    }
+
+    /// How long the wait starting now spins first (`None`: it sleeps at
+    /// once); the caller spins for at most that long and reports with
+    /// [`Spinner::ended`], and the wait's end with [`Spinner::waited`].
+    pub(crate) fn begin(&mut self) -> Option<Duration> {
         if self.mode == Mode::Never {
-            return false;
+            return None;
         }
         if self.paused > 0 {
             self.paused -= 1;
-            return false;
+            return None;
         }
-        true
+        Some(self.window())
     }
 
     /// A spin for `limit` ended, having `found` something to do. Spins cut
@@ -115,12 +148,23 @@ impl Spinner {
         }
         if found {
             self.misses = 0;
-        } else if limit >= SPIN {
+        } else if limit >= self.window() {
             self.misses = self.misses.saturating_add(1);
             if self.misses >= MISSES_BEFORE_PAUSE {
                 self.paused = PAUSED_WAITS;
             }
         }
+    }
+
+    /// A wait ended with work `after` it began (its spin, if any, and its
+    /// sleep, if any): the next spins cover waits like it.
+    pub(crate) fn waited(&mut self, after: Duration) {
+        if self.mode == Mode::Never {
+            return;
+        }
+        let after = after.min(SPIN_MAX);
+        let weight = TYPICAL_WEIGHT;
+        self.typical = (self.typical * (weight - 1) + after) / weight;
     }
 }
 
@@ -156,11 +200,14 @@ mod tests {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         // Enough local peers to outnumber the CPUs: no spinning under auto.
         let peers = vec![&c; cpus];
-        assert!(!decide(Spin::Auto, peers.iter().copied()).begin());
-        assert!(decide(Spin::Always, peers.iter().copied()).begin());
+        assert_eq!(decide(Spin::Auto, peers.iter().copied()).begin(), None);
+        assert_eq!(
+            decide(Spin::Always, peers.iter().copied()).begin(),
+            Some(SPIN)
+        );
         // Alone on the host: spin.
-        assert!(decide(Spin::Auto, std::iter::empty()).begin());
-        assert!(!decide(Spin::Never, std::iter::empty()).begin());
+        assert_eq!(decide(Spin::Auto, std::iter::empty()).begin(), Some(SPIN));
+        assert_eq!(decide(Spin::Never, std::iter::empty()).begin(), None);
     }
 
     /// Spins for `waits` waits, each finding something or not by `found`;
@@ -168,11 +215,11 @@ mod tests {
     fn spun(s: &mut Spinner, waits: usize, found: bool) -> usize {
         (0..waits)
             .filter(|_| {
-                let spins = s.begin();
-                if spins {
-                    s.ended(found, SPIN);
-                }
-                spins
+                let Some(window) = s.begin() else {
+                    return false;
+                };
+                s.ended(found, window);
+                true
             })
             .count()
     }
@@ -199,12 +246,64 @@ mod tests {
     fn spins_cut_short_and_forced_settings_do_not_learn() {
         let mut s = Spinner::adaptive();
         for _ in 0..100 {
-            assert!(s.begin());
+            assert_eq!(s.begin(), Some(SPIN));
             s.ended(false, SPIN / 2);
         }
         let mut always = Spinner::always();
         assert_eq!(spun(&mut always, 100, false), 100);
         let mut never = Spinner::never();
         assert_eq!(spun(&mut never, 100, true), 0);
+    }
+
+    /// The window after `waits` waits that each ended with work after
+    /// `after`, one spin each that found it or not by whether it fit.
+    fn window_after(s: &mut Spinner, waits: usize, after: Duration) -> Duration {
+        for _ in 0..waits {
+            if let Some(window) = s.begin() {
+                s.ended(after <= window, window);
+            }
+            s.waited(after);
+        }
+        s.window()
+    }
+
+    #[test]
+    fn the_spin_stretches_to_cover_the_waits_it_sees_and_shrinks_back() {
+        let mut s = Spinner::adaptive();
+        // Answers after 150 us, past the shortest spin: the first spins
+        // miss and pause spinning, while the window grows to cover them;
+        // the spin after the pause finds its answer, and from then on
+        // every one does.
+        let window = window_after(&mut s, 100, Duration::from_micros(150));
+        assert!(
+            window >= Duration::from_micros(250) && window <= Duration::from_micros(300),
+            "{window:?}"
+        );
+        let found = (0..200)
+            .filter(|_| {
+                let w = s.begin();
+                if let Some(w) = w {
+                    s.ended(Duration::from_micros(150) <= w, w);
+                }
+                s.waited(Duration::from_micros(150));
+                w.is_some()
+            })
+            .count();
+        assert_eq!(found, 200, "every wait spins once the window fits");
+        // Fast answers bring it back down to the shortest spin.
+        assert_eq!(window_after(&mut s, 100, Duration::from_micros(10)), SPIN);
+        // Long waits (a partner that computes) stretch it only to SPIN_MAX,
+        // and its spins then miss and pause.
+        assert_eq!(window_after(&mut s, 100, Duration::from_secs(1)), SPIN_MAX);
+        let spun = (0..PAUSED_WAITS as usize)
+            .filter(|_| {
+                let w = s.begin();
+                if let Some(w) = w {
+                    s.ended(false, w);
+                }
+                w.is_some()
+            })
+            .count();
+        assert!(spun <= 1, "{spun} of {PAUSED_WAITS} waits spun");
     }
 }

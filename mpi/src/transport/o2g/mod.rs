@@ -83,7 +83,7 @@ use crate::error::{Error, Result};
 use super::announced::Announcements;
 use super::bootstrap::{self, Link};
 use super::outbox::{Outbox, Sends};
-use super::spin::{self, SPIN};
+use super::spin;
 use super::{RecvToken, Transport};
 use completion::Notice;
 use receive::{RecvState, WaitingRecv};
@@ -144,7 +144,7 @@ pub(crate) struct O2g {
     _idle: Vec<(TcpStream, Option<TcpStream>)>,
     /// Synchronous-mode messages matched, not yet acknowledged.
     sync_matched: Vec<Envelope>,
-    /// Whether idle waits spin on the ring first ([`SPIN`]).
+    /// Whether idle waits spin on the ring first, and for how long.
     spin: spin::Spinner,
     /// Messages the module stored and announced that no receive has
     /// taken yet, and the receives waiting for an announcement, matched
@@ -359,15 +359,17 @@ impl Transport for O2g {
             return Ok(());
         }
         let queued = self.queued();
-        if queued.is_empty() && self.spin.begin() {
-            let limit = slice.min(SPIN);
-            let found = self.spin_on_ring(limit)?;
-            self.spin.ended(found, limit);
-            if found {
-                return Ok(());
-            }
-        }
+        let began = Instant::now();
         if queued.is_empty() {
+            if let Some(window) = self.spin.begin() {
+                let limit = slice.min(window);
+                let found = self.spin_on_ring(limit)?;
+                self.spin.ended(found, limit);
+                if found {
+                    self.spin.waited(began.elapsed());
+                    return Ok(());
+                }
+            }
             match self.ep.poll(Some(slice)) {
                 Ok(_) | Err(libo2g::Error::Interrupted { .. }) => {}
                 Err(e) => return Err(lib_err("waiting for a completion", e)),
@@ -375,7 +377,11 @@ impl Transport for O2g {
         } else {
             self.wait_writable(&queued, slice.min(SEND_SLICE))?;
         }
-        if !(self.reap()? | self.flush_queues()) {
+        if self.reap()? | self.flush_queues() {
+            if queued.is_empty() {
+                self.spin.waited(began.elapsed());
+            }
+        } else {
             self.check_failures()?;
         }
         Ok(())
