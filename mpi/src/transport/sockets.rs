@@ -1045,12 +1045,21 @@ impl<P: Poller> Sockets<P> {
     /// many small messages). The receiver holds requests without payload
     /// room, and one that floods it with requests is bounded there
     /// (`a_flood_of_requests_to_send_is_bounded_*`).
+    ///
+    /// Credit the receiver sent back may still sit unread in the socket: a
+    /// rank that only sends (the root of a stream of broadcasts) reads
+    /// nothing otherwise, and every message past its credit would cost a
+    /// round trip. So an empty allowance first takes in what has arrived,
+    /// without waiting.
     fn route(&mut self, dest: u32, len: u64) -> Result<Route> {
-        let threshold = self.threshold;
-        let c = self.conn(dest)?;
-        Ok(if len > threshold {
-            Route::Rendezvous
-        } else if c.allowance.spend(len) {
+        if len > self.threshold {
+            return Ok(Route::Rendezvous);
+        }
+        if self.conn(dest)?.allowance.spend(len) {
+            return Ok(Route::Eager);
+        }
+        self.progress(Some(Duration::ZERO))?;
+        Ok(if self.conn(dest)?.allowance.spend(len) {
             Route::Eager
         } else {
             Route::Request
@@ -1622,6 +1631,52 @@ mod tests {
             heard.extend(peer.heard());
             !heard.is_empty()
         });
+        assert_eq!((heard[0].kind, heard[0].envelope.tag), (Kind::Eager, 4));
+    }
+
+    /// Credit that came back while rank 0 only sent is taken in when its
+    /// allowance runs out: the next small message goes eager, not as a
+    /// request to send.
+    #[test]
+    fn credit_waiting_in_the_socket_keeps_a_sender_eager() {
+        let cfg = config(&[("O2G_EAGER_CREDIT_MSGS", "4")]);
+        let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &cfg);
+        let peer = &mut peers[0];
+        let grant = peer.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 10, 4);
+        peer.say(&grant);
+        peer.push();
+        progress_until(&mut t, "the credit", |t| {
+            t.conns[1]
+                .as_ref()
+                .is_some_and(|c| c.allowance.left().msgs == 4)
+        });
+        for tag in 0..4 {
+            t.send(1, env(0, tag), b"within").expect("send");
+        }
+        let mut heard = Vec::new();
+        let end = Instant::now() + PATIENCE;
+        while heard
+            .iter()
+            .filter(|h: &&Header| h.kind == Kind::Eager)
+            .count()
+            < 4
+        {
+            assert!(Instant::now() < end, "the four eager messages did not come");
+            heard.extend(peer.heard());
+        }
+        // The peer gives the credit back; rank 0 makes no progress call
+        // before its next send.
+        let grant = peer.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 10, 4);
+        peer.say(&grant);
+        peer.push();
+        assert!(peer.all_out());
+        std::thread::sleep(Duration::from_millis(20));
+        t.send(1, env(0, 4), b"fifth").expect("send");
+        let mut heard = Vec::new();
+        while heard.is_empty() {
+            assert!(Instant::now() < end, "the fifth message did not come");
+            heard.extend(peer.heard());
+        }
         assert_eq!((heard[0].kind, heard[0].envelope.tag), (Kind::Eager, 4));
     }
 
