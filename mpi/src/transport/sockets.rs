@@ -1391,6 +1391,14 @@ mod tests {
             }
         }
 
+        /// Grants rank 0 credit for `msgs` more messages (1 KiB) and
+        /// writes it.
+        fn grant(&mut self, msgs: u32) {
+            let grant = self.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 10, msgs);
+            self.say(&grant);
+            self.push();
+        }
+
         /// Whether everything said went out.
         fn all_out(&self) -> bool {
             self.at == self.pending.len()
@@ -1617,9 +1625,7 @@ mod tests {
         );
         assert!(!t.test_send(a).expect("waits for its clear-to-send"));
         assert!(!t.test_send(big).expect("waits for its clear-to-send"));
-        let grant = peer.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 10, 8);
-        peer.say(&grant);
-        peer.push();
+        peer.grant(8);
         progress_until(&mut t, "the credit", |t| {
             t.conns[1]
                 .as_ref()
@@ -1642,9 +1648,7 @@ mod tests {
         let cfg = config(&[("O2G_EAGER_CREDIT_MSGS", "4")]);
         let (mut t, mut peers) = rank0(2, Epoll::new().expect("epoll"), &cfg);
         let peer = &mut peers[0];
-        let grant = peer.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 10, 4);
-        peer.say(&grant);
-        peer.push();
+        peer.grant(4);
         progress_until(&mut t, "the credit", |t| {
             t.conns[1]
                 .as_ref()
@@ -1666,9 +1670,7 @@ mod tests {
         }
         // The peer gives the credit back; rank 0 makes no progress call
         // before its next send.
-        let grant = peer.enc.encode_ref(Kind::Credit, env(1, 0), 1 << 10, 4);
-        peer.say(&grant);
-        peer.push();
+        peer.grant(4);
         assert!(peer.all_out());
         std::thread::sleep(Duration::from_millis(20));
         t.send(1, env(0, 4), b"fifth").expect("send");

@@ -255,16 +255,19 @@ mod tests {
         assert_eq!(spun(&mut never, 100, true), 0);
     }
 
-    /// The window after `waits` waits that each ended with work after
-    /// `after`, one spin each that found it or not by whether it fit.
-    fn window_after(s: &mut Spinner, waits: usize, after: Duration) -> Duration {
-        for _ in 0..waits {
-            if let Some(window) = s.begin() {
-                s.ended(after <= window, window);
-            }
-            s.waited(after);
-        }
-        s.window()
+    /// `waits` waits that each ended with work after `after`, one spin
+    /// each that found it or not by whether it fit; how many of them spun.
+    fn waits(s: &mut Spinner, waits: usize, after: Duration) -> usize {
+        (0..waits)
+            .filter(|_| {
+                let w = s.begin();
+                if let Some(w) = w {
+                    s.ended(after <= w, w);
+                }
+                s.waited(after);
+                w.is_some()
+            })
+            .count()
     }
 
     #[test]
@@ -274,36 +277,26 @@ mod tests {
         // miss and pause spinning, while the window grows to cover them;
         // the spin after the pause finds its answer, and from then on
         // every one does.
-        let window = window_after(&mut s, 100, Duration::from_micros(150));
+        let answer = Duration::from_micros(150);
+        waits(&mut s, 100, answer);
+        let window = s.window();
         assert!(
             window >= Duration::from_micros(250) && window <= Duration::from_micros(300),
             "{window:?}"
         );
-        let found = (0..200)
-            .filter(|_| {
-                let w = s.begin();
-                if let Some(w) = w {
-                    s.ended(Duration::from_micros(150) <= w, w);
-                }
-                s.waited(Duration::from_micros(150));
-                w.is_some()
-            })
-            .count();
-        assert_eq!(found, 200, "every wait spins once the window fits");
+        assert_eq!(
+            waits(&mut s, 200, answer),
+            200,
+            "every wait spins once the window fits"
+        );
         // Fast answers bring it back down to the shortest spin.
-        assert_eq!(window_after(&mut s, 100, Duration::from_micros(10)), SPIN);
+        waits(&mut s, 100, Duration::from_micros(10));
+        assert_eq!(s.window(), SPIN);
         // Long waits (a partner that computes) stretch it only to SPIN_MAX,
         // and its spins then miss and pause.
-        assert_eq!(window_after(&mut s, 100, Duration::from_secs(1)), SPIN_MAX);
-        let spun = (0..PAUSED_WAITS as usize)
-            .filter(|_| {
-                let w = s.begin();
-                if let Some(w) = w {
-                    s.ended(false, w);
-                }
-                w.is_some()
-            })
-            .count();
+        waits(&mut s, 100, Duration::from_secs(1));
+        assert_eq!(s.window(), SPIN_MAX);
+        let spun = spun(&mut s, PAUSED_WAITS as usize, false);
         assert!(spun <= 1, "{spun} of {PAUSED_WAITS} waits spun");
     }
 }
