@@ -53,17 +53,24 @@ impl Poller for Select {
     ) -> io::Result<()> {
         let mut read = FdSet::new();
         let mut write = FdSet::new();
+        // One past the highest descriptor, as a C caller keeps it: left to
+        // nix (`None`), it is found by testing all FD_SETSIZE bits of each
+        // set from the top, about 18,000 instructions a round trip (three
+        // quarters of this transport's own instructions).
+        let mut nfds = 0;
         for i in interest {
             if let Some(r) = i.read {
                 read.insert(r);
+                nfds = nfds.max(r.as_raw_fd() + 1);
             }
             if let Some(w) = i.write {
                 write.insert(w);
+                nfds = nfds.max(w.as_raw_fd() + 1);
             }
         }
         let mut tv =
             timeout.map(|t| TimeVal::microseconds(t.as_micros().min(i64::MAX as u128) as i64));
-        match select(None, &mut read, &mut write, None, tv.as_mut()) {
+        match select(nfds, &mut read, &mut write, None, tv.as_mut()) {
             Ok(_) => {}
             Err(nix::errno::Errno::EINTR) => return Ok(()),
             Err(e) => return Err(e.into()),
