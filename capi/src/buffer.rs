@@ -145,23 +145,13 @@ impl Recv<'_> {
     }
 }
 
-/// The room to receive `count` elements of `dt` at `buf`.
+/// The room to receive `n` elements of `d` (resolved by [`typed`]) at
+/// `buf`.
 ///
 /// # Safety
 ///
-/// `buf` is valid for writes of `count` elements of `dt`, and not
-/// accessed otherwise, for `'a` (until [`Recv::finish`]).
-pub(crate) unsafe fn recv<'a, N: Count>(buf: *mut c_void, n: N, dt: Handle) -> Res<Recv<'a>> {
-    let (d, n) = typed(n, dt)?;
-    // SAFETY: by the caller's contract.
-    unsafe { recv_typed(d, n, buf) }
-}
-
-/// [`recv`] for a resolved datatype.
-///
-/// # Safety
-///
-/// As for [`recv`].
+/// `buf` is valid for writes of `n` elements of `d`, and not accessed
+/// otherwise, for `'a` (until [`Recv::finish`]).
 pub(crate) unsafe fn recv_typed<'a>(d: Arc<Datatype>, n: usize, buf: *mut c_void) -> Res<Recv<'a>> {
     match d.map.contiguous_range(n) {
         Some((_, 0)) => Ok(Recv::Direct(&mut [])),

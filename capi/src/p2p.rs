@@ -100,10 +100,10 @@ pub(crate) unsafe fn outgoing<'a, N: Count>(
     tag: c_int,
 ) -> Res<Outgoing<'a>> {
     let c = handles::comm(comm)?;
-    buffer::check(count, dt)?;
+    let (d, n) = buffer::typed(count, dt)?;
     let tag = send_tag(tag)?;
     // SAFETY: the caller's buffer holds `count` elements of `dt`.
-    let data = unsafe { buffer::send(buf, count, dt) }?;
+    let data = unsafe { buffer::send_typed(&d, n, buf) }?;
     Ok((c, data, tag, dest(dst)?))
 }
 
@@ -123,10 +123,10 @@ pub(crate) unsafe fn incoming<'a, N: Count>(
     tag: c_int,
 ) -> Res<(Rc<CommEntry>, buffer::Recv<'a>, i32, Peer)> {
     let c = handles::comm(comm)?;
-    buffer::check(count, dt)?;
+    let (d, n) = buffer::typed(count, dt)?;
     let tag = recv_tag(tag)?;
     // SAFETY: the caller's buffer has room for `count` elements.
-    let data = unsafe { buffer::recv(buf, count, dt) }?;
+    let data = unsafe { buffer::recv_typed(d, n, buf) }?;
     Ok((c, data, tag, source(src)?))
 }
 
@@ -252,7 +252,7 @@ type Exchange<'a> = (Cow<'a, [u8]>, i32, Peer, buffer::Recv<'a>, i32, Peer);
 /// # Safety
 ///
 /// `st` is `MPI_STATUS_IGNORE` or valid for one `MPI_Status`; the
-/// receive room is valid as [`buffer::recv`] asks.
+/// receive room is valid as [`buffer::recv_typed`] asks.
 unsafe fn exchange(c: &CommEntry, x: Exchange<'_>, st: *mut Status) -> Res<()> {
     let (out, stag, to, mut inp, rtag, from) = x;
     let (status, r) = match (to, from) {
@@ -301,14 +301,14 @@ unsafe fn sendrecv<N: Count>(
 ) -> c_int {
     boundary(name, comm, || {
         let c = handles::comm(comm)?;
-        buffer::check(sendcount, sendtype)?;
-        buffer::check(recvcount, recvtype)?;
+        let (sd, sn) = buffer::typed(sendcount, sendtype)?;
+        let (rd, rn) = buffer::typed(recvcount, recvtype)?;
         let (stag, rtag) = (send_tag(sendtag)?, recv_tag(recvtag)?);
         let (to, from) = (dest(dst)?, source(src)?);
         // SAFETY: the caller's send buffer holds `sendcount` elements.
-        let out = unsafe { buffer::send(sendbuf, sendcount, sendtype) }?;
+        let out = unsafe { buffer::send_typed(&sd, sn, sendbuf) }?;
         // SAFETY: the caller's receive buffer has room for `recvcount`.
-        let inp = unsafe { buffer::recv(recvbuf, recvcount, recvtype) }?;
+        let inp = unsafe { buffer::recv_typed(rd, rn, recvbuf) }?;
         // SAFETY: the caller's contract for `st` and the buffers.
         unsafe { exchange(&c, (out, stag, to, inp, rtag, from), st) }
     })
