@@ -93,3 +93,55 @@ impl Poller for Select {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::{AsFd, AsRawFd};
+    use std::time::Duration;
+
+    use super::Select;
+    use crate::transport::sockets::{Interest, Poller, Ready};
+
+    /// A connected pair over loopback: (the end that writes, the end
+    /// that reads).
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let w = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (r, _) = l.accept().expect("accept");
+        (w, r)
+    }
+
+    #[test]
+    fn the_highest_descriptor_is_watched() {
+        // Two readers; the readable one holds the higher descriptor, so
+        // `nfds` one short of it would hide it. (Other tests open and close
+        // descriptors meanwhile, so the later pair need not be the higher.)
+        let (a, b) = (pair(), pair());
+        let ((_quiet_w, quiet), (mut w, loud)) = if a.1.as_raw_fd() < b.1.as_raw_fd() {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        w.write_all(b"x").expect("write");
+        let interest = [
+            Interest {
+                rank: 0,
+                read: Some(quiet.as_fd()),
+                write: None,
+            },
+            Interest {
+                rank: 1,
+                read: Some(loud.as_fd()),
+                write: None,
+            },
+        ];
+        let mut ready: Vec<Ready> = Vec::new();
+        Select::new()
+            .wait(&interest, Some(Duration::from_secs(5)), &mut ready)
+            .expect("select");
+        let ranks: Vec<(usize, bool)> = ready.iter().map(|r| (r.rank, r.readable)).collect();
+        assert_eq!(ranks, [(1, true)]);
+    }
+}
