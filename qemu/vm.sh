@@ -267,11 +267,16 @@ qemu_cmd() {
     # guest to the HPET, after which every clock read is a trap into QEMU
     # and a benchmark's later figures are not comparable with its earlier.
     # TCG reads the host's own TSC for the guest's, so it is monotonic.
+    # acpi=noirq: PCI interrupt routing from the BIOS's table, not ACPI's.
+    # The i440fx's _PRT method builds its 128 entries in an AML loop, which
+    # the debug kernel's interpreter under TCG took 16 s to run for one
+    # device, and over 30 s with two VMs on the host, where ACPICA gives up
+    # (AE_AML_LOOP_TIMEOUT) per device: a minute of every cluster boot.
     printf '%s\0' qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp "$smp" \
         -m "$O2G_VM_MEM" -nodefaults -display none -no-reboot \
         -serial "file:$console" -device virtio-rng-pci \
         -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$run/initramfs.cpio" \
-        -append "console=ttyS0 loglevel=5 panic=-1 tsc=reliable o2g.node=$node o2g.nodes=$nodes o2g.timeout=$timeout o2g.verbose=$verbose $extra"
+        -append "console=ttyS0 loglevel=5 panic=-1 tsc=reliable acpi=noirq o2g.node=$node o2g.nodes=$nodes o2g.timeout=$timeout o2g.verbose=$verbose $extra"
     if [[ -n "$ivshmem" ]]; then
         printf '%s\0' -object "memory-backend-file,id=nicmem,share=on,mem-path=$ivshmem,size=$O2G_VM_IVSHMEM" \
             -device ivshmem-plain,memdev=nicmem
