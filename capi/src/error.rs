@@ -185,11 +185,9 @@ fn run(f: impl FnOnce() -> Res<()>) -> Option<c_int> {
     }
 }
 
-/// Ends the job if this call comes from a thread that may not call MPI
-/// (see `thread.rs`): fatal whatever the error handler, since that
-/// thread has no handler, nor anything else, to go by.
-/// Checks that this thread may call MPI now (`thread.rs`) and enters:
-/// a call it may not make ends the job with a message.
+/// Checks that this thread may call MPI now (`thread.rs`) and enters. A
+/// call it may not make ends the job with a message, whatever the error
+/// handler: that thread has no handler, nor anything else, to go by.
 #[must_use]
 fn single_thread(name: &str) -> thread::Entered {
     if thread::is_foreign() {
