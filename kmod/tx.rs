@@ -120,18 +120,27 @@ impl TxQueue {
         if self.len == cap || (is_cts && self.cts >= self.max_cts) {
             return Err(o);
         }
-        self.items[(self.head + self.len) % cap] = Some(o);
+        let at = self.slot(self.len);
+        self.items[at] = Some(o);
         self.len += 1;
         self.cts += usize::from(is_cts);
         Ok(())
     }
 
+    /// The slot of the message `i` places behind the oldest. Not `%`: its
+    /// panic for a zero divisor (`panic_const_rem_by_zero`, which a queue
+    /// holding a message never meets) is one objtool does not know cannot
+    /// return, and every caller into which `push` was inlined drew a
+    /// "falls through to next function" warning.
+    fn slot(&self, i: usize) -> usize {
+        (self.head + i).checked_rem(self.items.len()).unwrap_or(0)
+    }
+
     /// Whether a clear-to-send or credit for `rank` waits: an offer's
     /// data to `rank` then lets it go between two pieces.
     fn header_only_for(&self, rank: u32) -> bool {
-        let cap = self.items.len();
         (0..self.len).any(|i| {
-            self.items[(self.head + i) % cap]
+            self.items[self.slot(i)]
                 .as_ref()
                 .is_some_and(|o| !o.is_data() && o.rank() == rank)
         })
@@ -140,19 +149,17 @@ impl TxQueue {
     /// Takes the oldest message for which `pick` holds; the others keep
     /// their order.
     fn pop_first(&mut self, pick: impl Fn(&Outgoing) -> bool) -> Option<Outgoing> {
-        let cap = self.items.len();
-        let at = (0..self.len).find(|&i| {
-            self.items[(self.head + i) % cap]
-                .as_ref()
-                .is_some_and(&pick)
-        })?;
-        let o = self.items[(self.head + at) % cap].take();
+        let at = (0..self.len).find(|&i| self.items[self.slot(i)].as_ref().is_some_and(&pick))?;
+        let picked = self.slot(at);
+        let o = self.items[picked].take();
         // Close the gap: the older messages move up by one.
         for i in (0..at).rev() {
-            let older = self.items[(self.head + i) % cap].take();
-            self.items[(self.head + i + 1) % cap] = older;
+            let from = self.slot(i);
+            let older = self.items[from].take();
+            let to = self.slot(i + 1);
+            self.items[to] = older;
         }
-        self.head = (self.head + 1) % cap;
+        self.head = self.slot(1);
         self.len -= 1;
         if matches!(o, Some(Outgoing::Cts { .. })) {
             self.cts -= 1;
