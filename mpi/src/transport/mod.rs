@@ -71,6 +71,7 @@ pub(crate) mod bootstrap;
 pub(crate) mod dimmnet;
 mod emulated_region;
 mod epoll;
+mod host_cpus;
 mod hyphenlink;
 pub(crate) mod matcher;
 mod model_time;

@@ -5,6 +5,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use super::bootstrap::on_this_host;
+use super::host_cpus;
 use crate::config::Spin;
 
 /// The shortest spin of an idle rank: an answer within it costs no sleep
@@ -22,10 +23,11 @@ pub(crate) const SPIN: Duration = Duration::from_micros(100);
 pub(crate) const SPIN_MAX: Duration = Duration::from_micros(300);
 
 /// Whether idle waits may spin: only when this host has a CPU for each of
-/// the job's `local` ranks on it; otherwise spinning only delays a peer
-/// that shares the CPU.
+/// the job's `local` ranks on it ([`host_cpus::for_local_ranks`]: a rank
+/// bound to one CPU still counts the host's); otherwise spinning only
+/// delays a peer that shares the CPU.
 pub(crate) fn may_spin(local: usize) -> bool {
-    std::thread::available_parallelism().map_or(1, |n| n.get()) >= local
+    host_cpus::for_local_ranks() >= local
 }
 
 /// How this rank's idle waits spin, by `setting`, the ranks at the far
@@ -197,7 +199,7 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         assert!(on_this_host(&c));
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = host_cpus::for_local_ranks();
         // Enough local peers to outnumber the CPUs: no spinning under auto.
         let peers = vec![&c; cpus];
         assert_eq!(decide(Spin::Auto, peers.iter().copied()).begin(), None);
