@@ -233,6 +233,24 @@ impl Flood {
     }
 }
 
+/// Waits, reading nothing, until `ep`'s connections have stalled more than
+/// `stalls` times in all (a flood's sender is then held back), at most
+/// 30 s. Returns the new count. A debug guest under TCG on a busy host
+/// moves a few MB/s, so no fixed pause is sure to fill a dump area.
+pub(crate) fn wait_for_stall(ep: &Endpoint, stalls: u64) -> Result<u64, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = ep.stats().map_err(libo2g_error("stats"))?.backpressure_events;
+        if now > stalls {
+            return Ok(now);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the connection never stalled ({stalls} stalls so far)"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 pub(crate) fn slab_kib() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()

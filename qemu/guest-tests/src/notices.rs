@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use libo2g::{Announced, Endpoint, EndpointConfig, Post, Reaped};
 
 use crate::harness::{
-    endpoint, libo2g_error, next_completion, pattern, sel, slab_kib, tcp_pair, Flood, Sender, PEER,
+    endpoint, libo2g_error, next_completion, pattern, sel, slab_kib, tcp_pair, wait_for_stall, Flood,
+    Sender, PEER,
 };
 use crate::CheckResult;
 
@@ -105,22 +106,7 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
         if i % 512 == 0 && count - i > 64 {
             // Read nothing until the connection stalls, so that only giving
             // messages back can resume it.
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while ep
-                .stats()
-                .map_err(libo2g_error("stats"))?
-                .backpressure_events
-                == stalls
-            {
-                if Instant::now() > deadline {
-                    return Err(format!("message {i}: the connection never stalled"));
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            stalls = ep
-                .stats()
-                .map_err(libo2g_error("stats"))?
-                .backpressure_events;
+            stalls = wait_for_stall(&ep, stalls).map_err(|e| format!("message {i}: {e}"))?;
             max_slab = max_slab.max(slab_kib().saturating_sub(slab_before));
         }
         let a = next_announced(&mut ep, Duration::from_secs(60))

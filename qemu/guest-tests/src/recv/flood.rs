@@ -1,8 +1,6 @@
 //! Back-pressure: a flood of unexpected messages into a small dump area.
 
-use std::time::Duration;
-
-use crate::harness::{libo2g_error, pattern, receive, slab_kib, Flood};
+use crate::harness::{libo2g_error, pattern, receive, slab_kib, wait_for_stall, Flood};
 use crate::CheckResult;
 
 /// A sender floods `total` bytes of unexpected messages at a receiver
@@ -14,10 +12,12 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
         (flood.count, flood.msg, flood.slab_before, flood.sender);
     let mut max_dump = 0;
     let mut max_slab = 0;
+    let mut stalls = 0;
     for i in 0..count {
-        if i % 256 == 0 {
-            // Drain slowly now and then, so the sender must wait.
-            std::thread::sleep(Duration::from_millis(50));
+        if i % 256 == 0 && count - i > 64 {
+            // Drain nothing now and then until the dump area is full and
+            // the connection stalls, so that the sender must wait.
+            stalls = wait_for_stall(&ep, stalls).map_err(|e| format!("message {i}: {e}"))?;
             let s = ep.stats().map_err(libo2g_error("stats"))?;
             max_dump = max_dump.max(s.dump_used);
             max_slab = max_slab.max(slab_kib().saturating_sub(slab_before));
