@@ -10,6 +10,8 @@
 //! non-zero if any check fails.
 //!
 //! `O2G_CONF_FILTER=text` runs only the runs whose name contains `text`.
+//! `O2G_CONF_MAX_NP=n` runs only the runs of at most `n` ranks (the QEMU
+//! harness's guests run at most 4).
 //!
 //! `O2G_CONF_TRANSPORTS=a,b` runs the per-transport matrix for those
 //! transports only and skips the transport-independent runs (launchers,
@@ -405,9 +407,19 @@ fn execute(run: &Run) -> Result<(), String> {
 
 fn driver() -> ExitCode {
     let filter = std::env::var("O2G_CONF_FILTER").unwrap_or_default();
+    let max_np = match std::env::var("O2G_CONF_MAX_NP") {
+        Ok(v) => match v.parse::<u32>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                eprintln!("O2G_CONF_MAX_NP={v:?}: expected a count of ranks above 0");
+                return ExitCode::FAILURE;
+            }
+        },
+        Err(_) => u32::MAX,
+    };
     let runs: Vec<Run> = matrix()
         .into_iter()
-        .filter(|r| r.name.contains(&filter))
+        .filter(|r| r.name.contains(&filter) && r.np <= max_np)
         .collect();
     println!("\nrunning {} tests", runs.len());
     let start = Instant::now();
