@@ -39,7 +39,9 @@
 # file in /dev/shm, the emulated NICs' memory, removed after the run;
 # O2G_VM_TLB_KEEPER=50 (release kernel only; 0: off): the period in ms of
 # the guest's TLB keepers, one per vCPU (qemu/guest-tests/src/tlb_keeper.rs);
-# O2G_VM_REP_MOVSB=0 (1: the TCG guest CPU keeps ERMS and FSRM, see qemu_cmd).
+# O2G_VM_REP_MOVSB=0 (1: the TCG guest CPU keeps ERMS and FSRM, see qemu_cmd);
+# O2G_FULL=0 (1: tests with a bounded default slice run all of it: every
+# rank count, the longer floods and races; `scripts/test.sh --full`).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
 source "$O2G_ROOT/qemu/ktap.sh"
@@ -348,6 +350,7 @@ for ((i = 0; i < nodes; i++)); do
     if [[ -n "$keeper_arg" ]]; then guest_env+=" $keeper_arg"; fi
     # For the tcg-cpu test: what CPU the guest should see.
     guest_env+=" o2g.env=O2G_VM_ACCEL=$accel o2g.env=O2G_VM_REP_MOVSB=${O2G_VM_REP_MOVSB:-0}"
+    guest_env+=" o2g.env=O2G_FULL=${O2G_FULL:-0}"
     mapfile -d '' args < <(qemu_cmd "$i" "$accel" "$run/console-$i.log" "$guest_env")
     if [[ -n "$netns" ]]; then
         ip netns exec "$netns" "${args[@]}" >"$run/qemu-$i.log" 2>&1 &

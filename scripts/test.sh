@@ -12,6 +12,9 @@
 #   5. two VMs with Open MPI and MPICH: their launchers across VMs
 #   6. one VM: the MPI conformance suite over the o2g transport
 #   7. the harness's self-test: injected failures must be caught
+# Long runs take a bounded slice by default (fewer rank counts in the
+# guests, shorter floods and races, fewer Slurm cases); `--full` (or
+# O2G_FULL=1) runs all of them, and longer fuzzing (O2G_FUZZ_SECS=60).
 # Reports in the harness's KTAP style (qemu/ktap.sh): a plan of one result
 # per step, a VM suite's and the self-test's own KTAP output nested
 # (indented) before their step's result, "# stage NAME: S s" as each stage
@@ -19,6 +22,12 @@
 # each step, each host test cargo runs, each in-guest test and self-test
 # case (a suite's or the self-test's failure to run at all counts as one).
 set -uo pipefail
+case "${1:-}" in
+    --full) export O2G_FULL=1 ;;
+    "") ;;
+    *) echo "usage: scripts/test.sh [--full]" >&2; exit 2 ;;
+esac
+if [[ "${O2G_FULL:-0}" == 1 ]]; then export O2G_FUZZ_SECS="${O2G_FUZZ_SECS:-60}"; fi
 source "$(dirname "$0")/env.sh"
 source "$O2G_ROOT/qemu/ktap.sh"
 cd "$O2G_ROOT"
