@@ -240,12 +240,17 @@ impl Flood {
 pub(crate) fn wait_for_stall(ep: &Endpoint, stalls: u64) -> Result<u64, String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let now = ep.stats().map_err(libo2g_error("stats"))?.backpressure_events;
+        let now = ep
+            .stats()
+            .map_err(libo2g_error("stats"))?
+            .backpressure_events;
         if now > stalls {
             return Ok(now);
         }
         if Instant::now() > deadline {
-            return Err(format!("the connection never stalled ({stalls} stalls so far)"));
+            return Err(format!(
+                "the connection never stalled ({stalls} stalls so far)"
+            ));
         }
         std::thread::sleep(Duration::from_millis(5));
     }

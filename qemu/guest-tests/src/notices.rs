@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use libo2g::{Announced, Endpoint, EndpointConfig, Post, Reaped};
 
 use crate::harness::{
-    endpoint, libo2g_error, next_completion, pattern, sel, slab_kib, tcp_pair, wait_for_stall, Flood,
-    Sender, PEER,
+    endpoint, libo2g_error, next_completion, pattern, sel, slab_kib, tcp_pair, wait_for_stall,
+    Flood, Sender, PEER,
 };
 use crate::CheckResult;
 
