@@ -233,27 +233,42 @@ impl Flood {
     }
 }
 
-/// Waits, reading nothing, until `ep`'s connections have stalled more than
-/// `stalls` times in all (a flood's sender is then held back), at most
-/// 30 s. Returns the new count. A debug guest under TCG on a busy host
-/// moves a few MB/s, so no fixed pause is sure to fill a dump area.
-pub(crate) fn wait_for_stall(ep: &Endpoint, stalls: u64) -> Result<u64, String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+/// Polls `ep`'s counters until they satisfy `ready`, at most `within`;
+/// returns the counters that did. Errors name `what` and the last counters.
+pub(crate) fn wait_for_stats(
+    ep: &Endpoint,
+    what: &str,
+    within: Duration,
+    ready: impl Fn(&libo2g::abi::EndpointStats) -> bool,
+) -> Result<libo2g::abi::EndpointStats, String> {
+    let deadline = Instant::now() + within;
     loop {
-        let now = ep
-            .stats()
-            .map_err(libo2g_error("stats"))?
-            .backpressure_events;
-        if now > stalls {
-            return Ok(now);
+        let s = ep.stats().map_err(libo2g_error("stats"))?;
+        if ready(&s) {
+            return Ok(s);
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "the connection never stalled ({stalls} stalls so far)"
-            ));
+            return Err(format!("{what}: not within {} s; {s:?}", within.as_secs()));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Waits, reading nothing, until `ep`'s connections have stalled more than
+/// `stalls` times in all (a flood's sender is then held back), at most
+/// 30 s; returns the counters at that moment. A debug guest under TCG on a
+/// busy host moves a few MB/s, so no fixed pause is sure to fill a dump
+/// area.
+pub(crate) fn wait_for_stall(
+    ep: &Endpoint,
+    stalls: u64,
+) -> Result<libo2g::abi::EndpointStats, String> {
+    wait_for_stats(
+        ep,
+        &format!("the connection never stalled ({stalls} stalls so far)"),
+        Duration::from_secs(30),
+        |s| s.backpressure_events > stalls,
+    )
 }
 
 pub(crate) fn slab_kib() -> u64 {

@@ -10,7 +10,7 @@ use libo2g::{Announced, Endpoint, EndpointConfig, Post, Reaped};
 
 use crate::harness::{
     endpoint, libo2g_error, next_completion, pattern, sel, slab_kib, tcp_pair, wait_for_stall,
-    Flood, Sender, PEER,
+    wait_for_stats, Flood, Sender, PEER,
 };
 use crate::CheckResult;
 
@@ -106,7 +106,9 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
         if i % 512 == 0 && count - i > 64 {
             // Read nothing until the connection stalls, so that only giving
             // messages back can resume it.
-            stalls = wait_for_stall(&ep, stalls).map_err(|e| format!("message {i}: {e}"))?;
+            stalls = wait_for_stall(&ep, stalls)
+                .map_err(|e| format!("message {i}: {e}"))?
+                .backpressure_events;
             max_slab = max_slab.max(slab_kib().saturating_sub(slab_before));
         }
         let a = next_announced(&mut ep, Duration::from_secs(60))
@@ -155,19 +157,7 @@ pub(crate) fn ring_full() -> CheckResult {
     ep.register_socket(&ours, PEER)
         .map_err(libo2g_error("register"))?;
     let mut tx = Sender::new(peer);
-    let wait = |ep: &Endpoint, what: &str, done: &dyn Fn(&libo2g::abi::EndpointStats) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let s = ep.stats().map_err(libo2g_error("stats"))?;
-            if done(&s) {
-                return Ok(s);
-            }
-            if Instant::now() > deadline {
-                return Err(format!("{what}: {s:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    };
+    let within = Duration::from_secs(30);
     // All but one record taken by completions nobody reads.
     let unread = entries - 1;
     for i in 0..unread {
@@ -178,7 +168,7 @@ pub(crate) fn ring_full() -> CheckResult {
         tx.send(100 + i, &pattern(u64::from(i), 8))
             .map_err(|e| e.to_string())?;
         // Complete and unpinned, so the next post is admitted.
-        wait(&ep, "a receive did not finish", &|s| {
+        wait_for_stats(&ep, "a receive did not finish", within, |s| {
             s.matched_msgs == u64::from(i) + 1 && s.pinned_bytes == 0
         })?;
     }
@@ -186,7 +176,7 @@ pub(crate) fn ring_full() -> CheckResult {
         tx.send(300 + i, &pattern(u64::from(i), 16))
             .map_err(|e| e.to_string())?;
     }
-    let s = wait(&ep, "two unexpected messages not stored", &|s| {
+    let s = wait_for_stats(&ep, "two unexpected messages not stored", within, |s| {
         s.unexpected == 2
     })?;
     if !ep.notices_stopped() || s.notices != 1 {

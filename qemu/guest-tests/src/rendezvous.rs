@@ -18,7 +18,9 @@ use libo2g::{abi, Endpoint, EndpointConfig, Post, Reaped, RecvError, Sent};
 use o2g_core::proto::envelope::Envelope;
 use o2g_core::proto::wire::{Encoder, Header, Kind, HEADER_LEN};
 
-use crate::harness::{endpoint, libo2g_error, next_completion, pattern, sel, tcp_pair};
+use crate::harness::{
+    endpoint, libo2g_error, next_completion, pattern, sel, tcp_pair, wait_for_stats,
+};
 use crate::trust::vm_pin_kib;
 use crate::CheckResult;
 
@@ -379,17 +381,7 @@ pub(crate) fn wait_until(
     what: &str,
     ready: impl Fn(&abi::EndpointStats) -> bool,
 ) -> CheckResult {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let s = ep.stats().map_err(libo2g_error("stats"))?;
-        if ready(&s) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!("{what}: not within 60 s; {s:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_stats(ep, what, Duration::from_secs(60), ready).map(drop)
 }
 
 /// An endpoint of rank 0 whose peer (rank 1) is this test, writing raw

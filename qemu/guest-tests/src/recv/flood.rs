@@ -17,8 +17,8 @@ pub(crate) fn flood(args: &[String]) -> CheckResult {
         if i % 256 == 0 && count - i > 64 {
             // Drain nothing now and then until the dump area is full and
             // the connection stalls, so that the sender must wait.
-            stalls = wait_for_stall(&ep, stalls).map_err(|e| format!("message {i}: {e}"))?;
-            let s = ep.stats().map_err(libo2g_error("stats"))?;
+            let s = wait_for_stall(&ep, stalls).map_err(|e| format!("message {i}: {e}"))?;
+            stalls = s.backpressure_events;
             max_dump = max_dump.max(s.dump_used);
             max_slab = max_slab.max(slab_kib().saturating_sub(slab_before));
         }
