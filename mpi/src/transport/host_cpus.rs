@@ -11,11 +11,16 @@
 
 use std::fs;
 
+use super::cgroup_cpus;
+
 /// The CPUs this host gives its ranks: where this thread may run on
-/// fewer CPUs than the host has online, the host's online CPUs (a
-/// launcher bound it, and presumably its neighbours to the others);
-/// otherwise the CPUs it may use, as `available_parallelism` counts them
-/// (its affinity and a cgroup's CPU quota).
+/// fewer CPUs than the job has, the job's (a launcher bound it, and
+/// presumably its neighbours to the others); otherwise the CPUs it may
+/// use, as `available_parallelism` counts them (its affinity and a
+/// cgroup's CPU quota). The job has the host's online CPUs, or fewer
+/// where its cgroups' cpuset or CPU quota allow fewer
+/// ([`super::cgroup_cpus`]): a job's ranks bound one per CPU but two to a
+/// CPU of a container's or a Slurm step's cpuset do not all get one.
 ///
 /// A job bound wholly to fewer CPUs than it has ranks on the host
 /// (`taskset -c 0 o2grun -n 2 ...`) is then counted as if spread out; its
@@ -26,18 +31,28 @@ pub(crate) fn for_local_ranks() -> usize {
     let allowed = fs::read_to_string("/proc/thread-self/status")
         .ok()
         .and_then(|s| allowed_in_status(&s));
+    choose(available, allowed, job_cpus())
+}
+
+/// The CPUs the job may use on this host: its online CPUs, or as many as
+/// this process's cgroups allow if fewer (`None`: unknown).
+fn job_cpus() -> Option<usize> {
     let online = fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|s| count_list(s.trim()));
-    choose(available, allowed, online)
+    let cgroups = cgroup_cpus::limit(&|p| fs::read_to_string(p).ok());
+    match (online, cgroups) {
+        (Some(online), Some(cgroups)) => Some(online.min(cgroups)),
+        (online, cgroups) => online.or(cgroups),
+    }
 }
 
 /// [`for_local_ranks`]'s rule, given what `available_parallelism` says,
-/// the CPUs in this thread's affinity mask and the host's online CPUs
-/// (`None`: unknown).
-fn choose(available: usize, allowed: Option<usize>, online: Option<usize>) -> usize {
-    match (allowed, online) {
-        (Some(allowed), Some(online)) if allowed < online => available.max(online),
+/// the CPUs in this thread's affinity mask and the job's
+/// ([`job_cpus`]; `None`: unknown).
+fn choose(available: usize, allowed: Option<usize>, job: Option<usize>) -> usize {
+    match (allowed, job) {
+        (Some(allowed), Some(job)) if allowed < job => available.max(job),
         _ => available,
     }
 }
@@ -52,7 +67,7 @@ fn allowed_in_status(status: &str) -> Option<usize> {
 
 /// How many CPUs a kernel CPU list names ("0-3,8,10-11": 7); `None` when
 /// it is not one.
-fn count_list(list: &str) -> Option<usize> {
+pub(super) fn count_list(list: &str) -> Option<usize> {
     list.split(',').try_fold(0usize, |n, part| {
         let (first, last) = match part.split_once('-') {
             Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
@@ -86,23 +101,22 @@ mod tests {
     }
 
     #[test]
-    fn a_bound_rank_counts_the_hosts_cpus() {
+    fn a_bound_rank_counts_the_jobs_cpus() {
         // Unbound: what available_parallelism says (a quota may lower it).
         assert_eq!(choose(2, Some(2), Some(2)), 2);
         assert_eq!(choose(1, Some(4), Some(4)), 1);
-        // Bound to one CPU of four: the host's four.
+        // Bound to one CPU of four: the job's four.
         assert_eq!(choose(1, Some(1), Some(4)), 4);
+        // Bound to two of a cpuset's two: nothing more to count.
+        assert_eq!(choose(2, Some(2), Some(2)), 2);
         // Unknown counts: available_parallelism.
         assert_eq!(choose(1, None, Some(4)), 1);
         assert_eq!(choose(1, Some(1), None), 1);
     }
 
     #[test]
-    fn binding_this_thread_to_one_cpu_keeps_the_hosts_count() {
-        let online = fs::read_to_string("/sys/devices/system/cpu/online")
-            .ok()
-            .and_then(|s| count_list(s.trim()))
-            .expect("the host's online CPUs");
+    fn binding_this_thread_to_one_cpu_keeps_the_jobs_count() {
+        let job = job_cpus().expect("the job's CPUs");
         let unbound = for_local_ranks();
         // A thread of its own, so that the test's other threads keep
         // their masks.
@@ -117,8 +131,8 @@ mod tests {
             let available = std::thread::available_parallelism().map_or(0, |n| n.get());
             assert_eq!(available, 1, "the thread is bound to one CPU");
             let bound = for_local_ranks();
-            if online > 1 {
-                assert_eq!(bound, online, "bound to 1 of {online} CPUs");
+            if job > 1 {
+                assert_eq!(bound, job, "bound to 1 of {job} CPUs");
             } else {
                 assert_eq!(bound, 1);
             }

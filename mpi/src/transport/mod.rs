@@ -68,6 +68,7 @@ use crate::pmi::Pmi;
 mod announced;
 mod backoff;
 pub(crate) mod bootstrap;
+mod cgroup_cpus;
 pub(crate) mod dimmnet;
 mod emulated_region;
 mod epoll;
