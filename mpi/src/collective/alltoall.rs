@@ -121,16 +121,13 @@ impl Communicator {
         let (p, r) = self.p_r();
         for s in 1..p {
             let (dst, src) = ((r + s) % p, (r + p - s) % p);
-            let data = as_bytes(&send[sends[dst].clone()]);
-            // SAFETY: `req` is waited for below, or dropped when `crecv`
-            // fails (the `?`) or unwinds: never leaked.
-            let req = unsafe { self.cisend(data, dst, TAG_ALLTOALL) }?;
-            self.crecv(
+            self.cexchange(
+                as_bytes(&send[sends[dst].clone()]),
+                dst,
                 as_bytes_mut(&mut recv[recvs[src].clone()]),
                 src,
                 TAG_ALLTOALL,
             )?;
-            req.wait()?;
         }
         Ok(())
     }

@@ -155,7 +155,7 @@ use crate::communicator::Communicator;
 use crate::datatype::{as_bytes, as_bytes_mut, Equivalence};
 use crate::error::{Error, Result};
 use crate::operation::Operation;
-use crate::point_to_point::Process;
+use crate::point_to_point::{Process, Status};
 use crate::request::Request;
 
 const TAG_BARRIER: u32 = 1;
@@ -185,6 +185,19 @@ const RING_MIN_BLOCK: usize = 4 << 10;
 /// Most bytes a process sends plus receives in an alltoall that posts
 /// everything at once.
 const ALLTOALL_EAGER: usize = 256 << 10;
+
+/// Fails unless the receive that ended with `st` brought `want` bytes
+/// (from `src`): a collective's members must agree on every count.
+fn exactly(st: &Status, want: usize, src: usize) -> Result<()> {
+    if st.count_bytes() != want {
+        return Err(bad(format!(
+            "collective message from rank {src} has {} bytes, {want} expected: \
+             the processes disagree on counts",
+            st.count_bytes()
+        )));
+    }
+    Ok(())
+}
 
 fn bad(msg: String) -> Error {
     Error::InvalidArgument(msg)
@@ -254,14 +267,7 @@ impl Communicator {
     fn crecv(&self, buf: &mut [u8], src: usize, tag: u32) -> Result<()> {
         let want = buf.len();
         let st = self.recv_bytes(buf, src as i32, tag as i32, self.coll())?;
-        if st.count_bytes() != want {
-            return Err(bad(format!(
-                "collective message from rank {src} has {} bytes, {want} expected: \
-                 the processes disagree on counts",
-                st.count_bytes()
-            )));
-        }
-        Ok(())
+        exactly(&st, want, src)
     }
 
     /// Starts sending `data` to `dest`, lending it to the transport: the
@@ -312,7 +318,12 @@ impl Communicator {
         }
     }
 
-    /// Sends to `dest` and receives from `src` at the same time.
+    /// Sends to `dest` and receives exactly `recv.len()` bytes from `src`
+    /// at the same time. The receive is posted first, as a sendrecv
+    /// does: a partner that sends at the same moment then finds it
+    /// waiting, and its message goes straight into `recv` rather than
+    /// into the transport's store of messages nobody waits for yet (over
+    /// `o2g`, its dump area, one more copy of the whole message).
     fn cexchange(
         &self,
         send: &[u8],
@@ -321,10 +332,13 @@ impl Communicator {
         src: usize,
         tag: u32,
     ) -> Result<()> {
-        // SAFETY: `s` is waited for below, or dropped when `crecv` fails
-        // (the `?`) or unwinds: never leaked.
+        let want = recv.len();
+        // SAFETY: `r` and `s` are waited for below, or dropped when an
+        // earlier step fails (the `?`s) or unwinds: never leaked.
+        let r = unsafe { self.cirecv(recv, src, tag) }?;
+        // SAFETY: as for `r`.
         let s = unsafe { self.cisend(send, dest, tag) }?;
-        self.crecv(recv, src, tag)?;
+        exactly(&r.wait()?, want, src)?;
         s.wait().map(drop)
     }
 
@@ -363,16 +377,19 @@ impl Communicator {
             }
             return send.map_or(Ok(()), |s| s.wait().map(drop));
         };
-        let send = match out {
-            // SAFETY: `send` is waited for below, or dropped when `crecv`
-            // fails (the `?`) or unwinds: never leaked.
-            Some((_, dest)) => Some(unsafe { self.cisend(as_bytes(data), dest, tag) }?),
-            None => None,
-        };
-        if let Some((_, src)) = inn {
-            self.crecv(as_bytes_mut(room), src, tag)?;
+        match (out, inn) {
+            (Some((_, dest)), Some((_, src))) => {
+                self.cexchange(as_bytes(data), dest, as_bytes_mut(room), src, tag)
+            }
+            // Lent, not `csend`: a blocking send may hand the transport a
+            // copy when its partner is slow to take it.
+            // SAFETY: waited for at once: never leaked.
+            (Some((_, dest)), None) => unsafe { self.cisend(as_bytes(data), dest, tag) }?
+                .wait()
+                .map(drop),
+            (None, Some((_, src))) => self.crecv(as_bytes_mut(room), src, tag),
+            (None, None) => Ok(()),
         }
-        send.map_or(Ok(()), |s| s.wait().map(drop))
     }
 
     /// Ring allgather in place: the member at ring position `i` (rank
