@@ -11,7 +11,8 @@
 #
 # O2G_AB_A and O2G_AB_B are comma-separated NAME=value lists; the sizes run
 # from O2G_AB_MIN to O2G_AB_MAX (2 MiB both), doubling (collectives:
-# times 4). Figures only: o2g-judge's verdicts of B against A and of each
+# times 4); O2G_AB_STREAMS=0 leaves the streams out (at a few bytes they
+# take minutes a run). Figures only: o2g-judge's verdicts of B against A and of each
 # against MPICH; CSV ab-env-{pingpong,allreduce,bcast,alltoall,bw,bw-bi}
 # (series,bytes,round,value: the median of a run's repetitions; us, or
 # MB/s for the streams), series a, b and mpich.
@@ -20,6 +21,7 @@ set -e
 peers_setup
 a="${O2G_AB_A:?O2G_AB_A names setting A}" b="${O2G_AB_B:?O2G_AB_B names setting B}"
 rounds="${O2G_AB_ROUNDS:-4}" min="${O2G_AB_MIN:-2097152}" max="${O2G_AB_MAX:-2097152}"
+streams="${O2G_AB_STREAMS:-1}"
 dir=/tmp/ab-env
 rm -rf "$dir" && mkdir -p "$dir"
 for f in pingpong allreduce bcast alltoall bw bw-bi; do echo "series,bytes,round,value" >"$dir/ab-env-$f.csv"; done
@@ -46,6 +48,7 @@ o2g() {
     "$@" o2g-pingpong --sizes "$sizes" | tee /dev/console |
         awk -v s="$s" -v i="$i" -v f="$dir/ab-env-pingpong.csv" '$1 ~ /^[0-9]+$/ && NF == 3 { print s "," $1 "," i "," $2 >>f }'
     "$@" collectives-o2g "$s" "$max" "$min" | median_of "$s" "$i"
+    [ "$streams" = 0 ] && return
     "$@" bandwidth-o2g "$max" uni "$min" | median_of "$s" "$i"
     "$@" bandwidth-o2g "$max" bi "$min" | median_of "$s" "$i"
 }
@@ -56,10 +59,12 @@ for i in $(seq "$rounds"); do
     # line: the lines count, the hang is cut short; a round it gave
     # nothing is a round without MPICH.
     (timeout 900 sh /etc/o2g/peers.sh mpich 2 collectives-mpich mpich "$max" "$min" || true) | median_of mpich "$i" || true
+    [ "$streams" = 0 ] && continue
     (timeout 900 sh /etc/o2g/peers.sh mpich 2 bandwidth-mpich "$max" uni "$min" || true) | median_of mpich "$i" || true
     (timeout 900 sh /etc/o2g/peers.sh mpich 2 bandwidth-mpich "$max" bi "$min" || true) | median_of mpich "$i" || true
 done
 for f in pingpong allreduce bcast alltoall bw bw-bi; do
+    [ "$(wc -l <"$dir/ab-env-$f.csv")" -gt 1 ] || continue
     lower=--lower-is-better
     case "$f" in bw*) lower="" ;; esac
     echo "# ab-env-$f: B against A" >/dev/console
