@@ -18,6 +18,7 @@
 //! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some. `o2g` uses the message count (`O2G_EAGER_CREDIT_MSGS`); its bytes are what the sender's ring of the dump area has room for |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096), a ring per rank; each sender's eager credit is what its ring has room for |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
+//! | `O2G_STATS` | `0` | `o2g` transport: `1` prints, as each rank closes, the module's counts of the messages and bytes it placed straight into receives and those it stored in the dump area first |
 //! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
 //! | `O2G_MODEL_TIME` | `0` | `dimmnet` and `hyphenlink` transports: `1` makes `MPI_Wtime` read the NIC timing model's virtual clock of this rank's node; communication advances it by the model, computation between MPI calls by the calling thread's CPU time (`transport/model_time.rs`). Every rank of a job must set the same value |
 //! | `O2G_DIMMNET_PEER_TIMEOUT` | `5` | `dimmnet` transport: seconds without a heartbeat after which a peer counts as dead |
@@ -25,7 +26,7 @@
 //! | `O2G_HYPHEN_RING_BYTES` | `O2G_RCVBUF`, else 64 MiB / size², clamped to 16 KiB..1 MiB | `hyphenlink`: bytes of each AP1000 receive ring (one per sender and receiver); frames carry up to a quarter of it. With `ivshmem` or a path it is halved until the board fits |
 //! | `O2G_HYPHEN_WAIT` | `block` (`shm`), `sleep` (`ivshmem`) | `hyphenlink`: how an idle rank sleeps after spinning and yielding: `block` in futex on its EXT FIFO (woken by a PB), `sleep` in short timed sleeps (futexes do not cross VMs) |
 //! | `O2G_HYPHEN_DEAD_AFTER` | `10` | `hyphenlink`: seconds without a heartbeat after which a peer counts as dead (a peer that exits is seen at once) |
-//! | `O2G_SPIN` | `auto` | socket transports and `o2g`: whether an idle rank spins before it sleeps, for twice the typical wait it has seen (at least 100 us, at most 300 us). `auto`: when this host has a CPU for each of the job's ranks on it (peers at the address of this end of a connection, or on loopback, count as on it; a rank bound to fewer CPUs than the host has online counts the host's), and only while spinning finds messages (after 4 fruitless spins in a row, the next 64 waits sleep at once); `1`: always; `0`: never |
+//! | `O2G_SPIN` | `auto` | socket transports and `o2g`: whether an idle rank spins before it sleeps, for twice the typical wait it has seen (at least 100 us, at most 300 us). `auto`: when this host has a CPU for each of the job's ranks on it (peers at the address of this end of a connection, or on loopback, count as on it; a rank bound to fewer CPUs than its job has counts the job's: the host's online CPUs, or those of its cgroups' cpuset or CPU quota where fewer), and only while spinning finds messages (after 4 fruitless spins in a row, the next 64 waits sleep at once); `1`: always; `0`: never |
 //! | `O2G_IDLE_CONNECTIONS` | `0` | benchmark knob: each process also holds this many idle TCP connections, watched like real ones (the o2g paper's figure 6) |
 //! | `O2G_IDLE_HOLDER` | (none) | benchmark knob: `ADDR:PORT` of an `o2g-idle-holder` (on a third node, as in the paper) that takes the idle connections' far ends; without it they are loopback pairs inside each process |
 //! | `O2G_JOB_SECRET` | set by `o2grun` | 32 lowercase hexadecimal digits every connection between ranks must present (see `transport/bootstrap.rs`); without it rank 0 makes one and publishes it through PMI |
@@ -72,6 +73,9 @@ pub(crate) struct O2gConfig {
     pub(crate) eager_remote: u64,
     /// `O2G_PIN_BUDGET`: most bytes of receive buffers pinned at once.
     pub(crate) pin_budget: u64,
+    /// `O2G_STATS`: print the endpoint's counters when the transport
+    /// closes.
+    pub(crate) report_stats: bool,
 }
 
 /// `o2g`'s default eager limit on this host. A rendezvous costs the two
@@ -192,6 +196,16 @@ fn parse<T: std::str::FromStr>(
         .transpose()
 }
 
+/// Variable `name` (through `var`) as `0` or `1`; `default` when unset.
+fn flag(var: &dyn Fn(&str) -> Option<String>, name: &str, default: bool) -> Result<bool> {
+    match var(name).as_deref() {
+        None => Ok(default),
+        Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(v) => Err(Error::Config(format!("{name}={v:?}: expected 0 or 1"))),
+    }
+}
+
 impl Config {
     /// Reads the `O2G_*` variables.
     pub(crate) fn from_env() -> Result<Self> {
@@ -266,20 +280,8 @@ impl Config {
                 "O2G_JOB_SECRET must be {SECRET_LEN} lowercase hexadecimal digits (o2grun sets it)"
             )));
         }
-        let self_path = match var("O2G_SELF").as_deref() {
-            None | Some("1") => true,
-            Some("0") => false,
-            Some(v) => return Err(Error::Config(format!("O2G_SELF={v:?}: expected 0 or 1"))),
-        };
-        let model_time = match var("O2G_MODEL_TIME").as_deref() {
-            None | Some("0") => false,
-            Some("1") => true,
-            Some(v) => {
-                return Err(Error::Config(format!(
-                    "O2G_MODEL_TIME={v:?}: expected 0 or 1"
-                )))
-            }
-        };
+        let self_path = flag(&var, "O2G_SELF", true)?;
+        let model_time = flag(&var, "O2G_MODEL_TIME", false)?;
         if model_time
             && !matches!(
                 transport,
@@ -346,6 +348,7 @@ impl Config {
                 eager_local: rndv_threshold.unwrap_or(EAGER_ON_THIS_HOST),
                 eager_remote: rndv_threshold.unwrap_or(EAGER_TO_OTHER_HOSTS),
                 pin_budget: parse(&var, "O2G_PIN_BUDGET")?.unwrap_or(2 << 30),
+                report_stats: flag(&var, "O2G_STATS", false)?,
             },
             dimmnet: DimmnetConfig {
                 region: dimmnet_region,
@@ -393,6 +396,18 @@ mod tests {
                 .expect_err(t)
                 .to_string();
             assert!(e.contains("O2G_MODEL_TIME"), "{e}");
+        }
+    }
+
+    #[test]
+    fn flags_are_0_or_1() {
+        let c = with(&[]).expect("defaults");
+        assert!(c.self_path && !c.model_time && !c.o2g.report_stats);
+        let c = with(&[("O2G_SELF", "0"), ("O2G_STATS", "1")]).expect("set");
+        assert!(!c.self_path && c.o2g.report_stats);
+        for var in ["O2G_SELF", "O2G_STATS", "O2G_MODEL_TIME"] {
+            let e = with(&[(var, "yes")]).expect_err(var).to_string();
+            assert!(e.contains(var) && e.contains("expected 0 or 1"), "{e}");
         }
     }
 

@@ -164,6 +164,10 @@ pub(crate) struct O2g {
     credit: Vec<Allowance>,
     /// Whether the module serves memory windows (ABI feature WINDOWS).
     windows: bool,
+    /// This process's world rank.
+    me: u32,
+    /// `O2G_STATS=1`: print the endpoint's counters on closing.
+    report_stats: bool,
 }
 
 /// Ends the process when the module may still write into memory the caller
@@ -283,7 +287,40 @@ impl O2g {
             credit: vec![Allowance::new(); size],
             spin,
             windows: ep_serves_windows,
+            me,
+            report_stats: config.o2g.report_stats,
         })
+    }
+
+    /// `O2G_STATS=1`: one line on stderr with how the module delivered
+    /// this endpoint's messages, straight into a posted receive or
+    /// through the dump area (one more copy), and its rendezvous data.
+    fn report_stats(&self) {
+        let me = self.me;
+        let (s, r) = match (self.ep.stats(), self.ep.rndv_stats()) {
+            (Ok(s), Ok(r)) => (s, r),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("o2g: rank {me}: the module gave no counters: {e}");
+                return;
+            }
+        };
+        let eager = s.matched_bytes + s.unexpected_bytes;
+        let share = if eager == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}%", 100.0 * s.matched_bytes as f64 / eager as f64)
+        };
+        eprintln!(
+            "o2g: rank {me}: eager messages placed straight into receives {} ({} bytes), \
+             through the dump area {} ({} bytes), {share} of the bytes placed; \
+             rendezvous data {} ({} bytes)",
+            s.matched_msgs,
+            s.matched_bytes,
+            s.unexpected_msgs,
+            s.unexpected_bytes,
+            r.data_msgs,
+            r.data_bytes
+        );
     }
 }
 
@@ -319,6 +356,9 @@ impl Drop for O2g {
     /// (the peer reads everything before that end of stream), and reads
     /// until the peer does the same, for at most [`CLOSE_WAIT`].
     fn drop(&mut self) {
+        if self.report_stats {
+            self.report_stats();
+        }
         for (rank, p) in self.peers.iter().enumerate() {
             if p.control.is_some() {
                 let _ = self.ep.unregister_socket(rank as u32);
