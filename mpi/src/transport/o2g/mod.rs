@@ -67,7 +67,7 @@ mod send;
 mod window;
 
 use std::collections::VecDeque;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -310,10 +310,10 @@ impl O2g {
         } else {
             format!("{:.1}%", 100.0 * s.matched_bytes as f64 / eager as f64)
         };
-        eprintln!(
+        let line = format!(
             "o2g: rank {me}: eager messages placed straight into receives {} ({} bytes), \
              through the dump area {} ({} bytes), {share} of the bytes placed; \
-             rendezvous data {} ({} bytes)",
+             rendezvous data {} ({} bytes)\n",
             s.matched_msgs,
             s.matched_bytes,
             s.unexpected_msgs,
@@ -321,6 +321,9 @@ impl O2g {
             r.data_msgs,
             r.data_bytes
         );
+        // One write, not eprintln's one per piece: the ranks of a job
+        // share a stderr, and their lines must not interleave.
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }
 }
 
