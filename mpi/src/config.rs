@@ -18,7 +18,7 @@
 //! | `O2G_EAGER_CREDIT_BYTES`, `O2G_EAGER_CREDIT_MSGS` | 4 MiB, 256 | socket transports: eager payload bytes and messages each sender may leave unreceived at each receiver; past them it sends by rendezvous until the receiver takes some. `o2g` uses the message count (`O2G_EAGER_CREDIT_MSGS`); its bytes are what the sender's ring of the dump area has room for |
 //! | `O2G_DUMP_BYTES` | 64 MiB | `o2g` transport: the module's area for unexpected messages (a multiple of 4096), a ring per rank; each sender's eager credit is what its ring has room for |
 //! | `O2G_PIN_BUDGET` | 2 GiB | `o2g` transport: most bytes of posted receive buffers pinned at once |
-//! | `O2G_STATS` | `0` | `o2g` transport: `1` prints, as each rank closes, the module's counts of the messages and bytes it placed straight into receives and those it stored in the dump area first |
+//! | `O2G_STATS` | `0` | `o2g` transport: `1` prints, as each rank closes, the module's counts of the messages and bytes it placed straight into receives and those it stored in the dump area first, and the bytes its sends copied out of the callers' buffers |
 //! | `O2G_DIMMNET_REGION` | `shm` | `dimmnet` transport: `shm` (rank 0 creates a `/dev/shm` file for the job) or `ivshmem` (the guest's first ivshmem device, shared by QEMU VMs) |
 //! | `O2G_MODEL_TIME` | `0` | `dimmnet` and `hyphenlink` transports: `1` makes `MPI_Wtime` read the NIC timing model's virtual clock of this rank's node; communication advances it by the model, computation between MPI calls by the calling thread's CPU time (`transport/model_time.rs`). Every rank of a job must set the same value |
 //! | `O2G_DIMMNET_PEER_TIMEOUT` | `5` | `dimmnet` transport: seconds without a heartbeat after which a peer counts as dead |

@@ -261,6 +261,9 @@ pub(crate) struct Outbox {
     /// Messages written without a copy whose bytes the kernel still reads,
     /// oldest first.
     in_flight: VecDeque<InFlight>,
+    /// Payload bytes copied out of callers' buffers so far: the rests kept
+    /// by copy and lent memory taken back (a cost `O2G_STATS` reports).
+    pub(crate) copied: u64,
 }
 
 /// What one [`Outbox::flush`] did.
@@ -278,6 +281,7 @@ impl Outbox {
             queue: VecDeque::new(),
             zero_copy: None,
             in_flight: VecDeque::new(),
+            copied: 0,
         }
     }
 
@@ -390,6 +394,9 @@ impl Outbox {
         }
         let token = sends.start();
         let rest = keep(&data[done.1..]);
+        if let Payload::Owned(v) = &rest {
+            self.copied += v.len() as u64;
+        }
         self.queue.push_back(Out::rest(header, done.0, rest, token));
         Ok(SendToken(token))
     }
@@ -398,6 +405,9 @@ impl Outbox {
     /// its caller may reuse the memory once this returns.
     pub(crate) fn own(&mut self, token: u64) {
         for o in self.queue.iter_mut().filter(|o| o.token == token) {
+            if let Payload::Lent { len, .. } = o.data {
+                self.copied += len as u64;
+            }
             o.data.own();
         }
     }

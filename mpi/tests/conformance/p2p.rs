@@ -217,6 +217,13 @@ pub(crate) fn run() -> Check {
     Ok(())
 }
 
+/// How many sends of [`LEAKED_LEN`] bytes `scoped` leaks at once (8 MiB
+/// in all: more than the sockets buffer while the receiver sleeps).
+const LEAKED_BURST: usize = 128;
+
+/// Eager on every transport (the socket transports' limit).
+const LEAKED_LEN: usize = 64 << 10;
+
 /// Scoped nonblocking operations (`mpi::scope`): exchanges in place at
 /// an eager and a rendezvous size, and requests leaked inside a scope,
 /// which must neither send what the buffer holds after the scope nor
@@ -251,6 +258,20 @@ fn scoped(world: &Communicator) -> Check {
             Ok(())
         })?;
         out.fill(0xee);
+        // Leaked eager-sized sends, more than the sockets take while rank
+        // 1 sleeps: the rest waits in the sender's queue (or, past the
+        // receiver's credit, as requests to send), which must copy it as
+        // the scope ends.
+        let mut burst: Vec<Vec<u8>> = (0..LEAKED_BURST)
+            .map(|i| vec![i as u8; LEAKED_LEN])
+            .collect();
+        mpi::scope::scope(|s| -> Check {
+            for b in &burst {
+                std::mem::forget(world.isend_scoped(s, b, 1, 45)?);
+            }
+            Ok(())
+        })?;
+        burst.iter_mut().for_each(|b| b.fill(0xee));
         world.send::<u8>(&[], 1, 42)?;
         // A leaked receive: released at the scope's end, so the message
         // rank 1 sends afterwards must not land in `buf`.
@@ -268,6 +289,8 @@ fn scoped(world: &Communicator) -> Check {
             "a released scoped receive wrote its buffer"
         );
     } else if rank == 1 {
+        // Out of MPI, so that rank 0's leaked sends find no reader.
+        std::thread::sleep(std::time::Duration::from_millis(300));
         world.recv::<u8>(&mut [], 0, 42)?;
         let mut inp = vec![0u8; 3 << 20];
         world.recv(&mut inp, 0, 41)?;
@@ -275,6 +298,14 @@ fn scoped(world: &Communicator) -> Check {
             inp.iter().all(|&b| b == 0x5a),
             "a leaked scoped send carried bytes written after its scope"
         );
+        let mut got = vec![0u8; LEAKED_LEN];
+        for i in 0..LEAKED_BURST {
+            world.recv(&mut got, 0, 45)?;
+            ensure!(
+                got.iter().all(|&b| b == i as u8),
+                "leaked scoped eager send {i} carried bytes written after its scope"
+            );
+        }
         world.recv::<u8>(&mut [], 0, 44)?;
         world.send(&[9u8; 64], 0, 43)?;
     }

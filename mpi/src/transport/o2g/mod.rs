@@ -168,6 +168,9 @@ pub(crate) struct O2g {
     me: u32,
     /// `O2G_STATS=1`: print the endpoint's counters on closing.
     report_stats: bool,
+    /// Bytes of rendezvous sends copied for the module to read (the
+    /// outboxes count the eager ones).
+    rndv_copied: u64,
 }
 
 /// Ends the process when the module may still write into memory the caller
@@ -289,12 +292,14 @@ impl O2g {
             windows: ep_serves_windows,
             me,
             report_stats: config.o2g.report_stats,
+            rndv_copied: 0,
         })
     }
 
     /// `O2G_STATS=1`: one line on stderr with how the module delivered
     /// this endpoint's messages, straight into a posted receive or
-    /// through the dump area (one more copy), and its rendezvous data.
+    /// through the dump area (one more copy), its rendezvous data, and
+    /// how many bytes its sends copied out of the callers' buffers.
     fn report_stats(&self) {
         let me = self.me;
         let (s, r) = match (self.ep.stats(), self.ep.rndv_stats()) {
@@ -310,16 +315,18 @@ impl O2g {
         } else {
             format!("{:.1}%", 100.0 * s.matched_bytes as f64 / eager as f64)
         };
+        let eager_copied: u64 = self.peers.iter().map(|p| p.outbox.copied).sum();
         let line = format!(
             "o2g: rank {me}: eager messages placed straight into receives {} ({} bytes), \
              through the dump area {} ({} bytes), {share} of the bytes placed; \
-             rendezvous data {} ({} bytes)\n",
+             rendezvous data {} ({} bytes); sends copied {} bytes\n",
             s.matched_msgs,
             s.matched_bytes,
             s.unexpected_msgs,
             s.unexpected_bytes,
             r.data_msgs,
-            r.data_bytes
+            r.data_bytes,
+            eager_copied + self.rndv_copied
         );
         // One write, not eprintln's one per piece: the ranks of a job
         // share a stderr, and their lines must not interleave.

@@ -1,6 +1,8 @@
 //! The send half: eager messages within the receiver's credit, written
-//! through each connection's outbox as the socket transports write them,
-//! and rendezvous sends offered to the module.
+//! through each connection's outbox as the socket transports write them
+//! (what the socket does not take at once is copied, or for an
+//! `isend_lent` kept by reference to the caller's buffer), and rendezvous
+//! sends offered to the module.
 
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -35,14 +37,15 @@ pub(super) struct Offered {
     /// one that stopped waiting); `None` while it reads the caller's.
     copy: Option<Vec<u8>>,
     /// The caller's memory the module reads (address and length), for a
-    /// send started with `isend_in_place`, until a copy replaces it.
+    /// send offered in place (`isend_in_place`, `isend_lent`), until a
+    /// copy replaces it.
     lent: Option<(usize, usize)>,
     /// Set by its `SENT` record, for the sender to see.
     ended: Option<std::result::Result<(), RecvError>>,
 }
 
-/// Marks the tokens of sends started with `isend_in_place`; the rest is
-/// the offer's user data.
+/// Marks the tokens of sends offered in place (`isend_in_place`,
+/// `isend_lent`); the rest is the offer's user data.
 pub(super) const OFFER_TOKEN: u64 = 1 << 63;
 
 /// The status a blocking send's offer ended with (`None`: it ended and
@@ -128,6 +131,7 @@ impl O2g {
             }
             if lent && since.elapsed() >= RNDV_WAIT {
                 let copy = data.to_vec();
+                self.rndv_copied += copy.len() as u64;
                 match self.ep.replace_offer(id, &copy, dest) {
                     Ok(true) => {
                         if let Some(o) = self.offers.get_mut(&user_data) {
@@ -232,10 +236,33 @@ impl O2g {
         data: &[u8],
         eager: bool,
     ) -> Result<SendToken> {
+        // SAFETY: Not lent: what the socket does not take is copied.
+        unsafe { self.start_send_keeping(dest, env, data, eager, false) }
+    }
+
+    /// [`O2g::start_send`], keeping the rest of an eager message that the
+    /// socket does not take at once by reference to `data` where `lend`
+    /// (no copy; [`SendHalf::release_send`] copies it if the caller lets
+    /// go first), or as a copy.
+    ///
+    /// # Safety
+    ///
+    /// Where `lend`, `data` stays allocated and unchanged until the token
+    /// completes or `release_send` returned for it
+    /// ([`SendHalf::isend_lent`]'s contract).
+    unsafe fn start_send_keeping(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        data: &[u8],
+        eager: bool,
+        lend: bool,
+    ) -> Result<SendToken> {
         let mut copy = None;
         let mut offer = None;
         if !eager {
             let owned = data.to_vec();
+            self.rndv_copied += owned.len() as u64;
             offer = Some(self.offer(dest, &owned)?);
             copy = Some(owned);
         }
@@ -253,7 +280,12 @@ impl O2g {
             ),
         };
         let w = p.writer.as_mut().unwrap_or(&mut p.registered);
-        let started = p.outbox.start(w, &mut self.sends, header, payload);
+        let started = if lend {
+            // SAFETY: This function's contract.
+            unsafe { p.outbox.start_lent(w, &mut self.sends, header, payload) }
+        } else {
+            p.outbox.start(w, &mut self.sends, header, payload)
+        };
         if let Some((user_data, id)) = offer {
             // Moving the vector does not move the bytes the module reads.
             self.hold(user_data, dest, id, copy, None);
@@ -410,6 +442,11 @@ impl SendHalf for O2g {
 
     fn release_send(&mut self, token: SendToken) {
         if token.0 & OFFER_TOKEN == 0 {
+            // An eager message still queued may hold the caller's memory
+            // (`isend_lent`), which is theirs again once this returns.
+            for p in &mut self.peers {
+                p.outbox.own(token.0);
+            }
             self.sends.release(token);
             return;
         }
@@ -426,9 +463,10 @@ impl SendHalf for O2g {
         // a copy if its receiver has not asked yet; otherwise the data is
         // going out from it, and that ends soon.
         if let Some((addr, len)) = lent {
-            // SAFETY: `isend_in_place`'s contract keeps the memory valid
+            // SAFETY: `offer_in_place`'s contract keeps the memory valid
             // and unchanged until this call returns.
             let copy = unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec();
+            self.rndv_copied += copy.len() as u64;
             if let Ok(true) = self.ep.replace_offer(id, &copy, dest) {
                 if let Some(o) = self.offers.get_mut(&user_data) {
                     o.copy = Some(copy);
@@ -463,8 +501,59 @@ impl SendHalf for O2g {
         if len as u64 <= self.eager_max(dest) {
             return Ok(None);
         }
-        // SAFETY: The caller keeps the memory valid and unchanged until
-        // the token ends (this function's contract).
+        // SAFETY: This function's contract.
+        unsafe { self.offer_in_place(dest, env, data, len) }.map(Some)
+    }
+
+    unsafe fn isend_lent(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Option<SendToken>> {
+        if len == 0 {
+            // Nothing to lend (and `data` may dangle).
+            return Ok(None);
+        }
+        self.check_size(len)?;
+        self.peer(dest)?;
+        if !self.eager(dest, len)? {
+            // SAFETY: This contract is stronger than `offer_in_place`'s.
+            return unsafe { self.offer_in_place(dest, env, data, len) }.map(Some);
+        }
+        // SAFETY: The trait's contract: valid and unchanged until the
+        // token completes or is released; `len > 0`.
+        let data = unsafe { std::slice::from_raw_parts(data, len) };
+        // SAFETY: As above; `release_send` copies what is still queued.
+        unsafe { self.start_send_keeping(dest, env, data, true, true) }.map(Some)
+    }
+
+    fn has_queued_sends(&self) -> bool {
+        // An offer the module still holds is a send not yet done: closing
+        // the endpoint now would end it unsent.
+        !self.queued().is_empty() || self.offers.values().any(|o| o.ended.is_none())
+    }
+}
+
+impl O2g {
+    /// Offers the caller's `len` bytes at `data` to the module for a
+    /// rendezvous send to `dest`, which reads them from there (no copy)
+    /// until the offer ends or `release_send` hands it a copy.
+    ///
+    /// # Safety
+    ///
+    /// `data..data + len` stays allocated and unchanged until the token
+    /// completes or `release_send` returned for it.
+    unsafe fn offer_in_place(
+        &mut self,
+        dest: u32,
+        env: Envelope,
+        data: *const u8,
+        len: usize,
+    ) -> Result<SendToken> {
+        // SAFETY: This function's contract; its callers never offer an
+        // empty message.
         let lent = unsafe { std::slice::from_raw_parts(data, len) };
         let (user_data, id) = self.offer(dest, lent)?;
         self.hold(user_data, dest, id, None, Some((data as usize, len)));
@@ -478,12 +567,6 @@ impl SendHalf for O2g {
                 self.kill_on_write(dest, &e);
             }
         }
-        Ok(Some(SendToken(OFFER_TOKEN | user_data)))
-    }
-
-    fn has_queued_sends(&self) -> bool {
-        // An offer the module still holds is a send not yet done: closing
-        // the endpoint now would end it unsent.
-        !self.queued().is_empty() || self.offers.values().any(|o| o.ended.is_none())
+        Ok(SendToken(OFFER_TOKEN | user_data))
     }
 }
